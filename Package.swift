@@ -1,0 +1,86 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "sfubot",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "sfubot", targets: ["sfubot"]),
+        .executable(name: "sfubot-bench", targets: ["sfubot-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        // GStreamer's C API (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev,
+        // libgstreamer-plugins-bad1.0-dev).
+        .systemLibrary(
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev"])]
+        ),
+        // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
+        .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+        .target(
+            name: "GStreamerKit",
+            dependencies: [
+                "CGStreamer", "CGStreamerShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "FrameCrypto",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Janus",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Bot",
+            dependencies: [
+                "GStreamerKit", "FrameCrypto", "Janus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "sfubot",
+            dependencies: [
+                "Bot", "FrameCrypto", "Janus",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
+        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto"], swiftSettings: strict),
+        .testTarget(name: "FrameCryptoTests", dependencies: ["FrameCrypto"], swiftSettings: strict),
+        .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
+        .testTarget(
+            name: "BotTests",
+            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,51 @@
+// What Swift cannot call in GStreamer/GLib: variadic functions (g_signal_emit_by_name,
+// g_object_get) and type macros (G_OBJECT_GET_CLASS, GST_TYPE_*). One function per need,
+// prefixed sfb_. Each could go if Swift learned to call C varargs.
+#ifndef CGSTREAMERSHIMS_H
+#define CGSTREAMERSHIMS_H
+#define GST_USE_UNSTABLE_API 1
+#include <gst/gst.h>
+#include <gst/sdp/sdp.h>
+#include <gst/webrtc/webrtc.h>
+
+/// Sets property `name` of `object` from its string form, parsed as the property's own
+/// type (gst_value_deserialize). Returns 0 on success, 1 if there is no such property,
+/// 2 if the value does not parse as that type, 3 if the property is not writable.
+int sfb_object_set_property_from_string(GObject *object, const char *name, const char *value);
+
+/// The property's value as a newly allocated string (g_free it), or NULL if there is none.
+char *sfb_object_get_property_string(GObject *object, const char *name);
+
+/// Whether `object` has a property called `name`.
+gboolean sfb_object_has_property(GObject *object, const char *name);
+
+/// webrtcbin action signals.
+void sfb_webrtc_create_offer(GstElement *webrtc, GstPromise *promise);
+void sfb_webrtc_create_answer(GstElement *webrtc, GstPromise *promise);
+void sfb_webrtc_set_local_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise);
+void sfb_webrtc_set_remote_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise);
+void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *candidate);
+void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
+/// Adds a transceiver; returns it with a reference the caller owns, or NULL.
+GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRTCRTPTransceiverDirection direction, GstCaps *caps);
+/// The `mid` of the transceiver behind a webrtcbin pad (newly allocated, g_free it), or NULL.
+char *sfb_webrtc_pad_mid(GstPad *pad);
+
+/// Turns off libnice's UPnP (SSDP multicast) and ICE-TCP on webrtcbin's agent.
+/// Returns 0 on success, or which step failed (1: no ice-agent, 2: no NiceAgent).
+int sfb_webrtc_lock_down_ice(GstElement *webrtc);
+
+/// The session description held in a promise reply field ("offer"/"answer"), borrowed, or NULL.
+const GstWebRTCSessionDescription *sfb_structure_get_sdp(const GstStructure *s, const char *field);
+
+/// Names of a GError-carrying field ("error") in a promise reply, newly allocated, or NULL.
+char *sfb_structure_get_error_message(const GstStructure *s);
+
+/// Replaces the buffer carried by a pad probe; the old one is unreffed.
+void sfb_probe_info_replace_buffer(GstPadProbeInfo *info, GstBuffer *buffer);
+GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info);
+
+/// Connects `handler` (a C function of the signal's own signature) with user data freed by `notify`.
+gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify);
+
+#endif

@@ -1,0 +1,122 @@
+#include "CGStreamerShims.h"
+
+int sfb_object_set_property_from_string(GObject *object, const char *name, const char *value) {
+  GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
+  if (spec == NULL) return 1;
+  if (!(spec->flags & G_PARAM_WRITABLE)) return 3;
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(spec));
+  if (!gst_value_deserialize(&v, value)) {
+    g_value_unset(&v);
+    return 2;
+  }
+  g_object_set_property(object, name, &v);
+  g_value_unset(&v);
+  return 0;
+}
+
+char *sfb_object_get_property_string(GObject *object, const char *name) {
+  GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
+  if (spec == NULL) return NULL;
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(spec));
+  g_object_get_property(object, name, &v);
+  char *out = G_VALUE_HOLDS_STRING(&v) ? g_value_dup_string(&v) : gst_value_serialize(&v);
+  g_value_unset(&v);
+  return out;
+}
+
+gboolean sfb_object_has_property(GObject *object, const char *name) {
+  return g_object_class_find_property(G_OBJECT_GET_CLASS(object), name) != NULL;
+}
+
+void sfb_webrtc_create_offer(GstElement *webrtc, GstPromise *promise) {
+  g_signal_emit_by_name(webrtc, "create-offer", NULL, promise);
+}
+
+void sfb_webrtc_create_answer(GstElement *webrtc, GstPromise *promise) {
+  g_signal_emit_by_name(webrtc, "create-answer", NULL, promise);
+}
+
+void sfb_webrtc_set_local_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise) {
+  g_signal_emit_by_name(webrtc, "set-local-description", desc, promise);
+}
+
+void sfb_webrtc_set_remote_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise) {
+  g_signal_emit_by_name(webrtc, "set-remote-description", desc, promise);
+}
+
+void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *candidate) {
+  g_signal_emit_by_name(webrtc, "add-ice-candidate", mline, candidate);
+}
+
+void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise) {
+  g_signal_emit_by_name(webrtc, "get-stats", pad, promise);
+}
+
+GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRTCRTPTransceiverDirection direction, GstCaps *caps) {
+  GstWebRTCRTPTransceiver *t = NULL;
+  g_signal_emit_by_name(webrtc, "add-transceiver", direction, caps, &t);
+  return t;
+}
+
+char *sfb_webrtc_pad_mid(GstPad *pad) {
+  if (!g_object_class_find_property(G_OBJECT_GET_CLASS(pad), "transceiver")) return NULL;
+  GstWebRTCRTPTransceiver *t = NULL;
+  g_object_get(pad, "transceiver", &t, NULL);
+  if (t == NULL) return NULL;
+  char *mid = NULL;
+  g_object_get(t, "mid", &mid, NULL);
+  gst_object_unref(t);
+  return mid;
+}
+
+int sfb_webrtc_lock_down_ice(GstElement *webrtc) {
+  GObject *ice = NULL;
+  g_object_get(webrtc, "ice-agent", &ice, NULL);
+  if (ice == NULL) return 1;
+  // In 1.22 this object is still floating: read it, never sink it, unref after (PITFALLS.md).
+  if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "ice-tcp"))
+    g_object_set(ice, "ice-tcp", FALSE, NULL);
+  int rc = 0;
+  GObject *agent = NULL;
+  if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent"))
+    g_object_get(ice, "agent", &agent, NULL);
+  if (agent == NULL) {
+    rc = 2;
+  } else {
+    g_object_set(agent, "upnp", FALSE, NULL);
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(agent), "ice-tcp"))
+      g_object_set(agent, "ice-tcp", FALSE, NULL);
+    g_object_unref(agent);
+  }
+  g_object_unref(ice);
+  return rc;
+}
+
+const GstWebRTCSessionDescription *sfb_structure_get_sdp(const GstStructure *s, const char *field) {
+  const GValue *v = gst_structure_get_value(s, field);
+  if (v == NULL || !G_VALUE_HOLDS(v, GST_TYPE_WEBRTC_SESSION_DESCRIPTION)) return NULL;
+  return g_value_get_boxed(v);
+}
+
+char *sfb_structure_get_error_message(const GstStructure *s) {
+  const GValue *v = gst_structure_get_value(s, "error");
+  if (v == NULL || !G_VALUE_HOLDS(v, G_TYPE_ERROR)) return NULL;
+  const GError *e = g_value_get_boxed(v);
+  return e ? g_strdup(e->message) : NULL;
+}
+
+void sfb_probe_info_replace_buffer(GstPadProbeInfo *info, GstBuffer *buffer) {
+  GstBuffer *old = GST_PAD_PROBE_INFO_BUFFER(info);
+  GST_PAD_PROBE_INFO_DATA(info) = buffer;
+  if (old) gst_buffer_unref(old);
+}
+
+GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info) {
+  return GST_PAD_PROBE_INFO_BUFFER(info);
+}
+
+gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify) {
+  return g_signal_connect_data(instance, signal, handler, data, notify, 0);
+}

@@ -1,0 +1,38 @@
+internal import CGStreamer
+
+/// Owns one reference to a GstPad.
+public final class Pad: @unchecked Sendable {
+    // @unchecked: GstPad reference counting, linking and probes are thread-safe.
+    let pointer: UnsafeMutablePointer<GstPad>
+
+    init(takingOwnership pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }
+    init(borrowing pointer: UnsafeMutablePointer<GstPad>) {
+        gst_object_ref(UnsafeMutableRawPointer(pointer))
+        self.pointer = pointer
+    }
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    public var name: String { objectName(pointer.gstObject()) }
+
+    /// `gst_pad_link`; throws with GStreamer's reason (e.g. caps do not match).
+    public func link(to sink: Pad) throws(GStreamerError) {
+        let r = gst_pad_link(pointer, sink.pointer)
+        guard r == GST_PAD_LINK_OK else {
+            throw .linkFailed("\(name) → \(sink.name): \(String(cString: gst_pad_link_get_name(r)))")
+        }
+    }
+
+    /// The pad's current caps as a string, if negotiated.
+    public var caps: String? {
+        guard let c = gst_pad_get_current_caps(pointer) else { return nil }
+        defer { gst_mini_object_unref(UnsafeMutableRawPointer(c).assumingMemoryBound(to: GstMiniObject.self)) }
+        return takeGString(gst_caps_to_string(c))
+    }
+
+    /// Sends an upstream force-key-unit request (the receive side's PLI in GStreamer terms).
+    @discardableResult
+    public func requestKeyFrame() -> Bool {
+        let event = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_new_from_string("GstForceKeyUnit, all-headers=(boolean)true"))
+        return gst_pad_send_event(pointer, event) != 0
+    }
+}

@@ -1,0 +1,104 @@
+internal import CGStreamer
+internal import CGStreamerShims
+import Synchronization
+
+/// A probe on a pad; removing it (or dropping the last reference) detaches it.
+public final class PadProbe: Sendable {
+    private let pad: Pad
+    private let id: Mutex<gulong>
+
+    init(pad: Pad, id: gulong) {
+        self.pad = pad
+        self.id = Mutex(id)
+    }
+
+    /// Detaches the probe; later calls do nothing.
+    public func remove() {
+        let current = id.withLock { id in defer { id = 0 }; return id }
+        if current != 0 { gst_pad_remove_probe(pad.pointer, current) }
+    }
+
+    deinit { remove() }
+}
+
+private final class TransformBox: Sendable {
+    let transform: any FrameTransform
+    let droppedLists = Atomic<Int>(0)
+    init(_ t: any FrameTransform) { transform = t }
+}
+
+private final class ObserverBox: Sendable {
+    let observe: @Sendable (UnsafeRawBufferPointer) -> Void
+    init(_ o: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { observe = o }
+}
+
+extension Pad {
+    /// Runs `transform` on every buffer leaving (src pad) or entering (sink pad) this pad,
+    /// replacing each buffer with the transform's output or dropping it. Buffer lists are
+    /// dropped whole, so nothing bypasses the transform (fail closed).
+    ///
+    /// Per frame this allocates one GstBuffer of the output's capacity and nothing else.
+    public func addFrameTransform(_ transform: any FrameTransform) -> PadProbe {
+        let box = Unmanaged.passRetained(TransformBox(transform)).toOpaque()
+        let mask = GstPadProbeType(rawValue: GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue)
+        let id = gst_pad_add_probe(pointer, mask, { _, info, data in
+            guard let info, let data else { return GST_PAD_PROBE_OK }
+            let box = Unmanaged<TransformBox>.fromOpaque(data).takeUnretainedValue()
+            guard info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0,
+                  let input = sfb_probe_info_buffer(info) else {
+                box.droppedLists.add(1, ordering: .relaxed)
+                return GST_PAD_PROBE_DROP
+            }
+            guard let output = Pad.runTransform(box.transform, on: input) else { return GST_PAD_PROBE_DROP }
+            sfb_probe_info_replace_buffer(info, output)
+            return GST_PAD_PROBE_OK
+        }, box, { data in
+            if let data { Unmanaged<TransformBox>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
+    }
+
+    /// Calls `observe` with every buffer's bytes passing this pad, unchanged (for taps in tests
+    /// and diagnostics).
+    public func addBufferObserver(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) -> PadProbe {
+        let box = Unmanaged.passRetained(ObserverBox(observe)).toOpaque()
+        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
+            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            let box = Unmanaged<ObserverBox>.fromOpaque(data).takeUnretainedValue()
+            var map = GstMapInfo()
+            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_PAD_PROBE_OK }
+            box.observe(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+            gst_buffer_unmap(buffer, &map)
+            return GST_PAD_PROBE_OK
+        }, box, { data in
+            if let data { Unmanaged<ObserverBox>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
+    }
+
+    /// One output buffer with the input's timestamps and flags, or nil to drop.
+    private static func runTransform(_ t: any FrameTransform, on input: UnsafeMutablePointer<GstBuffer>) -> UnsafeMutablePointer<GstBuffer>? {
+        var inMap = GstMapInfo()
+        guard gst_buffer_map(input, &inMap, GST_MAP_READ) != 0 else { return nil }
+        defer { gst_buffer_unmap(input, &inMap) }
+        let inBytes = UnsafeRawBufferPointer(start: inMap.data, count: Int(inMap.size))
+        let capacity = max(0, t.outputCapacity(forInput: inBytes.count))
+        guard let output = gst_buffer_new_allocate(nil, gsize(capacity), nil) else { return nil }
+        var outMap = GstMapInfo()
+        guard gst_buffer_map(output, &outMap, GST_MAP_WRITE) != 0 else {
+            gst_mini_object_unref(UnsafeMutableRawPointer(output).assumingMemoryBound(to: GstMiniObject.self))
+            return nil
+        }
+        let written = t.transform(inBytes, into: UnsafeMutableRawBufferPointer(start: outMap.data, count: capacity))
+        gst_buffer_unmap(output, &outMap)
+        guard let written, written <= capacity else {
+            gst_mini_object_unref(UnsafeMutableRawPointer(output).assumingMemoryBound(to: GstMiniObject.self))
+            return nil
+        }
+        if written < capacity { gst_buffer_set_size(output, gssize(written)) }
+        // Timestamps, duration, offsets and flags (keyframe/delta) travel with the frame.
+        let copyFlags = GstBufferCopyFlags(rawValue: GST_BUFFER_COPY_FLAGS.rawValue | GST_BUFFER_COPY_TIMESTAMPS.rawValue | GST_BUFFER_COPY_META.rawValue)
+        gst_buffer_copy_into(output, input, copyFlags, 0, gsize.max)  // size -1: the whole buffer
+        return output
+    }
+}

@@ -1,0 +1,94 @@
+internal import CGStreamer
+
+/// A top-level pipeline built from a gst-launch description (`gst_parse_launch`).
+public final class Pipeline: Element, @unchecked Sendable {
+    public enum State: Sendable {
+        case null, ready, paused, playing
+        var gst: GstState {
+            switch self {
+            case .null: GST_STATE_NULL
+            case .ready: GST_STATE_READY
+            case .paused: GST_STATE_PAUSED
+            case .playing: GST_STATE_PLAYING
+            }
+        }
+    }
+
+    /// Parses a description such as the files in `pipelines/`.
+    public init(description: String) throws(GStreamerError) {
+        GStreamer.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        let e = gst_parse_launch(description, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let e { gst_object_unref(UnsafeMutableRawPointer(e)) }
+            throw .parse(message)
+        }
+        guard let e else { throw .parse("empty pipeline") }
+        super.init(takingOwnership: e)
+    }
+
+    /// The element named `name` anywhere in the pipeline (`gst_bin_get_by_name`).
+    public func element(named name: String) throws(GStreamerError) -> Element {
+        guard let e = gst_bin_get_by_name(binPointer, name) else { throw .missingElement(name) }
+        return Element(takingOwnership: e)
+    }
+
+    /// Parses `description` as a bin whose unlinked pads become ghost pads, adds it to the
+    /// pipeline and returns it (not yet started: call `syncStateWithParent`).
+    public func addBin(description: String, name: String) throws(GStreamerError) -> Element {
+        var error: UnsafeMutablePointer<GError>?
+        let b = gst_parse_bin_from_description(description, 1, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let b { gst_object_unref(UnsafeMutableRawPointer(b)) }
+            throw .parse(message)
+        }
+        guard let b else { throw .parse("empty bin") }
+        let bin = Element(takingOwnership: b.gstElement())
+        _ = gst_object_set_name(bin.pointer.gstObject(), name)
+        guard gst_bin_add(binPointer, bin.pointer) != 0 else { throw .linkFailed("cannot add bin \(name)") }
+        return bin
+    }
+
+    /// Removes a child (after setting it to NULL), e.g. a finished receive branch.
+    public func remove(_ child: Element) {
+        gst_element_set_state(child.pointer, GST_STATE_NULL)
+        gst_bin_remove(binPointer, child.pointer)
+    }
+
+    /// Changes state; fails if GStreamer reports the change failed (e.g. a file that cannot be opened).
+    public func setState(_ state: State) throws(GStreamerError) {
+        if gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE {
+            throw .stateChange("\(name) refused state \(state); the bus error says why")
+        }
+    }
+
+    /// The pipeline's bus.
+    public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
+
+    /// Seeks to `position` seconds. With `segment`, the pipeline posts segment-done instead of EOS
+    /// at the end, which lets `--loop` restart without flushing the sender.
+    @discardableResult
+    public func seek(to position: Double = 0, flush: Bool, segment: Bool) -> Bool {
+        var flags = GST_SEEK_FLAG_NONE.rawValue
+        if flush { flags |= GST_SEEK_FLAG_FLUSH.rawValue }
+        if segment { flags |= GST_SEEK_FLAG_SEGMENT.rawValue }
+        return gst_element_seek(
+            pointer, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
+            GST_SEEK_TYPE_SET, gint64(position * 1e9), GST_SEEK_TYPE_NONE, -1) != 0
+    }
+
+    /// Running time of the pipeline clock in seconds, or nil before it plays.
+    public var position: Double? {
+        var pos: gint64 = 0
+        guard gst_element_query_position(pointer, GST_FORMAT_TIME, &pos) != 0, pos >= 0 else { return nil }
+        return Double(pos) / 1e9
+    }
+
+    private var binPointer: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstBin.self) }
+
+    deinit { gst_element_set_state(pointer, GST_STATE_NULL) }
+}

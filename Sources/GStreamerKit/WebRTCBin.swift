@@ -1,0 +1,186 @@
+internal import CGStreamer
+internal import CGStreamerShims
+import Synchronization
+
+/// What webrtcbin reports, in the order it emits it.
+public enum WebRTCEvent: Sendable {
+    case negotiationNeeded
+    /// A local candidate to trickle to the peer (`on-ice-candidate`).
+    case iceCandidate(mline: Int, candidate: String)
+    case iceGatheringState(String)
+    case iceConnectionState(String)
+    case connectionState(String)
+}
+
+/// A receive pad webrtcbin added, with the `mid` of its transceiver.
+public struct IncomingPad: Sendable {
+    public let pad: Pad
+    public let mid: String?
+}
+
+/// A `webrtcbin` from a pipeline: offer/answer and descriptions as async calls, ICE
+/// candidates in and out, transceivers, incoming pads.
+///
+/// On creation libnice's UPnP (SSDP multicast) and ICE-TCP are turned off, so the bot only
+/// sends where its candidates point.
+public final class WebRTCBin: @unchecked Sendable {
+    // @unchecked: webrtcbin's action signals are thread-safe; handler IDs are set once in init.
+    public let element: Element
+    /// Everything webrtcbin reports except pads, for the signalling task to consume.
+    public let events: AsyncStream<WebRTCEvent>
+    private let sink: Sink
+    private var handlerIDs: [gulong] = []
+
+    public init(_ element: Element) throws(GStreamerError) {
+        guard (try? element.get("bundle-policy")) != nil else {
+            throw .webrtc("'\(element.name)' is not a webrtcbin")
+        }
+        self.element = element
+        let (events, continuation) = AsyncStream.makeStream(of: WebRTCEvent.self)
+        self.events = events
+        self.sink = Sink(continuation)
+        switch sfb_webrtc_lock_down_ice(element.pointer) {
+        case 0: break
+        case 1: throw .webrtc("no ICE agent on \(element.name)")
+        default: throw .webrtc("cannot reach libnice's agent to turn UPnP off (need GStreamer 1.22's nice ICE)")
+        }
+        connectSignals()
+    }
+
+    deinit {
+        for id in handlerIDs { g_signal_handler_disconnect(UnsafeMutableRawPointer(element.pointer), id) }
+        sink.continuation.finish()
+    }
+
+    /// Called on a GStreamer thread for each new src pad; link it before returning, or
+    /// incoming data has nowhere to go.
+    public func onIncomingPad(_ handler: @escaping @Sendable (IncomingPad) -> Void) {
+        sink.padHandler.withLock { $0 = handler }
+    }
+
+    public func createOffer() async throws(GStreamerError) -> SessionDescription {
+        try await description(from: "offer") { sfb_webrtc_create_offer(element.pointer, $0) }
+    }
+
+    public func createAnswer() async throws(GStreamerError) -> SessionDescription {
+        try await description(from: "answer") { sfb_webrtc_create_answer(element.pointer, $0) }
+    }
+
+    public func setLocalDescription(_ d: SessionDescription) async throws(GStreamerError) {
+        let gst = try d.makeGst()
+        defer { gst_webrtc_session_description_free(gst) }
+        try await expectReply("set-local-description") { sfb_webrtc_set_local_description(element.pointer, gst, $0) }
+    }
+
+    public func setRemoteDescription(_ d: SessionDescription) async throws(GStreamerError) {
+        let gst = try d.makeGst()
+        defer { gst_webrtc_session_description_free(gst) }
+        try await expectReply("set-remote-description") { sfb_webrtc_set_remote_description(element.pointer, gst, $0) }
+    }
+
+    /// Adds a remote candidate (`add-ice-candidate`); an empty string ends the remote candidates.
+    public func addIceCandidate(mline: Int, candidate: String) {
+        sfb_webrtc_add_ice_candidate(element.pointer, guint(mline), candidate)
+    }
+
+    public enum Direction: Sendable { case sendOnly, receiveOnly, sendReceive }
+
+    /// Adds a transceiver with the given caps (`add-transceiver`).
+    public func addTransceiver(_ direction: Direction, caps: String) throws(GStreamerError) {
+        guard let c = gst_caps_from_string(caps) else { throw .webrtc("bad caps \(caps)") }
+        defer { gst_mini_object_unref(UnsafeMutableRawPointer(c).assumingMemoryBound(to: GstMiniObject.self)) }
+        let d: GstWebRTCRTPTransceiverDirection = switch direction {
+        case .sendOnly: GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY
+        case .receiveOnly: GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY
+        case .sendReceive: GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV
+        }
+        guard let t = sfb_webrtc_add_transceiver(element.pointer, d, c) else { throw .webrtc("add-transceiver failed") }
+        gst_object_unref(UnsafeMutableRawPointer(t))
+    }
+
+    /// webrtcbin's statistics (`get-stats`) in GstStructure text form.
+    public func stats() async throws(GStreamerError) -> String {
+        switch await awaitPromise({ sfb_webrtc_get_stats(element.pointer, nil, $0) }) {
+        case .replied(let s): return s.text
+        case .interrupted, .expired: throw .promise("get-stats was interrupted")
+        }
+    }
+
+    public var iceConnectionState: String { (try? element.get("ice-connection-state")) ?? "?" }
+
+    // MARK: - Internals
+
+    private func description(from field: String, _ call: (UnsafeMutablePointer<GstPromise>) -> Void) async throws(GStreamerError) -> SessionDescription {
+        switch await awaitPromise(call) {
+        case .replied(let s):
+            guard let p = s.pointer else { throw .promise("create-\(field) gave no reply") }
+            if let error = takeGString(sfb_structure_get_error_message(p)) { throw .promise("create-\(field): \(error)") }
+            guard let gst = sfb_structure_get_sdp(p, field), let d = SessionDescription(gst: gst) else {
+                throw .promise("create-\(field) reply has no \(field)")
+            }
+            return d
+        case .interrupted, .expired:
+            throw .promise("create-\(field) was interrupted")
+        }
+    }
+
+    private func expectReply(_ what: String, _ call: (UnsafeMutablePointer<GstPromise>) -> Void) async throws(GStreamerError) {
+        switch await awaitPromise(call) {
+        case .replied(let s):
+            if let p = s.pointer, let error = takeGString(sfb_structure_get_error_message(p)) { throw .promise("\(what): \(error)") }
+        case .interrupted, .expired:
+            throw .promise("\(what) was interrupted")
+        }
+    }
+
+    /// What signal handlers reach; retained once per connection, released by GLib's destroy
+    /// notify, so a handler running during deinit never sees freed memory.
+    private final class Sink: Sendable {
+        let continuation: AsyncStream<WebRTCEvent>.Continuation
+        let padHandler = Mutex<(@Sendable (IncomingPad) -> Void)?>(nil)
+        init(_ c: AsyncStream<WebRTCEvent>.Continuation) { continuation = c }
+        static func from(_ data: UnsafeMutableRawPointer?) -> Sink { Unmanaged<Sink>.fromOpaque(data!).takeUnretainedValue() }
+    }
+
+    private func connectSignals() {
+        typealias NoArg = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
+        typealias Candidate = @convention(c) (UnsafeMutableRawPointer?, guint, UnsafePointer<gchar>?, UnsafeMutableRawPointer?) -> Void
+        typealias PadAdded = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GstPad>?, UnsafeMutableRawPointer?) -> Void
+        typealias Notify = @convention(c) (UnsafeMutablePointer<GObject>?, UnsafeMutablePointer<GParamSpec>?, UnsafeMutableRawPointer?) -> Void
+
+        let negotiation: NoArg = { _, data in Sink.from(data).continuation.yield(.negotiationNeeded) }
+        let candidate: Candidate = { _, mline, text, data in
+            guard let text else { return }
+            Sink.from(data).continuation.yield(.iceCandidate(mline: Int(mline), candidate: String(cString: text)))
+        }
+        let padAdded: PadAdded = { _, pad, data in
+            guard let pad, gst_pad_get_direction(pad) == GST_PAD_SRC else { return }
+            let incoming = IncomingPad(pad: Pad(borrowing: pad), mid: takeGString(sfb_webrtc_pad_mid(pad)))
+            Sink.from(data).padHandler.withLock { $0 }?(incoming)
+        }
+        let notify: Notify = { object, spec, data in
+            guard let object, let spec else { return }
+            let name = String(cString: spec.pointee.name)
+            let value = takeGString(sfb_object_get_property_string(object, name)) ?? "?"
+            let c = Sink.from(data).continuation
+            switch name {
+            case "ice-gathering-state": c.yield(.iceGatheringState(value))
+            case "ice-connection-state": c.yield(.iceConnectionState(value))
+            default: c.yield(.connectionState(value))
+            }
+        }
+        let release: GClosureNotify = { data, _ in if let data { Unmanaged<Sink>.fromOpaque(data).release() } }
+        let target = UnsafeMutableRawPointer(element.pointer)
+        func connect(_ signal: String, _ handler: GCallback) -> gulong {
+            sfb_signal_connect(target, signal, handler, Unmanaged.passRetained(sink).toOpaque(), release)
+        }
+        handlerIDs = [
+            connect("on-negotiation-needed", unsafeBitCast(negotiation, to: GCallback.self)),
+            connect("on-ice-candidate", unsafeBitCast(candidate, to: GCallback.self)),
+            connect("pad-added", unsafeBitCast(padAdded, to: GCallback.self)),
+            connect("notify::ice-gathering-state", unsafeBitCast(notify, to: GCallback.self)),
+            connect("notify::ice-connection-state", unsafeBitCast(notify, to: GCallback.self)),
+            connect("notify::connection-state", unsafeBitCast(notify, to: GCallback.self)),
+        ]
+    }
+}

@@ -1,0 +1,162 @@
+/// A publisher in a VideoRoom as the room announces it.
+public struct RoomPublisher: Sendable, Equatable {
+    public var id: Int64
+    public var display: String
+    /// The streams it publishes (`type`: audio/video, `mid`, `codec`).
+    public var streams: [Stream]
+
+    public struct Stream: Sendable, Equatable {
+        public var type: String
+        public var mid: String
+        public var codec: String?
+    }
+
+    /// ECall's display is `"<userId>:<DisplayName>"`, split on the first `:`.
+    public var userID: String {
+        guard let i = display.firstIndex(of: ":") else { return display }
+        return String(display[..<i])
+    }
+    public var displayName: String {
+        guard let i = display.firstIndex(of: ":") else { return display }
+        return String(display[display.index(after: i)...])
+    }
+
+    init?(_ j: JSON) {
+        guard let id = j["id"]?.int else { return nil }
+        self.id = id
+        display = j["display"]?.string ?? ""
+        streams = (j["streams"]?.array ?? []).compactMap { s in
+            guard let type = s["type"]?.string, let mid = s["mid"]?.string else { return nil }
+            if s["disabled"]?.bool == true { return nil }
+            return Stream(type: type, mid: mid, codec: s["codec"]?.string)
+        }
+    }
+}
+
+/// One stream of a multistream subscription: which `mid` carries which publisher's media.
+public struct SubscribedStream: Sendable, Equatable {
+    public var mid: String
+    public var feedID: Int64?
+    public var feedDisplay: String?
+    public var type: String
+    public var active: Bool
+}
+
+/// What VideoRoom tells a handle, decoded from its plugin events.
+public enum VideoRoomEvent: Sendable {
+    case publishers([RoomPublisher])
+    case unpublished(Int64)
+    case leaving(Int64)
+    /// The subscription changed; Janus sent a new offer to answer with `start`.
+    case updated(streams: [SubscribedStream], offer: JSEP?)
+    case other(JSON)
+
+    public init(data: JSON, jsep: JSEP?) {
+        if let list = data["publishers"]?.array {
+            self = .publishers(list.compactMap(RoomPublisher.init))
+        } else if let id = data["unpublished"]?.int {
+            self = .unpublished(id)
+        } else if let id = data["leaving"]?.int {
+            self = .leaving(id)
+        } else if data["videoroom"]?.string == "updated" || data["videoroom"]?.string == "attached" {
+            self = .updated(streams: VideoRoom.streams(in: data), offer: jsep)
+        } else {
+            self = .other(data)
+        }
+    }
+}
+
+/// Typed VideoRoom requests over a handle, as the ECall apps make them (ECALL-WIRE §6).
+public enum VideoRoom {
+    public static let plugin = "janus.plugin.videoroom"
+
+    /// ECall's room: H.264 video, Opus audio, up to 200 publishers, 128 kbit/s capped.
+    public struct RoomOptions: Sendable {
+        public var publishers = 200
+        public var bitrate = 128_000
+        public var videoCodec = "h264"
+        public init() {}
+    }
+
+    /// Creates a room (`create`); returns its id. With `room` nil Janus picks one.
+    public static func createRoom(_ h: JanusHandle, room: Int64? = nil, options: RoomOptions = .init()) async throws(JanusError) -> Int64 {
+        var body: [String: JSON] = [
+            "request": "create", "video": true, "videocodec": .string(options.videoCodec),
+            "publishers": .int(Int64(options.publishers)), "bitrate": .int(Int64(options.bitrate)), "bitrate_cap": true,
+        ]
+        if let room { body["room"] = .int(room) }
+        let reply = try await h.message(.object(body))
+        guard let id = reply.data["room"]?.int else { throw .protocolViolation("create gave no room id") }
+        return id
+    }
+
+    public static func exists(_ h: JanusHandle, room: Int64) async throws(JanusError) -> Bool {
+        try await h.message(["request": "exists", "room": .int(room)]).data["exists"]?.bool ?? false
+    }
+
+    public struct Joined: Sendable {
+        public var id: Int64
+        public var privateID: Int64?
+        public var publishers: [RoomPublisher]
+    }
+
+    /// Joins as a publisher (`join`, `ptype: publisher`); media follows with `configure`.
+    /// A bot that only records joins this way too, to hear publishers come and go.
+    public static func joinAsPublisher(_ h: JanusHandle, room: Int64, display: String) async throws(JanusError) -> Joined {
+        let reply = try await h.message(["request": "join", "ptype": "publisher", "room": .int(room), "display": .string(display)])
+        guard let id = reply.data["id"]?.int else { throw .protocolViolation("join gave no publisher id") }
+        return Joined(id: id, privateID: reply.data["private_id"]?.int,
+                      publishers: (reply.data["publishers"]?.array ?? []).compactMap(RoomPublisher.init))
+    }
+
+    /// Publishes with an offer (`configure`); returns Janus's answer.
+    public static func publish(_ h: JanusHandle, offer: JSEP, audio: Bool = true, video: Bool) async throws(JanusError) -> JSEP {
+        var body: [String: JSON] = ["request": "configure", "audio": .bool(audio), "video": .bool(video)]
+        if video { body["videocodec"] = "h264" }
+        let reply = try await h.message(.object(body), jsep: offer)
+        guard let answer = reply.jsep else { throw .protocolViolation("configure gave no answer") }
+        return answer
+    }
+
+    public static func leave(_ h: JanusHandle) async {
+        _ = try? await h.message(["request": "leave"])
+    }
+
+    /// Joins as a multistream subscriber to `feeds` on this one handle; returns Janus's offer.
+    public static func subscribe(_ h: JanusHandle, room: Int64, feeds: [Int64], privateID: Int64?) async throws(JanusError) -> (streams: [SubscribedStream], offer: JSEP) {
+        var body: [String: JSON] = [
+            "request": "join", "ptype": "subscriber", "room": .int(room), "use_msid": true,
+            "streams": .array(feeds.map { ["feed": .int($0)] }),
+        ]
+        if let privateID { body["private_id"] = .int(privateID) }
+        let reply = try await h.message(.object(body))
+        guard let offer = reply.jsep else { throw .protocolViolation("subscriber join gave no offer") }
+        return (streams(in: reply.data), offer)
+    }
+
+    /// Adds feeds to a running subscription (`subscribe`); Janus answers with a new offer.
+    public static func add(_ h: JanusHandle, feeds: [Int64]) async throws(JanusError) -> (streams: [SubscribedStream], offer: JSEP?) {
+        let reply = try await h.message(["request": "subscribe", "streams": .array(feeds.map { ["feed": .int($0)] })])
+        return (streams(in: reply.data), reply.jsep)
+    }
+
+    /// Drops feeds from a subscription (`unsubscribe`).
+    public static func remove(_ h: JanusHandle, feeds: [Int64]) async throws(JanusError) -> (streams: [SubscribedStream], offer: JSEP?) {
+        let reply = try await h.message(["request": "unsubscribe", "streams": .array(feeds.map { ["feed": .int($0)] })])
+        return (streams(in: reply.data), reply.jsep)
+    }
+
+    /// Answers a subscriber offer (`start`).
+    public static func start(_ h: JanusHandle, answer: JSEP) async throws(JanusError) {
+        _ = try await h.message(["request": "start"], jsep: answer)
+    }
+
+    static func streams(in data: JSON) -> [SubscribedStream] {
+        (data["streams"]?.array ?? []).compactMap { s in
+            guard let mid = s["mid"]?.string else { return nil }
+            return SubscribedStream(
+                mid: mid, feedID: s["feed_id"]?.int, feedDisplay: s["feed_display"]?.string,
+                type: s["type"]?.string ?? "?", active: s["active"]?.bool ?? true)
+        }
+    }
+}
