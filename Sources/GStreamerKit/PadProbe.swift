@@ -102,3 +102,23 @@ extension Pad {
         return output
     }
 }
+
+private final class EventBox: Sendable {
+    let handler: @Sendable () -> Void
+    init(_ h: @escaping @Sendable () -> Void) { handler = h }
+}
+
+extension Pad {
+    /// Calls `handler` when end-of-stream passes this pad (e.g. a file sink finished writing).
+    public func onEndOfStream(_ handler: @escaping @Sendable () -> Void) -> PadProbe {
+        let box = Unmanaged.passRetained(EventBox(handler)).toOpaque()
+        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, { _, info, data in
+            guard let info, let data, let event = gst_pad_probe_info_get_event(info) else { return GST_PAD_PROBE_OK }
+            if event.pointee.type == GST_EVENT_EOS { Unmanaged<EventBox>.fromOpaque(data).takeUnretainedValue().handler() }
+            return GST_PAD_PROBE_OK
+        }, box, { data in
+            if let data { Unmanaged<EventBox>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
+    }
+}

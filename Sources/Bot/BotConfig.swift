@@ -1,0 +1,26 @@
+public import FrameCrypto
+public import Janus
+public import Logging
+
+/// Where a bot connects and how it protects media; the CLI maps flags onto this.
+public struct BotConfig: Sendable {
+    public var janusURL: String
+    public var room: Int64
+    /// ECall's `"<userId>:<DisplayName>"`.
+    public var display: String
+    public var protection: FrameProtection
+    public var janus: JanusSession.Options
+    public var pipelines: PipelineLibrary
+    public var logger: Logger
+
+    public init(janusURL: String, room: Int64, display: String, protection: FrameProtection,
+                janus: JanusSession.Options = .init(), pipelines: PipelineLibrary, logger: Logger) {
+        self.janusURL = janusURL
+        self.room = room
+        self.display = display
+        self.protection = protection
+        self.janus = janus
+        self.pipelines = pipelines
+        self.logger = logger
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Bot
+import Foundation
+import Janus
+
+/// A one-line error with an exit code that says which kind of failure it was (sysexits.h).
+struct CLIFailure: Error, CustomStringConvertible {
+    enum Code: Int32 {
+        case badKey = 65        // EX_DATAERR
+        case noInput = 66       // EX_NOINPUT
+        case roomMissing = 68   // EX_NOHOST
+        case unreachable = 69   // EX_UNAVAILABLE
+        case media = 70         // EX_SOFTWARE
+        case cannotWrite = 73   // EX_CANTCREAT
+        case protocolError = 76 // EX_PROTOCOL
+    }
+    let description: String
+    let code: Code
+
+    init(_ description: String, code: Code) {
+        self.description = description
+        self.code = code
+    }
+
+    init(_ error: BotError) {
+        description = error.description
+        switch error {
+        case .janus(.unreachable), .janus(.disconnected), .janus(.timeout): code = .unreachable
+        case .janus(.plugin(426, _)), .roomNotFound: code = .roomMissing
+        case .janus: code = .protocolError
+        case .inputNotFound, .pipelinesNotFound: code = .noInput
+        case .output: code = .cannotWrite
+        case .media, .pipelineFailed, .negotiation: code = .media
+        }
+    }
+
+    /// Prints the line and exits with the code.
+    func exit() -> Never {
+        FileHandle.standardError.write(Data("sfubot: \(description)\n".utf8))
+        Foundation.exit(code.rawValue)
+    }
+}

@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct SFUBot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sfubot",
+        abstract: "A headless, end-to-end-encrypted participant for ECall calls on Janus VideoRoom.",
+        discussion: """
+            Records calls (decrypted, per participant), plays files into calls sealed like an ECall \
+            phone, and load-tests rooms. Media frames are sealed with the call's AES-256-GCM key \
+            (ECall's frame format); Janus never sees them in the clear.
+            """,
+        subcommands: [Play.self, Record.self, Room.self])
+}
