@@ -120,3 +120,7 @@ GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info) {
 gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify) {
   return g_signal_connect_data(instance, signal, handler, data, notify, 0);
 }
+
+gboolean sfb_is_pipeline(GstElement *element) {
+  return GST_IS_PIPELINE(element);
+}

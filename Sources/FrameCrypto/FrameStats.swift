@@ -45,6 +45,10 @@ public final class FrameStats: Sendable {
         /// Keyed by `DropReason.rawValue`.
         public var dropped: [String: Int]
 
+        enum CodingKeys: String, CodingKey {
+            case sealed, sealFailed = "seal_failed", received, opened, dropped
+        }
+
         public var droppedTotal: Int { dropped.values.reduce(0, +) }
 
         public static func + (a: Snapshot, b: Snapshot) -> Snapshot {

@@ -35,4 +35,15 @@ public final class Pad: @unchecked Sendable {
         let event = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_new_from_string("GstForceKeyUnit, all-headers=(boolean)true"))
         return gst_pad_send_event(pointer, event) != 0
     }
+
+    /// `gst_pad_unlink` from whatever it is linked to.
+    public func unlink() {
+        guard let peer = gst_pad_get_peer(pointer) else { return }
+        if gst_pad_get_direction(pointer) == GST_PAD_SRC { gst_pad_unlink(pointer, peer) } else { gst_pad_unlink(peer, pointer) }
+        gst_object_unref(UnsafeMutableRawPointer(peer))
+    }
+
+    /// Pushes end-of-stream into this (sink) pad, so the elements after it finish their output.
+    @discardableResult
+    public func sendEndOfStream() -> Bool { gst_pad_send_event(pointer, gst_event_new_eos()) != 0 }
 }

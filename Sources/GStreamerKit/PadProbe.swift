@@ -122,3 +122,13 @@ extension Pad {
         return PadProbe(pad: self, id: id)
     }
 }
+
+extension Pad {
+    /// Drops every buffer on this pad while the probe is attached; upstream sees success, so a
+    /// shared receive path is not stopped by one finished branch.
+    public func addDropProbe() -> PadProbe {
+        let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue),
+                                   { _, _, _ in GST_PAD_PROBE_DROP }, nil, nil)
+        return PadProbe(pad: self, id: id)
+    }
+}

@@ -1,7 +1,19 @@
 internal import CGStreamer
+internal import CGStreamerShims
+
+/// A GstBin: an element holding others, found by name.
+public class Bin: Element, @unchecked Sendable {
+    /// The element named `name` inside this bin, at any depth (`gst_bin_get_by_name`).
+    public func element(named name: String) throws(GStreamerError) -> Element {
+        guard let e = gst_bin_get_by_name(binPointer, name) else { throw .missingElement(name) }
+        return Element(takingOwnership: e)
+    }
+
+    var binPointer: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstBin.self) }
+}
 
 /// A top-level pipeline built from a gst-launch description (`gst_parse_launch`).
-public final class Pipeline: Element, @unchecked Sendable {
+public final class Pipeline: Bin, @unchecked Sendable {
     public enum State: Sendable {
         case null, ready, paused, playing
         var gst: GstState {
@@ -25,19 +37,19 @@ public final class Pipeline: Element, @unchecked Sendable {
             if let e { gst_object_unref(UnsafeMutableRawPointer(e)) }
             throw .parse(message)
         }
-        guard let e else { throw .parse("empty pipeline") }
+        guard var e else { throw .parse("empty pipeline") }
+        // A description of one element parses to that element: put it in a pipeline.
+        if sfb_is_pipeline(e) == 0 {
+            let p = gst_pipeline_new(nil)!
+            gst_bin_add(UnsafeMutableRawPointer(p).assumingMemoryBound(to: GstBin.self), e)  // sinks e's floating ref
+            e = p
+        }
         super.init(takingOwnership: e)
-    }
-
-    /// The element named `name` anywhere in the pipeline (`gst_bin_get_by_name`).
-    public func element(named name: String) throws(GStreamerError) -> Element {
-        guard let e = gst_bin_get_by_name(binPointer, name) else { throw .missingElement(name) }
-        return Element(takingOwnership: e)
     }
 
     /// Parses `description` as a bin whose unlinked pads become ghost pads, adds it to the
     /// pipeline and returns it (not yet started: call `syncStateWithParent`).
-    public func addBin(description: String, name: String) throws(GStreamerError) -> Element {
+    public func addBin(description: String, name: String) throws(GStreamerError) -> Bin {
         var error: UnsafeMutablePointer<GError>?
         let b = gst_parse_bin_from_description(description, 1, &error)
         if let error {
@@ -47,7 +59,7 @@ public final class Pipeline: Element, @unchecked Sendable {
             throw .parse(message)
         }
         guard let b else { throw .parse("empty bin") }
-        let bin = Element(takingOwnership: b.gstElement())
+        let bin = Bin(takingOwnership: b.gstElement())
         _ = gst_object_set_name(bin.pointer.gstObject(), name)
         guard gst_bin_add(binPointer, bin.pointer) != 0 else { throw .linkFailed("cannot add bin \(name)") }
         return bin
@@ -87,8 +99,6 @@ public final class Pipeline: Element, @unchecked Sendable {
         guard gst_element_query_position(pointer, GST_FORMAT_TIME, &pos) != 0, pos >= 0 else { return nil }
         return Double(pos) / 1e9
     }
-
-    private var binPointer: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstBin.self) }
 
     deinit { gst_element_set_state(pointer, GST_STATE_NULL) }
 }

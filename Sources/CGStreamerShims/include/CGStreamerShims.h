@@ -48,4 +48,7 @@ GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info);
 /// Connects `handler` (a C function of the signal's own signature) with user data freed by `notify`.
 gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify);
 
+/// GST_IS_PIPELINE.
+gboolean sfb_is_pipeline(GstElement *element);
+
 #endif

@@ -1,0 +1,69 @@
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Janus
+import Synchronization
+
+/// One publisher's audio being written to `<feedId>-<userId>.opus`: the branch after
+/// webrtcbin, its decryption, counters and times.
+final class FeedRecording: Sendable {
+    let feedID: Int64
+    let display: String
+    let mid: String
+    let file: URL
+    let stats = FrameStats()
+    let times = FrameTimes()
+    private let bin: Bin
+    private let sinkPad: Pad
+    private let probes: [PadProbe]
+    private let finished: AsyncStream<Void>
+    private let joinedAt = Date()
+    private let leftAt = Mutex<Date?>(nil)
+
+    /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
+    /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
+    init(feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
+         library: PipelineLibrary, protection: FrameProtection) throws {
+        self.feedID = feedID
+        self.display = display
+        self.mid = mid
+        self.file = file
+        let description = try library.description("record-audio", ["file": file.path])
+        let bin = try pipeline.addBin(description: description, name: "feed-\(feedID)-\(mid)")
+        self.bin = bin
+        let (finished, done) = AsyncStream.makeStream(of: Void.self)
+        self.finished = finished
+        let open = try bin.element(named: "open").staticPad("src")
+        let fileSink = try bin.element(named: "file").staticPad("sink")
+        let stats = self.stats, times = self.times
+        probes = [
+            open.attachReceiver(protection, stats: stats, times: times),
+            fileSink.onEndOfStream { done.yield(); done.finish() },
+        ]
+        sinkPad = try bin.staticPad("sink")
+        bin.syncStateWithParent()
+        try source.link(to: sinkPad)
+    }
+
+    /// Finishes the file: end-of-stream through the branch (oggmux writes its last page), then
+    /// the branch is stopped and removed. The caller first cut the branch off webrtcbin.
+    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(3)) async {
+        leftAt.withLock { $0 = $0 ?? Date() }
+        sinkPad.sendEndOfStream()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in self.finished { return } }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+        pipeline.remove(bin)
+    }
+
+    var entry: RecordingManifest.Feed {
+        let (userID, name) = RecordingManifest.splitDisplay(display)
+        return RecordingManifest.Feed(
+            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: "audio", codec: "opus",
+            file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
+            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot)
+    }
+}

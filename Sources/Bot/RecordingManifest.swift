@@ -1,0 +1,69 @@
+public import FrameCrypto
+public import Foundation
+
+/// `manifest.json` beside the recordings: who was recorded, into which file, when, and
+/// what happened to their frames.
+public struct RecordingManifest: Codable, Sendable {
+    public var room: Int64
+    public var janus: String
+    public var e2ee: Bool
+    public var started: Date
+    public var ended: Date?
+    public var feeds: [Feed]
+
+    public struct Feed: Codable, Sendable {
+        public var feedID: Int64
+        public var display: String
+        public var userID: String
+        public var displayName: String
+        public var mid: String
+        public var kind: String
+        public var codec: String
+        public var file: String
+        public var joined: Date
+        public var left: Date?
+        /// Wall-clock time of the first and last frame received (before decryption).
+        public var firstFrame: Date?
+        public var lastFrame: Date?
+        public var frames: FrameStats.Snapshot
+
+        enum CodingKeys: String, CodingKey {
+            case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
+            case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
+        }
+    }
+
+    /// ISO 8601 in UTC with milliseconds.
+    static let timeFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// ECall's display `"<userId>:<Name>"`, split on the first colon.
+    static func splitDisplay(_ d: String) -> (String, String) {
+        guard let i = d.firstIndex(of: ":") else { return (d, d) }
+        return (String(d[..<i]), String(d[d.index(after: i)...]))
+    }
+
+    /// Writes the manifest atomically (temporary file, then rename), so a reader or a crash
+    /// never sees half of it.
+    public func write(to directory: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .custom { date, e in
+            var c = e.singleValueContainer()
+            try c.encode(date.formatted(Self.timeFormat))
+        }
+        let data = try encoder.encode(self)
+        let url = directory.appendingPathComponent("manifest.json")
+        let tmp = directory.appendingPathComponent(".manifest.json.tmp")
+        try data.write(to: tmp)
+        guard rename(tmp.path, url.path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+    }
+
+    public static func read(from directory: URL) throws -> RecordingManifest {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { d in
+            let text = try d.singleValueContainer().decode(String.self)
+            return try Self.timeFormat.parse(text)
+        }
+        return try decoder.decode(RecordingManifest.self, from: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
+    }
+}
