@@ -69,7 +69,7 @@ public enum DropReason: String, Error, CaseIterable, Sendable, Codable {
 }
 
 /// Why a frame could not be sealed; the frame is then dropped, never sent in the clear.
-public enum FrameError: Error, Sendable {
+public enum FrameError: Error, Sendable, Equatable {
     case outputTooSmall
     case sealFailed
     case noKey
