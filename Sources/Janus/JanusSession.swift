@@ -168,6 +168,8 @@ public actor JanusSession {
     }
 
     private func dispatch(_ text: String) {
+        // Inbound only, at trace: it holds SDP but never our apisecret or token.
+        logger.trace("janus ←", metadata: ["janus.json": "\(text)"])
         let message: JanusMessage
         do { message = try JSONDecoder().decode(JanusMessage.self, from: Data(text.utf8)) } catch {
             ignoredMessages += 1
