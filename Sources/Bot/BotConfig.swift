@@ -12,6 +12,8 @@ public struct BotConfig: Sendable {
     public var janus: JanusSession.Options
     public var pipelines: PipelineLibrary
     public var logger: Logger
+    /// Diagnostics: sees every frame on both sides of the seal/open transform.
+    public var frameTap: FrameTap?
 
     public init(janusURL: String, room: Int64, display: String, protection: FrameProtection,
                 janus: JanusSession.Options = .init(), pipelines: PipelineLibrary, logger: Logger) {
@@ -24,3 +26,10 @@ public struct BotConfig: Sendable {
         self.logger = logger
     }
 }
+
+/// Where a frame was seen: before/after sealing (send) or before/after opening (receive).
+public enum FrameTapPoint: Sendable { case beforeSeal, afterSeal, beforeOpen, afterOpen }
+
+/// A diagnostic observer of frames around the E2EE transform (for tests and captures).
+/// Called on GStreamer streaming threads with the feed id (0 for the bot's own stream).
+public typealias FrameTap = @Sendable (FrameTapPoint, Int64, UnsafeRawBufferPointer) -> Void

@@ -23,7 +23,7 @@ final class FeedRecording: Sendable {
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
-         library: PipelineLibrary, protection: FrameProtection) throws {
+         library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?) throws {
         self.feedID = feedID
         self.display = display
         self.mid = mid
@@ -36,10 +36,15 @@ final class FeedRecording: Sendable {
         let open = try bin.element(named: "open").staticPad("src")
         let fileSink = try bin.element(named: "file").staticPad("sink")
         let stats = self.stats, times = self.times
-        probes = [
+        var probes = [
             open.attachReceiver(protection, stats: stats, times: times),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
+        if let tap {
+            probes.append(try bin.element(named: "open").staticPad("sink").addBufferObserver { tap(.beforeOpen, feedID, $0) })
+            probes.append(open.addBufferObserver { tap(.afterOpen, feedID, $0) })
+        }
+        self.probes = probes
         sinkPad = try bin.staticPad("sink")
         bin.syncStateWithParent()
         try source.link(to: sinkPad)

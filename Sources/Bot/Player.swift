@@ -3,6 +3,7 @@ public import Foundation
 import GStreamerKit
 import Janus
 import Logging
+import Synchronization
 
 /// Plays a file into a room as one publisher, each Opus frame sealed as an ECall phone
 /// seals it. Leaves the room at the end of the file unless it loops, or when cancelled.
@@ -20,7 +21,11 @@ public struct Player: Sendable {
     }
 
     public struct Report: Sendable {
+        /// Frames sealed (with E2EE) or passed as is, including those sealed while the media
+        /// path came up, which were dropped before sending.
         public var frames: FrameStats.Snapshot
+        /// Frames that left for Janus.
+        public var framesSent: Int
         public var seconds: Double
         public var publisherID: Int64
     }
@@ -43,7 +48,8 @@ public struct Player: Sendable {
             await handle.detach()
             await session.close()
             media.pipeline.setStateQuietly(.null)
-            return Report(frames: stats.snapshot, seconds: Date().timeIntervalSince(started), publisherID: joined.id)
+            return Report(frames: stats.snapshot, framesSent: stats.snapshot.sealed - media.gate.dropped,
+                          seconds: Date().timeIntervalSince(started), publisherID: joined.id)
         } catch {
             await session.close()
             media.pipeline.setStateQuietly(.null)
@@ -58,6 +64,12 @@ public struct Player: Sendable {
         /// EOS seen leaving the encoder: webrtcbin's sinks never post EOS on the bus.
         let endOfFile: AsyncStream<Void>
         let endProbe: PadProbe
+        let taps: [PadProbe]
+        /// Drops encoded frames until the media path is up; the file then restarts from 0.
+        let gate: Gate
+        let gateProbe: PadProbe
+        /// Where the restart and loop seeks go upstream.
+        let pace: Pad
     }
 
     private func makeMedia() throws(BotError) -> Media {
@@ -66,9 +78,17 @@ public struct Player: Sendable {
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             let sealPad = try pipeline.element(named: "seal").staticPad("src")
             let seal = sealPad.attachSender(config.protection, stats: stats)
+            var taps: [PadProbe] = []
+            if let tap = config.frameTap {
+                taps.append(try pipeline.element(named: "seal").staticPad("sink").addBufferObserver { tap(.beforeSeal, 0, $0) })
+                taps.append(sealPad.addBufferObserver { tap(.afterSeal, 0, $0) })
+            }
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
             let endProbe = sealPad.onEndOfStream { ended.yield() }
-            return Media(pipeline: pipeline, webrtc: webrtc, seal: seal, endOfFile: endOfFile, endProbe: endProbe)
+            let (gate, gateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
+            let pace = try pipeline.element(named: "pace").staticPad("sink")
+            return Media(pipeline: pipeline, webrtc: webrtc, seal: seal, endOfFile: endOfFile, endProbe: endProbe, taps: taps,
+                         gate: gate, gateProbe: gateProbe, pace: pace)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
@@ -86,6 +106,7 @@ public struct Player: Sendable {
         let link = PeerLink(webrtc: media.webrtc, handle: handle, logger: log)
         let (negotiation, negotiationNeeded) = AsyncStream.makeStream(of: Void.self)
         let (failure, failed) = AsyncStream.makeStream(of: String.self)
+        let mediaUp = Flag()
         let ice = Task {
             await link.pump(onNegotiationNeeded: { negotiationNeeded.yield() }, onState: { s in
                 if s == "failed" { failed.yield("ICE failed") }
@@ -96,7 +117,13 @@ public struct Player: Sendable {
                 switch event {
                 case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
                 case .hangup(let reason): failed.yield("Janus hung up: \(reason)")
-                case .webrtcUp: log.info("Janus: media path up")
+                case .webrtcUp:
+                    log.info("Janus: media path up, playing")
+                    guard !mediaUp.isSet else { break }
+                    mediaUp.set()
+                    // Start the file over: what was encoded while DTLS came up was dropped.
+                    media.gate.openAfterNextFlush()
+                    if !media.pace.seekUpstream(flush: true, segment: loop) { failed.yield("cannot seek in \(file) to start it") }
                 default: break
                 }
             }
@@ -106,12 +133,15 @@ public struct Player: Sendable {
             remote.cancel()
         }
         let bus = media.pipeline.bus.messages()
-        do {
-            try media.pipeline.setState(loop ? .paused : .playing)
-            if loop { try await startLooping(media.pipeline) }
-        } catch let e as GStreamerError { throw .media(e) } catch { throw BotError(error) }
+        do { try media.pipeline.setState(.playing) } catch { throw .media(error) }
+        // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
         for await _ in negotiation { break }
         try await link.publish(video: false)
+        let holding = Task {
+            try await Task.sleep(for: .seconds(15))
+            if !mediaUp.isSet { failed.yield("Janus did not report the media path up within 15 s (ICE/DTLS failed?)") }
+        }
+        defer { holding.cancel() }
 
         // The file plays until its end (or forever with --loop); the task's cancellation stops it.
         let outcome: String? = await withTaskGroup(of: String?.self) { group in
@@ -119,7 +149,7 @@ public struct Player: Sendable {
                 for await message in bus {
                     switch message {
                     case .segmentDone:
-                        media.pipeline.seek(flush: false, segment: true)
+                        media.pace.seekUpstream(flush: false, segment: true)
                     case .error(let source, let text, let debug):
                         return "\(source): \(text)" + (debug.map { " (\($0))" } ?? "")
                     case .warning(let source, let text, _):
@@ -143,19 +173,6 @@ public struct Player: Sendable {
         }
         if let outcome { throw .pipelineFailed(outcome) }
     }
-
-    /// For --loop: a segment seek makes the end of the file a `segment-done` instead of EOS,
-    /// and each non-flushing seek back keeps running time (and RTP timestamps) going forward.
-    private func startLooping(_ pipeline: Pipeline) async throws {
-        for _ in 0..<100 {
-            if pipeline.seek(flush: true, segment: true) {
-                try pipeline.setState(.playing)
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw BotError.pipelineFailed("cannot seek in \(file), so it cannot loop")
-    }
 }
 
 extension BotError {
@@ -173,4 +190,11 @@ extension BotError {
 extension Pipeline {
     /// Stops without throwing: used on the way out, where a failure changes nothing.
     func setStateQuietly(_ state: State) { try? setState(state) }
+}
+
+/// A one-way switch shared between tasks.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }

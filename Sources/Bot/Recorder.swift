@@ -272,7 +272,7 @@ actor RoomRecording {
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
                     feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
-                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection)
+                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap)
                 idle?.remove()
                 m.files.insert(name)
                 m.recordings[mid] = recording

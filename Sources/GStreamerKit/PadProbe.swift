@@ -132,3 +132,56 @@ extension Pad {
         return PadProbe(pad: self, id: id)
     }
 }
+
+/// Drops buffers until opened; opening waits for the next flush to pass, so buffers from
+/// before a flushing seek never get through. Flush events always stop here: nothing after
+/// the gate is ever flushed.
+public final class Gate: Sendable {
+    fileprivate static let closed = 0, armed = 1, open = 2
+    fileprivate let state = Atomic<Int>(Gate.closed)
+    fileprivate let droppedCount = Atomic<Int>(0)
+    /// Buffers dropped while closed.
+    public var dropped: Int { droppedCount.load(ordering: .relaxed) }
+
+    /// Lets buffers through from the end of the next flush on.
+    public func openAfterNextFlush() { state.store(Gate.armed, ordering: .sequentiallyConsistent) }
+    public var isOpen: Bool { state.load(ordering: .sequentiallyConsistent) == Gate.open }
+}
+
+extension Pad {
+    public func addGate() -> (Gate, PadProbe) {
+        let gate = Gate()
+        let box = Unmanaged.passRetained(gate).toOpaque()
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
+        let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: mask), { _, info, data in
+            guard let info, let data else { return GST_PAD_PROBE_OK }
+            let gate = Unmanaged<Gate>.fromOpaque(data).takeUnretainedValue()
+            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue != 0 {
+                if let e = gst_pad_probe_info_get_event(info), e.pointee.type == GST_EVENT_FLUSH_STOP {
+                    _ = gate.state.compareExchange(expected: Gate.armed, desired: Gate.open, ordering: .sequentiallyConsistent)
+                }
+                return GST_PAD_PROBE_DROP
+            }
+            if gate.state.load(ordering: .sequentiallyConsistent) == Gate.open { return GST_PAD_PROBE_OK }
+            gate.droppedCount.add(1, ordering: .relaxed)
+            return GST_PAD_PROBE_DROP
+        }, box, { data in
+            if let data { Unmanaged<Gate>.fromOpaque(data).release() }
+        })
+        return (gate, PadProbe(pad: self, id: id))
+    }
+
+    /// Sends a seek upstream from this (sink) pad to the start of `position`, e.g. to restart
+    /// a file source without touching anything downstream. With `segment`, the end of the
+    /// file posts segment-done instead of EOS.
+    @discardableResult
+    public func seekUpstream(to position: Double = 0, flush: Bool, segment: Bool) -> Bool {
+        var flags = GST_SEEK_FLAG_NONE.rawValue
+        if flush { flags |= GST_SEEK_FLAG_FLUSH.rawValue }
+        if segment { flags |= GST_SEEK_FLAG_SEGMENT.rawValue }
+        let event = gst_event_new_seek(1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
+                                       GST_SEEK_TYPE_SET, gint64(position * 1e9), GST_SEEK_TYPE_NONE, -1)
+        // push_event on a sink pad sends an upstream event to its peer.
+        return gst_pad_push_event(pointer, event) != 0
+    }
+}

@@ -81,18 +81,6 @@ public final class Pipeline: Bin, @unchecked Sendable {
     /// The pipeline's bus.
     public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
 
-    /// Seeks to `position` seconds. With `segment`, the pipeline posts segment-done instead of EOS
-    /// at the end, which lets `--loop` restart without flushing the sender.
-    @discardableResult
-    public func seek(to position: Double = 0, flush: Bool, segment: Bool) -> Bool {
-        var flags = GST_SEEK_FLAG_NONE.rawValue
-        if flush { flags |= GST_SEEK_FLAG_FLUSH.rawValue }
-        if segment { flags |= GST_SEEK_FLAG_SEGMENT.rawValue }
-        return gst_element_seek(
-            pointer, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
-            GST_SEEK_TYPE_SET, gint64(position * 1e9), GST_SEEK_TYPE_NONE, -1) != 0
-    }
-
     /// Running time of the pipeline clock in seconds, or nil before it plays.
     public var position: Double? {
         var pos: gint64 = 0

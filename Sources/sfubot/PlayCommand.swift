@@ -28,7 +28,7 @@ struct Play: AsyncParsableCommand {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.play")
             let player = Player(config: config, file: file, loop: loop)
             let report = try await runCancellableOnSignals { () async throws(BotError) in try await player.run() }
-            print(Counters.line(report.frames, sending: true, encrypted: config.protection.isEncrypted))
+            print(Counters.sent(report, encrypted: config.protection.isEncrypted))
         } catch let e as BotError {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {
@@ -38,6 +38,12 @@ struct Play: AsyncParsableCommand {
 }
 
 enum Counters {
+    static func sent(_ r: Player.Report, encrypted: Bool) -> String {
+        let setup = r.frames.sealed - r.framesSent
+        return (encrypted ? "frames sealed and sent: \(r.framesSent), dropped (could not seal): \(r.frames.sealFailed)"
+                          : "frames sent (no E2EE): \(r.framesSent)") + ", encoded during connection setup and discarded: \(setup)"
+    }
+
     /// The counters printed on exit.
     static func line(_ s: FrameStats.Snapshot, sending: Bool, encrypted: Bool) -> String {
         if sending {

@@ -1,0 +1,151 @@
+import Bot
+import FrameCrypto
+import Foundation
+import Testing
+
+/// Players and recorders in real rooms on the real Janus (run through `make test`).
+@Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
+struct RecordPlayTests {
+    /// Starts recorders, plays each (file, display, protection) at once, stops the recorders
+    /// (as Ctrl-C would) a moment after the players finish, and returns their manifests.
+    func session(
+        room: Int64, players: [(URL, String, FrameProtection)], recorders: [(URL, FrameProtection)],
+        playerTap: FrameTap? = nil, recorderTap: FrameTap? = nil
+    ) async throws -> (players: [Player.Report], manifests: [RecordingManifest]) {
+        let recording = try recorders.enumerated().map { i, r in
+            let config = try Scene.config(room: room, display: "90\(i):Recorder \(i)", protection: r.1, tap: recorderTap)
+            let recorder = Recorder(config: config, directory: r.0)
+            return Task { try await recorder.run() }
+        }
+        try await Task.sleep(for: .seconds(1))
+        let reports = try await withThrowingTaskGroup(of: Player.Report.self) { group in
+            for (file, display, protection) in players {
+                let config = try Scene.config(room: room, display: display, protection: protection, tap: playerTap)
+                group.addTask { try await Player(config: config, file: file.path).run() }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        try await Task.sleep(for: .seconds(1.5))
+        recording.forEach { $0.cancel() }
+        var manifests: [RecordingManifest] = []
+        for r in recording { manifests.append(try await r.value) }
+        return (reports, manifests)
+    }
+
+    @Test func encryptedToneIsRecordedDecrypted() async throws {
+        let dir = try Scene.tempDirectory("tone")
+        let tone = try await Audio.tone(440, seconds: 8, in: dir)
+        let ring = KeyRing(current: .random())
+        let out = dir.appendingPathComponent("rec")
+        let (reports, manifests) = try await session(
+            room: try await Scene.createRoom(), players: [(tone, "42:Alice", .e2ee(ring))], recorders: [(out, .e2ee(ring))])
+
+        #expect(reports[0].framesSent >= 399, "8 s of 20 ms frames, from the first")
+        let feed = try #require(manifests[0].feeds.first)
+        #expect(manifests[0].feeds.count == 1)
+        #expect(feed.userID == "42" && feed.displayName == "Alice" && feed.feedID == reports[0].publisherID)
+        #expect(feed.file == "\(feed.feedID)-42.opus")
+        #expect(feed.frames.droppedTotal == 0 && feed.frames.opened == feed.frames.received)
+        #expect(feed.firstFrame != nil && feed.lastFrame! > feed.firstFrame!)
+
+        let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+        let seconds = Double(samples.count) / 48000
+        #expect(seconds >= 0.9 * 8, "recorded \(seconds) s of 8 s")
+        let f = try #require(Audio.dominantFrequency(samples))
+        #expect(abs(f - 440) <= 440 * 0.02, "dominant frequency \(f) Hz")
+
+        // The manifest on disk is the one returned.
+        let onDisk = try RecordingManifest.read(from: out)
+        #expect(onDisk.feeds.map(\.feedID) == [feed.feedID] && onDisk.ended != nil)
+    }
+
+    @Test func wrongKeyWritesNoAudioAndCountsDrops() async throws {
+        let dir = try Scene.tempDirectory("wrongkey")
+        let tone = try await Audio.tone(440, seconds: 4, in: dir)
+        let out = dir.appendingPathComponent("rec")
+        let (_, manifests) = try await session(
+            room: try await Scene.createRoom(), players: [(tone, "1:Sender", .e2ee(KeyRing(current: .random())))],
+            recorders: [(out, .e2ee(KeyRing(current: .random())))])
+
+        let feed = try #require(manifests[0].feeds.first)
+        #expect(feed.frames.received > 150)
+        #expect(feed.frames.opened == 0)
+        #expect(feed.frames.dropped["no_key_opens"] == feed.frames.received)
+        let samples = (try? await Audio.decode(out.appendingPathComponent(feed.file))) ?? []
+        #expect(samples.count < 4800, "no decodable audio: got \(samples.count) samples")
+    }
+
+    @Test func plainPublisherIsDroppedByAnEncryptedRecorder() async throws {
+        let dir = try Scene.tempDirectory("plain")
+        let tone = try await Audio.tone(440, seconds: 4, in: dir)
+        let out = dir.appendingPathComponent("rec")
+        let (_, manifests) = try await session(
+            room: try await Scene.createRoom(), players: [(tone, "1:Plain", .none)],
+            recorders: [(out, .e2ee(KeyRing(current: .random())))])
+
+        let feed = try #require(manifests[0].feeds.first)
+        #expect(feed.frames.received > 150)
+        #expect(feed.frames.opened == 0)
+        #expect(feed.frames.dropped["no_marker"] == feed.frames.received, "fail closed: every plain frame dropped")
+    }
+
+    @Test func bytesInFlightAreCiphertext() async throws {
+        let dir = try Scene.tempDirectory("flight")
+        let tone = try await Audio.tone(440, seconds: 5, in: dir)
+        let ring = KeyRing(current: .random())
+        let sent = FrameLog(), received = FrameLog()
+        let keyed = dir.appendingPathComponent("keyed"), keyless = dir.appendingPathComponent("keyless")
+        let room = try await Scene.createRoom()
+        // A keyed recorder taps frames around its opener; a recorder without E2EE writes what
+        // it receives as is, i.e. what anyone on the path without the key would get.
+        let keylessConfig = try Scene.config(room: room, display: "99:Eavesdropper", protection: .none)
+        let eavesdropper = Task { try await Recorder(config: keylessConfig, directory: keyless).run() }
+        let (_, manifests) = try await session(
+            room: room, players: [(tone, "5:Speaker", .e2ee(ring))], recorders: [(keyed, .e2ee(ring))],
+            playerTap: sent.tap, recorderTap: received.tap)
+        eavesdropper.cancel()
+        let keylessManifest = try await eavesdropper.value
+
+        let ciphertext = received.frames(.beforeOpen), plaintext = received.frames(.afterOpen)
+        #expect(ciphertext.count > 200)
+        #expect(ciphertext.allSatisfy { $0.first == 0xFF }, "every payload starts with the marker")
+        #expect(ciphertext.count == plaintext.count)
+        #expect(zip(ciphertext, plaintext).allSatisfy { $0.count == $1.count + 29 }, "29 bytes longer than its plaintext")
+        // What came out of the opener is exactly what the sender's encoder produced.
+        let encoded = Set(sent.frames(.beforeSeal))
+        #expect(plaintext.allSatisfy { encoded.contains($0) })
+        #expect(Set(sent.frames(.afterSeal)).isDisjoint(with: encoded), "no plaintext frame left the sender")
+        #expect(manifests[0].feeds.first?.frames.droppedTotal == 0)
+
+        // The ciphertext does not decode as the tone.
+        let file = try #require(keylessManifest.feeds.first).file
+        let samples = (try? await Audio.decode(keyless.appendingPathComponent(file))) ?? []
+        if samples.count >= 48000 {
+            #expect(Audio.share(samples, at: 440) < 0.05, "the tone must not be audible without the key")
+        }
+    }
+
+    @Test func everyRecordingHoldsExactlyItsPublisher() async throws {
+        let dir = try Scene.tempDirectory("multi")
+        let low = try await Audio.tone(440, seconds: 6, in: dir), high = try await Audio.tone(1000, seconds: 6, in: dir)
+        let ring = KeyRing(current: .random())
+        let outs = (0..<3).map { dir.appendingPathComponent("rec\($0)") }
+        let (_, manifests) = try await session(
+            room: try await Scene.createRoom(),
+            players: [(low, "1:Low", .e2ee(ring)), (high, "2:High", .e2ee(ring))],
+            recorders: outs.map { ($0, .e2ee(ring)) })
+
+        let expected: [String: (Double, Double)] = ["1": (440, 1000), "2": (1000, 440)]
+        for (manifest, out) in zip(manifests, outs) {
+            #expect(Set(manifest.feeds.map(\.userID)) == ["1", "2"])
+            for feed in manifest.feeds {
+                let (mine, other) = try #require(expected[feed.userID])
+                let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+                let f = try #require(Audio.dominantFrequency(samples))
+                #expect(abs(f - mine) <= mine * 0.02, "\(feed.file): \(f) Hz, expected \(mine)")
+                #expect(Audio.share(samples, at: other) < 0.01, "\(feed.file) holds the other publisher")
+                #expect(feed.frames.droppedTotal == 0)
+            }
+        }
+    }
+}

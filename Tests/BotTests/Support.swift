@@ -1,0 +1,124 @@
+import Bot
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Janus
+import Logging
+import Testing
+
+/// The scene every integration test runs in: the local Janus (scripts/in-netns) and the
+/// repository's own pipelines.
+enum Scene {
+    static let janusURL = ProcessInfo.processInfo.environment["SFUBOT_JANUS_URL"]
+    static var available: Bool { janusURL != nil }
+    static let logger: Logger = {
+        var l = Logger(label: "test.bot")
+        l.logLevel = ProcessInfo.processInfo.environment["SFUBOT_TEST_LOG"] == nil ? .warning : .debug
+        return l
+    }()
+
+    static func createRoom() async throws -> Int64 {
+        let session = try await JanusSession.connect(url: janusURL!, logger: logger)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let room = try await VideoRoom.createRoom(handle)
+        await session.close()
+        return room
+    }
+
+    static func config(room: Int64, display: String, protection: FrameProtection, tap: FrameTap? = nil) throws -> BotConfig {
+        var c = BotConfig(janusURL: janusURL!, room: room, display: display, protection: protection,
+                          pipelines: try PipelineLibrary(), logger: logger)
+        c.frameTap = tap
+        return c
+    }
+
+    static func tempDirectory(_ name: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-test-\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// Runs a finite pipeline to its end on a bus that is really watched.
+func runToEnd(_ description: String) async throws {
+    let pipeline = try Pipeline(description: description)
+    let bus = pipeline.bus.messages()
+    try pipeline.setState(.playing)
+    defer { try? pipeline.setState(.null) }
+    for await m in bus {
+        switch m {
+        case .endOfStream: return
+        case .error(let s, let t, _): throw PipelineRunError(message: "\(s): \(t)")
+        default: continue
+        }
+    }
+}
+
+struct PipelineRunError: Error, CustomStringConvertible { let message: String; var description: String { message } }
+
+enum Audio {
+    /// A mono WAV tone of `seconds` at `frequency`.
+    static func tone(_ frequency: Double, seconds: Double, in dir: URL) async throws -> URL {
+        let url = dir.appendingPathComponent("tone-\(Int(frequency)).wav")
+        try await runToEnd("audiotestsrc freq=\(frequency) volume=0.5 samplesperbuffer=480 num-buffers=\(Int(seconds * 100)) ! audio/x-raw,rate=48000,channels=1 ! wavenc ! filesink location=\"\(url.path)\"")
+        return url
+    }
+
+    /// Decodes an Ogg Opus file to 48 kHz mono samples; throws if it does not decode.
+    static func decode(_ file: URL) async throws -> [Int16] {
+        let raw = file.deletingPathExtension().appendingPathExtension("raw")
+        try await runToEnd("filesrc location=\"\(file.path)\" ! oggdemux ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! filesink location=\"\(raw.path)\"")
+        let data = try Data(contentsOf: raw)
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Power at `frequency` (Goertzel) over `samples`.
+    static func power(_ samples: ArraySlice<Int16>, at frequency: Double, rate: Double = 48000) -> Double {
+        let w = 2 * Double.pi * frequency / rate, coeff = 2 * cos(w)
+        var s1 = 0.0, s2 = 0.0
+        for x in samples {
+            let s = Double(x) + coeff * s1 - s2
+            s2 = s1
+            s1 = s
+        }
+        return s1 * s1 + s2 * s2 - coeff * s1 * s2
+    }
+
+    /// The frequency with the most power between 100 Hz and 4 kHz, over one second from the
+    /// middle of the signal: a 10 Hz scan, then 0.5 Hz around the best.
+    static func dominantFrequency(_ samples: [Int16]) -> Double? {
+        guard samples.count >= 48000 else { return nil }
+        let start = (samples.count - 48000) / 2
+        let window = samples[start..<(start + 48000)]
+        func best(_ freqs: StrideTo<Double>) -> Double { freqs.max { power(window, at: $0) < power(window, at: $1) }! }
+        let coarse = best(stride(from: 100, to: 4000, by: 10))
+        return best(stride(from: coarse - 10, to: coarse + 10, by: 0.5))
+    }
+
+    /// Share of the signal's energy that sits at `frequency` (±1 Hz bins), 0...1.
+    static func share(_ samples: [Int16], at frequency: Double) -> Double {
+        guard samples.count >= 48000 else { return 0 }
+        let start = (samples.count - 48000) / 2
+        let window = samples[start..<(start + 48000)]
+        let total = window.reduce(0.0) { $0 + Double($1) * Double($1) }
+        guard total > 0 else { return 0 }
+        // Goertzel power over N samples relates to energy as |X|² ≈ (N/2)·E for a pure tone.
+        return min(1, power(window, at: frequency) * 2 / Double(window.count) / total)
+    }
+}
+
+/// Collects tapped frames from streaming threads.
+final class FrameLog: @unchecked Sendable {
+    // @unchecked: every access holds `lock`.
+    private let lock = NSLock()
+    private var frames: [(FrameTapPoint, Int64, [UInt8])] = []
+
+    var tap: FrameTap {
+        { [self] point, feed, bytes in
+            let copy = Array(bytes)
+            lock.withLock { frames.append((point, feed, copy)) }
+        }
+    }
+
+    func frames(_ point: FrameTapPoint) -> [[UInt8]] { lock.withLock { frames.filter { $0.0 == point }.map(\.2) } }
+}
