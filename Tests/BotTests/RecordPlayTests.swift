@@ -34,13 +34,13 @@ struct RecordPlayTests {
 
     @Test func encryptedToneIsRecordedDecrypted() async throws {
         let dir = try Scene.tempDirectory("tone")
-        let tone = try await Audio.tone(440, seconds: 8, in: dir)
+        let tone = try await Audio.tone(440, seconds: 12, in: dir)
         let ring = KeyRing(current: .random())
         let out = dir.appendingPathComponent("rec")
         let (reports, manifests) = try await session(
             room: try await Scene.createRoom(), players: [(tone, "42:Alice", .e2ee(ring))], recorders: [(out, .e2ee(ring))])
 
-        #expect(reports[0].framesSent >= 399, "8 s of 20 ms frames, from the first")
+        #expect(reports[0].framesSent >= 599, "12 s of 20 ms frames, from the first")
         let feed = try #require(manifests[0].feeds.first)
         #expect(manifests[0].feeds.count == 1)
         #expect(feed.userID == "42" && feed.displayName == "Alice" && feed.feedID == reports[0].publisherID)
@@ -50,7 +50,9 @@ struct RecordPlayTests {
 
         let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
         let seconds = Double(samples.count) / 48000
-        #expect(seconds >= 0.9 * 8, "recorded \(seconds) s of 8 s")
+        // What Janus forwards before the recorder's subscription is up (~0.2 s here, ~1 s on a
+        // loaded 2-core machine) is not heard: subscribe-after-publish, as on the phones.
+        #expect(seconds >= 0.9 * 12, "recorded \(seconds) s of 12 s")
         let f = try #require(Audio.dominantFrequency(samples))
         #expect(abs(f - 440) <= 440 * 0.02, "dominant frequency \(f) Hz")
 
@@ -68,7 +70,7 @@ struct RecordPlayTests {
             recorders: [(out, .e2ee(KeyRing(current: .random())))])
 
         let feed = try #require(manifests[0].feeds.first)
-        #expect(feed.frames.received > 150)
+        #expect(feed.frames.received > 100)
         #expect(feed.frames.opened == 0)
         #expect(feed.frames.dropped["no_key_opens"] == feed.frames.received)
         let samples = (try? await Audio.decode(out.appendingPathComponent(feed.file))) ?? []
@@ -84,7 +86,7 @@ struct RecordPlayTests {
             recorders: [(out, .e2ee(KeyRing(current: .random())))])
 
         let feed = try #require(manifests[0].feeds.first)
-        #expect(feed.frames.received > 150)
+        #expect(feed.frames.received > 100)
         #expect(feed.frames.opened == 0)
         #expect(feed.frames.dropped["no_marker"] == feed.frames.received, "fail closed: every plain frame dropped")
     }
