@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+
+/// The `sfubot` executable as a user runs it, against the local Janus.
+@Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
+struct CLITests {
+    /// `.build/<config>/sfubot`, beside the test bundle.
+    static let binary: URL = {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while dir.path != "/", !FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("sfubot").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("sfubot")
+    }()
+
+    struct Run { var status: Int32; var out: String; var err: String }
+
+    @discardableResult
+    static func start(_ args: [String]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = binary
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        return (p, out, err)
+    }
+
+    static func run(_ args: [String]) throws -> Run {
+        let (p, out, err) = try start(args)
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+    }
+
+    let key = String(repeating: "ab", count: 32)
+
+    @Test func errorsAreOneLineWithDistinctExitCodes() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cli")
+        let tone = try await Audio.tone(440, seconds: 1, in: dir)
+        let badKeyFile = dir.appendingPathComponent("bad.key")
+        try Data("not a key".utf8).write(to: badKeyFile)
+
+        let cases: [([String], Int32, String)] = [
+            (["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room + 7)", "--key-hex", key], 68, "does not exist"),
+            (["play", tone.path, "--janus", "ws://127.0.0.1:1", "--room", "\(room)", "--key-hex", key], 69, "Janus unreachable"),
+            (["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-file", badKeyFile.path], 65, "key file"),
+            (["play", dir.appendingPathComponent("missing.wav").path, "--janus", Scene.janusURL!, "--room", "\(room)", "--no-e2ee"], 66, "cannot read"),
+            (["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--out", dir.path], 64, "exactly one of"),
+        ]
+        for (args, code, text) in cases {
+            let r = try Self.run(args)
+            #expect(r.status == code, "\(args[0]) → \(r.status): \(r.err)")
+            #expect(r.err.contains(text), "\(r.err)")
+            if code != 64 { #expect(r.err.split(separator: "\n").count == 1, "one line: \(r.err)") }
+            #expect(!r.err.contains(key), "the key never appears in output")
+        }
+    }
+
+    @Test func killedRecorderLeavesAPlayableFile() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("kill")
+        let tone = try await Audio.tone(440, seconds: 8, in: dir)
+        let out = dir.appendingPathComponent("rec")
+        let (recorder, _, _) = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
+        try await Task.sleep(for: .seconds(1))
+        let (player, _, _) = try Self.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "3:Killed"])
+        try await Task.sleep(for: .seconds(6))
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        player.terminate()
+        player.waitUntilExit()
+
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: out.path).first { $0.hasSuffix(".opus") })
+        let samples = try await Audio.decode(out.appendingPathComponent(file))
+        let seconds = Double(samples.count) / 48000
+        // About 5 s were recorded when it was killed; Ogg pages go out at least every 500 ms.
+        #expect(seconds >= 3.5, "\(seconds) s survived the kill")
+        let f = try #require(Audio.dominantFrequency(samples))
+        #expect(abs(f - 440) <= 440 * 0.02)
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("manifest.json").path), "the periodic manifest survives too")
+    }
+
+    @Test func sigtermFinishesCleanlyWithCounters() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("term")
+        let tone = try await Audio.tone(440, seconds: 4, in: dir)
+        let out = dir.appendingPathComponent("rec")
+        let (recorder, stdout, _) = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
+        try await Task.sleep(for: .seconds(1))
+        let played = try Self.run(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key])
+        #expect(played.status == 0)
+        let sent = played.out.split(separator: "frames sealed and sent: ").last.flatMap { Int($0.prefix { $0.isNumber }) }
+        #expect((199...202).contains(sent ?? 0), "4 s of 20 ms frames: \(played.out)")
+        recorder.terminate()  // SIGTERM
+        let text = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        recorder.waitUntilExit()
+        #expect(recorder.terminationStatus == 0)
+        #expect(text.contains("frames received:") && text.contains("no_key_opens=0"), "\(text)")
+        let manifest = try Data(contentsOf: out.appendingPathComponent("manifest.json"))
+        #expect(String(decoding: manifest, as: UTF8.self).contains("\"ended\""))
+    }
+}
