@@ -2,8 +2,8 @@ import Foundation
 import Testing
 
 /// The `sfubot` executable as a user runs it, against the local Janus.
-@Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
-struct CLITests {
+extension MediaScene {
+@Suite struct CLITests {
     /// `.build/<config>/sfubot`, beside the test bundle.
     static let binary: URL = {
         var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -102,4 +102,5 @@ struct CLITests {
         let manifest = try Data(contentsOf: out.appendingPathComponent("manifest.json"))
         #expect(String(decoding: manifest, as: UTF8.self).contains("\"ended\""))
     }
+}
 }

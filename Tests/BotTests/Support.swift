@@ -6,6 +6,11 @@ import Janus
 import Logging
 import Testing
 
+/// Every test that runs bots against the real Janus, one at a time: bots from two tests at
+/// once would compete for the 2 cores and blur what each test measures.
+@Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
+struct MediaScene {}
+
 /// The scene every integration test runs in: the local Janus (scripts/in-netns) and the
 /// repository's own pipelines.
 enum Scene {
