@@ -30,6 +30,8 @@ let package = Package(
             pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev"])]
         ),
+        // libcrypto for the per-frame AES-256-GCM (Debian: libssl-dev).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
         .target(
@@ -42,7 +44,7 @@ let package = Package(
         ),
         .target(
             name: "FrameCrypto",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         .target(
@@ -75,7 +77,10 @@ let package = Package(
         ),
         // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
         .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto"], swiftSettings: strict),
-        .testTarget(name: "FrameCryptoTests", dependencies: ["FrameCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "FrameCryptoTests",
+            dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",

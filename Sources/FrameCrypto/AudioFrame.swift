@@ -1,5 +1,3 @@
-public import Crypto
-import Foundation
 
 /// The ECall audio frame (ECALL-WIRE §2): `0xFF ‖ nonce(12) ‖ ciphertext ‖ tag(16)`,
 /// AES-256-GCM over the encoded Opus frame, no AAD.
@@ -11,47 +9,49 @@ public enum AudioFrame {
     public static let overhead = 1 + nonceCount + tagCount
 
     /// Seals `plaintext` into `output` (at least `plaintext.count + overhead` bytes) and returns
-    /// the bytes written. A fresh random nonce is drawn unless one is given (known-answer tests).
+    /// the bytes written. Each frame draws a fresh random nonce; `nonce` (12 bytes) is for
+    /// known-answer tests only. Allocates nothing once the key's cipher exists on this thread.
     public static func seal(
         _ plaintext: UnsafeRawBufferPointer,
         key: CallKey,
-        nonce: AES.GCM.Nonce = AES.GCM.Nonce(),
-        into output: UnsafeMutableRawBufferPointer
+        into output: UnsafeMutableRawBufferPointer,
+        nonce: UnsafeRawBufferPointer? = nil
     ) throws(FrameError) -> Int {
         let total = plaintext.count + overhead
-        guard output.count >= total else { throw .outputTooSmall }
-        let box: AES.GCM.SealedBox
-        do { box = try AES.GCM.seal(plaintext, using: key.symmetricKey, nonce: nonce) } catch { throw .sealFailed }
-        output[0] = marker
-        nonce.withUnsafeBytes { output.baseAddress!.advanced(by: 1).copyMemory(from: $0.baseAddress!, byteCount: nonceCount) }
-        box.ciphertext.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: output[(1 + nonceCount)...]))
-        box.tag.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: output[(total - tagCount)...]))
+        guard output.count >= total, let out = output.baseAddress else { throw .outputTooSmall }
+        out.storeBytes(of: marker, as: UInt8.self)
+        let noncePointer = out + 1
+        if let nonce {
+            guard nonce.count == nonceCount else { throw .sealFailed }
+            noncePointer.copyMemory(from: nonce.baseAddress!, byteCount: nonceCount)
+        }
+        let sealed = key.pool.withCipher { cipher in
+            (nonce != nil || cipher.nextNonce(into: noncePointer))
+                && cipher.seal(nonce: noncePointer, plaintext, ciphertext: noncePointer + nonceCount, tag: out + (total - tagCount))
+        }
+        guard sealed == true else { throw .sealFailed }
         return total
     }
 
     /// Opens a received frame into `output` (at least `frame.count - overhead` bytes), trying
     /// the ring's current, backup and future keys in that order. Returns the plaintext length.
+    /// On failure `output` may hold garbage and must not be used.
     public static func open(
         _ frame: UnsafeRawBufferPointer,
         keys: KeyRing.Candidates,
         into output: UnsafeMutableRawBufferPointer
     ) throws(DropReason) -> Int {
         guard let first = frame.first, first == marker else { throw .noMarker }
-        guard frame.count >= overhead else { throw .tooShort }
+        guard frame.count >= overhead, let base = frame.baseAddress else { throw .tooShort }
         let plainCount = frame.count - overhead
         guard output.count >= plainCount else { throw .tooShort }
-        let box: AES.GCM.SealedBox
-        do {
-            box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: UnsafeRawBufferPointer(rebasing: frame[1..<(1 + nonceCount)])),
-                ciphertext: UnsafeRawBufferPointer(rebasing: frame[(1 + nonceCount)..<(frame.count - tagCount)]),
-                tag: UnsafeRawBufferPointer(rebasing: frame[(frame.count - tagCount)...]))
-        } catch { throw .tooShort }
+        let nonce = base + 1
+        let ciphertext = UnsafeRawBufferPointer(start: nonce + nonceCount, count: plainCount)
+        let tag = base + (frame.count - tagCount)
+        let plain = output.baseAddress ?? UnsafeMutableRawPointer(mutating: nonce)  // empty output: never written
         // Tried one by one rather than through an array: this runs for every frame.
         func attempt(_ key: CallKey?) -> Bool {
-            guard let key, let plain = try? AES.GCM.open(box, using: key.symmetricKey) else { return false }
-            plain.copyBytes(to: output, count: plainCount)
-            return true
+            key?.pool.withCipher { $0.open(nonce: nonce, ciphertext, tag: tag, plaintext: plain) } == true
         }
         guard attempt(keys.current) || attempt(keys.backup) || attempt(keys.future) else { throw .noKey }
         return plainCount

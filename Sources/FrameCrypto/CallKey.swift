@@ -5,12 +5,15 @@ public import Foundation
 // @unchecked: SymmetricKey is immutable (copy-on-write bytes) but not marked Sendable in swift-crypto 3.
 public struct CallKey: @unchecked Sendable, CustomStringConvertible {
     public let symmetricKey: SymmetricKey
+    /// Per-frame AES-GCM contexts for this key (OpenSSL), shared by every copy of the key.
+    let pool: GCMPool
 
     /// A key from exactly 32 raw bytes.
     public init<Bytes: ContiguousBytes>(bytes: Bytes) throws(KeyError) {
         let count = bytes.withUnsafeBytes { $0.count }
         guard count == 32 else { throw KeyError.wrongLength(count) }
         self.symmetricKey = SymmetricKey(data: bytes)
+        self.pool = GCMPool(key: bytes.withUnsafeBytes { Array($0) })
     }
 
     /// A key from 64 hex characters (surrounding white space ignored).

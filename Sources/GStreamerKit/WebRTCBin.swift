@@ -24,12 +24,12 @@ public struct IncomingPad: Sendable {
 /// On creation libnice's UPnP (SSDP multicast) and ICE-TCP are turned off, so the bot only
 /// sends where its candidates point.
 public final class WebRTCBin: @unchecked Sendable {
-    // @unchecked: webrtcbin's action signals are thread-safe; handler IDs are set once in init.
+    // @unchecked: webrtcbin's action signals are thread-safe; `connections` is set once in init.
     public let element: Element
     /// Everything webrtcbin reports except pads, for the signalling task to consume.
     public let events: AsyncStream<WebRTCEvent>
     private let sink: Sink
-    private var handlerIDs: [gulong] = []
+    private var connections: [SignalConnection] = []
 
     public init(_ element: Element) throws(GStreamerError) {
         guard (try? element.get("bundle-policy")) != nil else {
@@ -48,7 +48,7 @@ public final class WebRTCBin: @unchecked Sendable {
     }
 
     deinit {
-        for id in handlerIDs { g_signal_handler_disconnect(UnsafeMutableRawPointer(element.pointer), id) }
+        connections.forEach { $0.disconnect() }
         sink.continuation.finish()
     }
 
@@ -170,11 +170,10 @@ public final class WebRTCBin: @unchecked Sendable {
             }
         }
         let release: GClosureNotify = { data, _ in if let data { Unmanaged<Sink>.fromOpaque(data).release() } }
-        let target = UnsafeMutableRawPointer(element.pointer)
-        func connect(_ signal: String, _ handler: GCallback) -> gulong {
-            sfb_signal_connect(target, signal, handler, Unmanaged.passRetained(sink).toOpaque(), release)
+        func connect(_ signal: String, _ handler: GCallback) -> SignalConnection {
+            SignalConnection(element, signal: signal, handler: handler, data: Unmanaged.passRetained(sink).toOpaque(), release: release)
         }
-        handlerIDs = [
+        connections = [
             connect("on-negotiation-needed", unsafeBitCast(negotiation, to: GCallback.self)),
             connect("on-ice-candidate", unsafeBitCast(candidate, to: GCallback.self)),
             connect("pad-added", unsafeBitCast(padAdded, to: GCallback.self)),

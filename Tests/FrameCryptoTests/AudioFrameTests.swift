@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import FrameCrypto
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// (Python `cryptography`), so a change in layout or cipher use cannot pass.
 @Suite struct AudioFrameTests {
     static let key = try! CallKey(bytes: Array(0..<32) as [UInt8])
-    static var nonce: AES.GCM.Nonce { try! AES.GCM.Nonce(data: [UInt8](hex: "cafebabefacedbaddecaf888")) }
+    static let nonce = [UInt8](hex: "cafebabefacedbaddecaf888")
 
     static let vectors: [(plain: String, sealed: String)] = [
         ("fc", "ffcafebabefacedbaddecaf88876549cc1a28dde33f506008a3bc4562f1f"),
@@ -15,9 +16,8 @@ import Testing
         ("", "ffcafebabefacedbaddecaf8885b0a77e3716cc7e86cf71b26dee7d5a4"),
     ]
 
-    func seal(_ plain: [UInt8], key: CallKey = key, nonce: AES.GCM.Nonce? = nil) throws -> [UInt8] {
-        if let nonce { return try AudioFrame.sealed(plain, key: key, nonce: nonce) }
-        return try AudioFrame.sealed(plain, key: key)
+    func seal(_ plain: [UInt8], key: CallKey = key, nonce: [UInt8]? = nil) throws -> [UInt8] {
+        try AudioFrame.sealed(plain, key: key, nonce: nonce)
     }
 
     func open(_ frame: [UInt8], ring: KeyRing) throws(DropReason) -> [UInt8] {
@@ -44,6 +44,27 @@ import Testing
         #expect(a[0] == 0xFF)
         #expect(a[1..<13] != b[1..<13], "every frame draws a fresh nonce")
         #expect(a[13..<133] != b[13..<133])
+    }
+
+    /// The frame path (OpenSSL) against swift-crypto's AES-GCM, both ways, on random frames.
+    @Test func agreesWithSwiftCrypto() throws {
+        var rng = SystemRandomNumberGenerator()
+        for size in [0, 1, 15, 16, 17, 120, 1000, 5000] {
+            let key = CallKey.random()
+            let plain = (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let frame = try seal(plain, key: key)
+            let box = try AES.GCM.SealedBox(combined: frame[1...])
+            #expect(try AES.GCM.open(box, using: key.symmetricKey) == Data(plain))
+
+            let theirs = try AES.GCM.seal(plain, using: key.symmetricKey)
+            #expect(try open([0xFF] + Array(theirs.combined!), ring: KeyRing(current: key)) == plain)
+        }
+    }
+
+    @Test func noncesNeverRepeat() throws {
+        var seen = Set<[UInt8]>()
+        for _ in 0..<10_000 { seen.insert(Array(try seal([1, 2, 3])[1..<13])) }
+        #expect(seen.count == 10_000)
     }
 
     @Test func noMarkerIsDropped() {
