@@ -44,12 +44,8 @@ struct PeerLink: Sendable {
             try await webrtc.setLocalDescription(offer)
             let answer = try await VideoRoom.publish(handle, offer: JSEP(type: "offer", sdp: offer.sdp), video: video)
             try await webrtc.setRemoteDescription(SessionDescription(kind: .answer, sdp: answer.sdp))
-        } catch let e as GStreamerError {
-            throw .media(e)
-        } catch let e as JanusError {
-            throw .janus(e)
         } catch {
-            throw .negotiation(String(describing: error))
+            throw BotError(error)
         }
     }
 
@@ -60,12 +56,8 @@ struct PeerLink: Sendable {
             let answer = try await webrtc.createAnswer()
             try await webrtc.setLocalDescription(answer)
             try await VideoRoom.start(handle, answer: JSEP(type: "answer", sdp: answer.sdp))
-        } catch let e as GStreamerError {
-            throw .media(e)
-        } catch let e as JanusError {
-            throw .janus(e)
         } catch {
-            throw .negotiation(String(describing: error))
+            throw BotError(error)
         }
     }
 }

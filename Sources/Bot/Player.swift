@@ -105,28 +105,31 @@ public struct Player: Sendable {
         let log = config.logger
         let link = PeerLink(webrtc: media.webrtc, handle: handle, logger: log)
         let (negotiation, negotiationNeeded) = AsyncStream.makeStream(of: Void.self)
-        let (failure, failed) = AsyncStream.makeStream(of: String.self)
+        let (failure, failed) = AsyncStream.makeStream(of: BotError.self)
         let mediaUp = Flag()
         let ice = Task {
             await link.pump(onNegotiationNeeded: { negotiationNeeded.yield() }, onState: { s in
-                if s == "failed" { failed.yield("ICE failed") }
+                if s == "failed" { failed.yield(.negotiation("ICE failed: no candidate pair works")) }
             })
         }
         let remote = Task {
             for await event in handle.events {
                 switch event {
                 case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
-                case .hangup(let reason): failed.yield("Janus hung up: \(reason)")
+                case .hangup(let reason): failed.yield(.negotiation("Janus hung up: \(reason)"))
+                case .detached:
+                    failed.yield(.janus(.disconnected))
                 case .webrtcUp:
                     log.info("Janus: media path up, playing")
                     guard !mediaUp.isSet else { break }
                     mediaUp.set()
                     // Start the file over: what was encoded while DTLS came up was dropped.
                     media.gate.openAfterNextFlush()
-                    if !media.pace.seekUpstream(flush: true, segment: loop) { failed.yield("cannot seek in \(file) to start it") }
+                    if !media.pace.seekUpstream(flush: true, segment: loop) { failed.yield(.pipelineFailed("cannot seek in \(file) to start it")) }
                 default: break
                 }
             }
+            if !Task.isCancelled { failed.yield(.janus(.disconnected)) }
         }
         defer {
             ice.cancel()
@@ -139,19 +142,19 @@ public struct Player: Sendable {
         try await link.publish(video: false)
         let holding = Task {
             try await Task.sleep(for: .seconds(15))
-            if !mediaUp.isSet { failed.yield("Janus did not report the media path up within 15 s (ICE/DTLS failed?)") }
+            if !mediaUp.isSet { failed.yield(.negotiation("Janus did not report the media path up within 15 s (ICE/DTLS failed?)")) }
         }
         defer { holding.cancel() }
 
         // The file plays until its end (or forever with --loop); the task's cancellation stops it.
-        let outcome: String? = await withTaskGroup(of: String?.self) { group in
+        let outcome: BotError? = await withTaskGroup(of: BotError?.self) { group in
             group.addTask {
                 for await message in bus {
                     switch message {
                     case .segmentDone:
                         media.pace.seekUpstream(flush: false, segment: true)
                     case .error(let source, let text, let debug):
-                        return "\(source): \(text)" + (debug.map { " (\($0))" } ?? "")
+                        return .pipelineFailed("\(source): \(text)" + (debug.map { " (\($0))" } ?? ""))
                     case .warning(let source, let text, _):
                         log.warning("\(source): \(text)")
                     default: break
@@ -171,7 +174,7 @@ public struct Player: Sendable {
             group.cancelAll()
             return first
         }
-        if let outcome { throw .pipelineFailed(outcome) }
+        if let outcome { throw outcome }
     }
 }
 

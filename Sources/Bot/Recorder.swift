@@ -65,6 +65,8 @@ actor RoomRecording {
     private var finished: [RecordingManifest.Feed] = []
     /// Shared with the pad-added handler.
     private let media = SharedMedia()
+    /// Yields once if Janus goes away while recording.
+    private let lost = AsyncStream.makeStream(of: Void.self)
 
     /// The map behind a lock, as a reference the pad-added closure can hold.
     final class SharedMedia: Sendable {
@@ -99,11 +101,14 @@ actor RoomRecording {
         let joined = try await VideoRoom.joinAsPublisher(handle, room: config.room, display: config.display)
         privateID = joined.privateID
         log.info("recording room \(config.room) into \(directory.path)")
+        let lost = self.lost.continuation
         background.append(Task { [weak self] in
             for await event in handle.events {
                 guard case .plugin(let data, let jsep) = event else { continue }
                 await self?.roomEvent(VideoRoomEvent(data: data, jsep: jsep))
             }
+            // The events end when the session does: unless we are stopping, Janus went away.
+            if !Task.isCancelled { lost.yield() }
         })
         try await add(joined.publishers)
         writeManifest()
@@ -121,6 +126,10 @@ actor RoomRecording {
                     try await Task.sleep(for: .seconds(5))
                     await self?.writeManifest()
                 }
+            }
+            let lost = self.lost.stream
+            group.addTask {
+                for await _ in lost { throw BotError.janus(.disconnected) }
             }
             if let bus {
                 group.addTask {

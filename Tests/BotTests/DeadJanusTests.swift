@@ -1,0 +1,70 @@
+import Bot
+import FrameCrypto
+import Foundation
+import Janus
+import Logging
+import Testing
+
+extension MediaScene {
+    /// A Janus of the test's own (the project's janusctl, another port) that the test stops
+    /// mid-call: the bots must stop with a clear error and keep what was recorded.
+    @Suite struct DeadJanusTests {
+        static func janusctl(_ verb: String, runDir: URL, port: Int) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/deploy/janus/janusctl")
+            p.arguments = [verb]
+            p.environment = ProcessInfo.processInfo.environment.merging(
+                ["SFUBOT_RUN_DIR": runDir.path, "JANUS_WS_PORT": "\(port)"], uniquingKeysWith: { $1 })
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0, "janusctl \(verb)")
+        }
+
+        @Test func janusDyingMidCallKeepsTheRecording() async throws {
+            let dir = try Scene.tempDirectory("dead")
+            let port = 8189, url = "ws://127.0.0.1:8189"
+            try Self.janusctl("start", runDir: dir, port: port)
+            var stopped = false
+            defer { if !stopped { try? Self.janusctl("stop", runDir: dir, port: port) } }
+
+            let session = try await JanusSession.connect(url: url, logger: Scene.logger)
+            let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
+            await session.close()
+
+            let ring = KeyRing(current: .random())
+            let tone = try await Audio.tone(440, seconds: 20, in: dir)
+            let out = dir.appendingPathComponent("rec")
+            func config(_ display: String) throws -> BotConfig {
+                var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
+                c.janusURL = url
+                return c
+            }
+            let recorder = Task { try await Recorder(config: try config("9:Rec"), directory: out).run() }
+            try await Task.sleep(for: .seconds(1))
+            let player = Task { try await Player(config: try config("4:Speaker"), file: tone.path).run() }
+            try await Task.sleep(for: .seconds(4))
+            try Self.janusctl("stop", runDir: dir, port: port)
+            stopped = true
+
+            // Both stop on their own, long before the 20 s file or any timeout would end them.
+            let clock = ContinuousClock(), t0 = clock.now
+            await #expect(throws: BotError.self) { _ = try await player.value }
+            await #expect {
+                _ = try await recorder.value
+            } throws: { error in
+                guard case BotError.janus(.disconnected) = error else { return false }
+                return true
+            }
+            #expect(clock.now - t0 < .seconds(5), "noticed the dead Janus in \(clock.now - t0)")
+
+            let manifest = try RecordingManifest.read(from: out)
+            #expect(manifest.ended != nil, "the manifest was finished")
+            let feed = try #require(manifest.feeds.first)
+            let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+            #expect(Double(samples.count) / 48000 >= 2.5, "what was recorded before the crash is kept")
+            let f = try #require(Audio.dominantFrequency(samples))
+            #expect(abs(f - 440) <= 440 * 0.02)
+        }
+    }
+}
