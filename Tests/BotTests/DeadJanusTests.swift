@@ -6,27 +6,14 @@ import Logging
 import Testing
 
 extension MediaScene {
-    /// A Janus of the test's own (the project's janusctl, another port) that the test stops
-    /// mid-call: the bots must stop with a clear error and keep what was recorded.
+    /// A Janus the test stops mid-call: the bots must stop with a clear error and keep what
+    /// was recorded.
     @Suite struct DeadJanusTests {
-        static func janusctl(_ verb: String, runDir: URL, port: Int) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/deploy/janus/janusctl")
-            p.arguments = [verb]
-            p.environment = ProcessInfo.processInfo.environment.merging(
-                ["SFUBOT_RUN_DIR": runDir.path, "JANUS_WS_PORT": "\(port)"], uniquingKeysWith: { $1 })
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0, "janusctl \(verb)")
-        }
-
         @Test func janusDyingMidCallKeepsTheRecording() async throws {
             let dir = try Scene.tempDirectory("dead")
-            let port = 8189, url = "ws://127.0.0.1:8189"
-            try Self.janusctl("start", runDir: dir, port: port)
-            var stopped = false
-            defer { if !stopped { try? Self.janusctl("stop", runDir: dir, port: port) } }
+            let janus = try OwnJanus(port: 8189, in: dir)
+            defer { janus.stop() }
+            let url = janus.url
 
             let session = try await JanusSession.connect(url: url, logger: Scene.logger)
             let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
@@ -44,8 +31,7 @@ extension MediaScene {
             try await Task.sleep(for: .seconds(1))
             let player = Task { try await Player(config: try config("4:Speaker"), file: tone.path).run() }
             try await Task.sleep(for: .seconds(4))
-            try Self.janusctl("stop", runDir: dir, port: port)
-            stopped = true
+            janus.stop()
 
             // Both stop on their own, long before the 20 s file or any timeout would end them.
             let clock = ContinuousClock(), t0 = clock.now
@@ -65,6 +51,25 @@ extension MediaScene {
             #expect(Double(samples.count) / 48000 >= 2.5, "what was recorded before the crash is kept")
             let f = try #require(Audio.dominantFrequency(samples))
             #expect(abs(f - 440) <= 440 * 0.02)
+        }
+    }
+}
+
+extension MediaScene {
+    @Suite struct APISecretTests {
+        @Test func apiSecretIsSentAndRequired() async throws {
+            let janus = try OwnJanus(port: 8190, in: try Scene.tempDirectory("secret"), apiSecret: "s3cret-for-test")
+            defer { janus.stop() }
+            await #expect {
+                _ = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
+            } throws: { error in
+                guard case JanusError.janus(403, _) = error else { return false }
+                return String(describing: error).contains("--api-secret")
+            }
+            let session = try await JanusSession.connect(url: janus.url, options: .init(apiSecret: "s3cret-for-test"), logger: Scene.logger)
+            let handle = try await session.attach(plugin: VideoRoom.plugin)
+            _ = try await VideoRoom.createRoom(handle)
+            await session.close()
         }
     }
 }

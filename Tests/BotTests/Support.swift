@@ -127,3 +127,37 @@ final class FrameLog: @unchecked Sendable {
 
     func frames(_ point: FrameTapPoint) -> [[UInt8]] { lock.withLock { frames.filter { $0.0 == point }.map(\.2) } }
 }
+
+/// A Janus of a test's own, started with the project's `deploy/janus/janusctl` on another port.
+final class OwnJanus: Sendable {
+    let url: String
+    private let port: Int
+    private let runDir: URL
+    private let apiSecret: String?
+
+    init(port: Int, in dir: URL, apiSecret: String? = nil) throws {
+        self.port = port
+        self.runDir = dir
+        self.apiSecret = apiSecret
+        url = "ws://127.0.0.1:\(port)"
+        try janusctl("start")
+    }
+
+    /// Stops it; safe to call twice.
+    func stop() { try? janusctl("stop") }
+
+    private func janusctl(_ verb: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/deploy/janus/janusctl")
+        p.arguments = [verb]
+        var env = ProcessInfo.processInfo.environment
+        env["SFUBOT_RUN_DIR"] = runDir.path
+        env["JANUS_WS_PORT"] = "\(port)"
+        env["JANUS_API_SECRET"] = apiSecret
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw PipelineRunError(message: "janusctl \(verb) failed") }
+    }
+}
