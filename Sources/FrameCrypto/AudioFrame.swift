@@ -66,6 +66,8 @@ public enum DropReason: String, Error, CaseIterable, Sendable, Codable {
     case tooShort = "too_short"
     /// No key in the ring opens it (wrong key, or tampered bytes).
     case noKey = "no_key_opens"
+    /// The frame's structure is broken (video: length prefixes that do not add up).
+    case malformed = "malformed"
 }
 
 /// Why a frame could not be sealed; the frame is then dropped, never sent in the clear.

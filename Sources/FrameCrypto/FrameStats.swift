@@ -9,6 +9,7 @@ public final class FrameStats: Sendable {
     private let noMarker = Atomic<Int>(0)
     private let tooShort = Atomic<Int>(0)
     private let noKey = Atomic<Int>(0)
+    private let malformed = Atomic<Int>(0)
 
     public init() {}
 
@@ -21,6 +22,7 @@ public final class FrameStats: Sendable {
         case .noMarker: noMarker.add(1, ordering: .relaxed)
         case .tooShort: tooShort.add(1, ordering: .relaxed)
         case .noKey: noKey.add(1, ordering: .relaxed)
+        case .malformed: malformed.add(1, ordering: .relaxed)
         }
     }
 
@@ -34,6 +36,7 @@ public final class FrameStats: Sendable {
                 DropReason.noMarker.rawValue: noMarker.load(ordering: .relaxed),
                 DropReason.tooShort.rawValue: tooShort.load(ordering: .relaxed),
                 DropReason.noKey.rawValue: noKey.load(ordering: .relaxed),
+                DropReason.malformed.rawValue: malformed.load(ordering: .relaxed),
             ])
     }
 

@@ -84,3 +84,29 @@ for size in sizes {
            pad(ossl.map(fmt) ?? "-", 11), pad(ratio(sealNs), 10), pad(ratio(openNs), 10),
            pad(String(format: "%.0f", Double(size) / sealNs * 1e3), 10)].joined(separator: " "))
 }
+
+// Video: an access unit of SPS, PPS and one IDR slice of the given size, length-prefixed
+// (stream-format=avc) as the bot's pipeline carries it.
+print("\nECall video frame (slice: 2 clear bytes ‖ nonce ‖ ct ‖ tag, re-sealed until start-code safe)")
+print([pad("frame", 8), pad("seal ns", 10), pad("open ns", 10), pad("openssl ns", 11), pad("seal/ossl", 10), pad("open/ossl", 10)].joined(separator: " "))
+for size in [5 * 1024, 50 * 1024] {
+    func prefixed(_ n: [UInt8]) -> [UInt8] { [UInt8(n.count >> 24), UInt8(n.count >> 16 & 0xFF), UInt8(n.count >> 8 & 0xFF), UInt8(n.count & 0xFF)] + n }
+    let slice: [UInt8] = [0x65, 0x88] + [UInt8](repeating: 0x5A, count: size - 2)
+    let au = prefixed([0x67, 0x42, 0xE0, 0x1F]) + prefixed([0x68, 0xCE, 0x3C, 0x80]) + prefixed(slice)
+    var sealed = [UInt8](repeating: 0, count: au.withUnsafeBytes { VideoFrame.sealedCapacity($0)! })
+    var opened = [UInt8](repeating: 0, count: sealed.count)
+    var sealedCount = 0
+    let sealNs = au.withUnsafeBytes { a in
+        sealed.withUnsafeMutableBytes { o in measure { sealedCount = (try? VideoFrame.seal(a, key: key, into: o)) ?? 0 } }
+    }
+    var openedCount = 0
+    let openNs = sealed.withUnsafeBytes { f in
+        let frame = UnsafeRawBufferPointer(rebasing: f[..<sealedCount])
+        return opened.withUnsafeMutableBytes { o in measure { openedCount = (try? VideoFrame.open(frame, keys: ring.candidates, into: o)) ?? 0 } }
+    }
+    precondition(Array(opened[..<openedCount]) == au, "video benchmark frames must round-trip")
+    let ossl = opensslNanoseconds(size)
+    let ratio = { (x: Double) in ossl.map { String(format: "%.1fx", x / $0) } ?? "-" }
+    print([pad("\(size / 1024) KB", 8), pad(fmt(sealNs), 10), pad(fmt(openNs), 10), pad(ossl.map(fmt) ?? "-", 11),
+           pad(ratio(sealNs), 10), pad(ratio(openNs), 10)].joined(separator: " "))
+}
