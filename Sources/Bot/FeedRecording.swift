@@ -4,15 +4,25 @@ import GStreamerKit
 import Janus
 import Synchronization
 
-/// One publisher's audio being written to `<feedId>-<userId>.opus`: the branch after
-/// webrtcbin, its decryption, counters and times.
+/// One track of one publisher being written, decrypted and not transcoded: audio to
+/// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.h264`. The branch after webrtcbin,
+/// its decryption, counters and times.
 final class FeedRecording: Sendable {
+    enum Kind: String, Sendable {
+        case audio, video
+        var pipeline: String { "record-\(rawValue)" }
+        var fileExtension: String { self == .audio ? "opus" : "h264" }
+        var codec: String { self == .audio ? "opus" : "h264" }
+    }
+
+    let kind: Kind
     let feedID: Int64
     let display: String
     let mid: String
     let file: URL
     let stats = FrameStats()
     let times = FrameTimes()
+    let keyFrames: KeyFrameRequests?
     private let bin: Bin
     private let sinkPad: Pad
     private let probes: [PadProbe]
@@ -22,13 +32,14 @@ final class FeedRecording: Sendable {
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
-    init(feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
+    init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?) throws {
+        self.kind = kind
         self.feedID = feedID
         self.display = display
         self.mid = mid
         self.file = file
-        let description = try library.description("record-audio", ["file": file.path])
+        let description = try library.description(kind.pipeline, ["file": file.path])
         let bin = try pipeline.addBin(description: description, name: "feed-\(feedID)-\(mid)")
         self.bin = bin
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
@@ -36,8 +47,11 @@ final class FeedRecording: Sendable {
         let open = try bin.element(named: "open").staticPad("src")
         let fileSink = try bin.element(named: "file").staticPad("sink")
         let stats = self.stats, times = self.times
+        let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
+        self.keyFrames = keyFrames
         var probes = [
-            open.attachReceiver(protection, stats: stats, times: times),
+            kind == .audio ? open.attachReceiver(protection, stats: stats, times: times)
+                           : open.attachVideoReceiver(protection, stats: stats, times: times, keyFrames: keyFrames!),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
         if let tap {
@@ -48,6 +62,8 @@ final class FeedRecording: Sendable {
         sinkPad = try bin.staticPad("sink")
         bin.syncStateWithParent()
         try source.link(to: sinkPad)
+        // Start the file on a keyframe rather than wait for the sender's next one.
+        keyFrames?.request()
     }
 
     /// Finishes the file: end-of-stream through the branch (oggmux writes its last page), then
@@ -67,8 +83,28 @@ final class FeedRecording: Sendable {
     var entry: RecordingManifest.Feed {
         let (userID, name) = RecordingManifest.splitDisplay(display)
         return RecordingManifest.Feed(
-            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: "audio", codec: "opus",
+            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.rawValue, codec: kind.codec,
             file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
-            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot)
+            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot, keyFrameRequests: keyFrames?.sent)
+    }
+}
+
+/// Keyframe requests (RTCP PLI via force-key-unit) for one video track, at most one a second.
+final class KeyFrameRequests: Sendable {
+    private let pad: Pad
+    private let last = Atomic<Int64>(0)
+    private let count = Atomic<Int>(0)
+    static let minimumInterval: Int64 = 1000  // ms
+
+    init(pad: Pad) { self.pad = pad }
+
+    var sent: Int { count.load(ordering: .relaxed) }
+
+    func request() {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let previous = last.load(ordering: .relaxed)
+        guard now - previous >= Self.minimumInterval,
+              last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
+        if pad.requestKeyFrame() { count.add(1, ordering: .relaxed) }
     }
 }

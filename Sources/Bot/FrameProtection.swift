@@ -17,7 +17,7 @@ struct AudioSealer: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
 
-    func outputCapacity(forInput count: Int) -> Int { count + AudioFrame.overhead }
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count + AudioFrame.overhead }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         guard let key = ring.sealingKey, let n = try? AudioFrame.seal(input, key: key, into: output) else {
@@ -36,7 +36,7 @@ struct AudioOpener: FrameTransform {
     let stats: FrameStats
     let times: FrameTimes
 
-    func outputCapacity(forInput count: Int) -> Int { max(0, count - AudioFrame.overhead) }
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { max(0, input.count - AudioFrame.overhead) }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         stats.received()
@@ -47,6 +47,49 @@ struct AudioOpener: FrameTransform {
             return n
         } catch {
             stats.dropped(error)
+            return nil
+        }
+    }
+}
+
+/// Seals every slice of an H.264 access unit (length-prefixed, `stream-format=avc`) before
+/// the payloader; SPS/PPS/SEI pass in the clear. No key or a failed seal drops the frame.
+struct VideoSealer: FrameTransform {
+    let ring: KeyRing
+    let stats: FrameStats
+
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(input) ?? 0 }
+
+    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let key = ring.sealingKey, let n = try? VideoFrame.seal(input, key: key, into: output) else {
+            stats.sealFailed()
+            return nil
+        }
+        stats.sealed()
+        return n
+    }
+}
+
+/// Opens every slice of a received access unit after the depayloader. A frame with a slice
+/// that does not open is dropped whole, and the sender is asked for a keyframe (rate-limited).
+struct VideoOpener: FrameTransform {
+    let ring: KeyRing
+    let stats: FrameStats
+    let times: FrameTimes
+    let requestKeyFrame: @Sendable () -> Void
+
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count }
+
+    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        stats.received()
+        times.mark()
+        do {
+            let n = try VideoFrame.open(input, keys: ring.candidates, into: output)
+            stats.opened()
+            return n
+        } catch {
+            stats.dropped(error)
+            requestKeyFrame()
             return nil
         }
     }
@@ -74,6 +117,28 @@ extension Pad {
         switch protection {
         case .e2ee(let ring): addFrameTransform(AudioSealer(ring: ring, stats: stats))
         case .none: addBufferObserver { _ in stats.sealed() }
+        }
+    }
+
+    /// Attaches the video send side: the slice sealer, or a counter of plain frames sent.
+    func attachVideoSender(_ protection: FrameProtection, stats: FrameStats) -> PadProbe {
+        switch protection {
+        case .e2ee(let ring): addFrameTransform(VideoSealer(ring: ring, stats: stats))
+        case .none: addBufferObserver { _ in stats.sealed() }
+        }
+    }
+
+    /// Attaches the video receive side: the slice opener, or a counter of frames passed as is.
+    func attachVideoReceiver(_ protection: FrameProtection, stats: FrameStats, times: FrameTimes, keyFrames: KeyFrameRequests) -> PadProbe {
+        switch protection {
+        case .e2ee(let ring):
+            addFrameTransform(VideoOpener(ring: ring, stats: stats, times: times, requestKeyFrame: { keyFrames.request() }))
+        case .none:
+            addBufferObserver { _ in
+                stats.received()
+                stats.opened()
+                times.mark()
+            }
         }
     }
 

@@ -5,35 +5,54 @@ import Janus
 import Logging
 import Synchronization
 
-/// Plays a file into a room as one publisher, each Opus frame sealed as an ECall phone
-/// seals it. Leaves the room at the end of the file unless it loops, or when cancelled.
+/// Plays into a room as one publisher, each frame sealed as an ECall phone seals it: an audio
+/// file (leaving at its end unless it loops), or a generated test pattern (audio and H.264
+/// video, until stopped). Cancelling the task leaves cleanly.
 public struct Player: Sendable {
+    public enum Source: Sendable {
+        case file(String)
+        /// A white flash and a tick once a second, for sync checks (`play-test-pattern.pipeline`).
+        case testPattern
+    }
+
     public let config: BotConfig
-    public let file: String
+    public let source: Source
     public let loop: Bool
-    /// Frames sealed (or, without E2EE, sent as is), and sealing failures.
+    /// Stop after this long (default: the end of the file, or never for the test pattern).
+    public let duration: Duration?
+    /// Audio frames sealed (or, without E2EE, sent as is), and sealing failures.
     public let stats = FrameStats()
+    /// Video access units sealed, and sealing failures.
+    public let videoStats = FrameStats()
+
+    public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
+        self.config = config
+        self.source = source
+        self.loop = loop
+        self.duration = duration
+    }
 
     public init(config: BotConfig, file: String, loop: Bool = false) {
-        self.config = config
-        self.file = file
-        self.loop = loop
+        self.init(config: config, source: .file(file), loop: loop)
     }
 
     public struct Report: Sendable {
-        /// Frames sealed (with E2EE) or passed as is, including those sealed while the media
-        /// path came up, which were dropped before sending.
+        /// Audio frames sealed (with E2EE) or passed as is, including those sealed while the
+        /// media path came up, which were dropped before sending.
         public var frames: FrameStats.Snapshot
-        /// Frames that left for Janus.
+        /// Audio frames that left for Janus.
         public var framesSent: Int
+        /// Video access units sealed, and how many left for Janus.
+        public var videoFrames: FrameStats.Snapshot
+        public var videoFramesSent: Int
         public var seconds: Double
         public var publisherID: Int64
     }
 
-    /// Joins, publishes, plays and leaves. Cancelling the task stops playing and leaves cleanly.
+    /// Joins, publishes, plays and leaves.
     public func run() async throws(BotError) -> Report {
         let log = config.logger
-        guard FileManager.default.isReadableFile(atPath: file) else { throw .inputNotFound(file) }
+        if case .file(let file) = source, !FileManager.default.isReadableFile(atPath: file) { throw .inputNotFound(file) }
         let media = try makeMedia()
         let session: JanusSession
         do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: log) } catch { throw .janus(error) }
@@ -48,7 +67,9 @@ public struct Player: Sendable {
             await handle.detach()
             await session.close()
             media.pipeline.setStateQuietly(.null)
-            return Report(frames: stats.snapshot, framesSent: stats.snapshot.sealed - media.gate.dropped,
+            let audio = stats.snapshot, video = videoStats.snapshot
+            return Report(frames: audio, framesSent: audio.sealed - media.audioGate.dropped,
+                          videoFrames: video, videoFramesSent: video.sealed - (media.videoGate?.dropped ?? 0),
                           seconds: Date().timeIntervalSince(started), publisherID: joined.id)
         } catch {
             await session.close()
@@ -60,35 +81,47 @@ public struct Player: Sendable {
     private struct Media {
         let pipeline: Pipeline
         let webrtc: WebRTCBin
-        let seal: PadProbe
-        /// EOS seen leaving the encoder: webrtcbin's sinks never post EOS on the bus.
+        /// Seal, tap, end-of-stream and gate probes: they act as long as they are held.
+        let probes: [PadProbe]
+        /// EOS seen leaving the audio encoder: webrtcbin's sinks never post EOS on the bus.
         let endOfFile: AsyncStream<Void>
-        let endProbe: PadProbe
-        let taps: [PadProbe]
-        /// Drops encoded frames until the media path is up; the file then restarts from 0.
-        let gate: Gate
-        let gateProbe: PadProbe
-        /// Where the restart and loop seeks go upstream.
-        let pace: Pad
+        /// Packets are dropped after the payloaders until the media path is up.
+        let audioGate: Gate
+        let videoGate: Gate?
+        /// For files: where the restart and loop seeks go upstream.
+        let pace: Pad?
+        var hasVideo: Bool { videoGate != nil }
     }
 
     private func makeMedia() throws(BotError) -> Media {
         do {
-            let pipeline = try Pipeline(description: config.pipelines.description("play-audio", ["file": file]))
+            let description = switch source {
+            case .file(let file): try config.pipelines.description("play-audio", ["file": file])
+            case .testPattern: try config.pipelines.description("play-test-pattern")
+            }
+            let pipeline = try Pipeline(description: description)
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-            let sealPad = try pipeline.element(named: "seal").staticPad("src")
-            let seal = sealPad.attachSender(config.protection, stats: stats)
-            var taps: [PadProbe] = []
+            let seal = try pipeline.element(named: "seal")
+            let sealPad = try seal.staticPad("src")
+            var probes = [sealPad.attachSender(config.protection, stats: stats)]
             if let tap = config.frameTap {
-                taps.append(try pipeline.element(named: "seal").staticPad("sink").addBufferObserver { tap(.beforeSeal, 0, $0) })
-                taps.append(sealPad.addBufferObserver { tap(.afterSeal, 0, $0) })
+                probes.append(try seal.staticPad("sink").addBufferObserver { tap(.beforeSeal, 0, $0) })
+                probes.append(sealPad.addBufferObserver { tap(.afterSeal, 0, $0) })
             }
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
-            let endProbe = sealPad.onEndOfStream { ended.yield() }
-            let (gate, gateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
-            let pace = try pipeline.element(named: "pace").staticPad("sink")
-            return Media(pipeline: pipeline, webrtc: webrtc, seal: seal, endOfFile: endOfFile, endProbe: endProbe, taps: taps,
-                         gate: gate, gateProbe: gateProbe, pace: pace)
+            probes.append(sealPad.onEndOfStream { ended.yield() })
+            let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
+            probes.append(audioGateProbe)
+            var videoGate: Gate?
+            if let vseal = try? pipeline.element(named: "vseal") {
+                probes.append(try vseal.staticPad("src").attachVideoSender(config.protection, stats: videoStats))
+                let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
+                videoGate = gate
+                probes.append(probe)
+            }
+            let pace = try? pipeline.element(named: "pace").staticPad("sink")
+            return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
+                         audioGate: audioGate, videoGate: videoGate, pace: pace)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
@@ -100,7 +133,20 @@ public struct Player: Sendable {
         do { return try await session.attach(plugin: VideoRoom.plugin) } catch { throw .janus(error) }
     }
 
-    /// Negotiates once webrtcbin asks to, then follows the bus until the file ends.
+    /// Starts media once the path is up: a file from its first sample (what was encoded while
+    /// DTLS came up is dropped and the file sought back), a live source from now.
+    private func startMedia(_ media: Media) -> Bool {
+        guard let pace = media.pace else {
+            media.audioGate.open()
+            media.videoGate?.open()
+            return true
+        }
+        media.audioGate.openAfterNextFlush()
+        media.videoGate?.openAfterNextFlush()
+        return pace.seekUpstream(flush: true, segment: loop)
+    }
+
+    /// Negotiates once webrtcbin asks to, then follows the bus until the end.
     private func stream(_ media: Media, handle: JanusHandle) async throws(BotError) {
         let log = config.logger
         let link = PeerLink(webrtc: media.webrtc, handle: handle, logger: log)
@@ -117,15 +163,12 @@ public struct Player: Sendable {
                 switch event {
                 case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
                 case .hangup(let reason): failed.yield(.negotiation("Janus hung up: \(reason)"))
-                case .detached:
-                    failed.yield(.janus(.disconnected))
+                case .detached: failed.yield(.janus(.disconnected))
                 case .webrtcUp:
-                    log.info("Janus: media path up, playing")
                     guard !mediaUp.isSet else { break }
                     mediaUp.set()
-                    // Start the file over: what was encoded while DTLS came up was dropped.
-                    media.gate.openAfterNextFlush()
-                    if !media.pace.seekUpstream(flush: true, segment: loop) { failed.yield(.pipelineFailed("cannot seek in \(file) to start it")) }
+                    log.info("Janus: media path up, playing")
+                    if !startMedia(media) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
                 default: break
                 }
             }
@@ -139,20 +182,20 @@ public struct Player: Sendable {
         do { try media.pipeline.setState(.playing) } catch { throw .media(error) }
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
         for await _ in negotiation { break }
-        try await link.publish(video: false)
+        try await link.publish(video: media.hasVideo)
         let holding = Task {
             try await Task.sleep(for: .seconds(15))
             if !mediaUp.isSet { failed.yield(.negotiation("Janus did not report the media path up within 15 s (ICE/DTLS failed?)")) }
         }
         defer { holding.cancel() }
 
-        // The file plays until its end (or forever with --loop); the task's cancellation stops it.
+        let duration = self.duration, pace = media.pace
         let outcome: BotError? = await withTaskGroup(of: BotError?.self) { group in
             group.addTask {
                 for await message in bus {
                     switch message {
                     case .segmentDone:
-                        media.pace.seekUpstream(flush: false, segment: true)
+                        pace?.seekUpstream(flush: false, segment: true)
                     case .error(let source, let text, let debug):
                         return .pipelineFailed("\(source): \(text)" + (debug.map { " (\($0))" } ?? ""))
                     case .warning(let source, let text, _):
@@ -169,6 +212,12 @@ public struct Player: Sendable {
             group.addTask {
                 for await _ in media.endOfFile { return nil }
                 return nil
+            }
+            if let duration {
+                group.addTask {
+                    try? await Task.sleep(for: duration)
+                    return nil
+                }
             }
             let first = await group.next() ?? nil
             group.cancelAll()

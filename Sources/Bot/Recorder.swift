@@ -260,7 +260,8 @@ actor RoomRecording {
     static func attach(pad: Pad, mid: String, media: SharedMedia, pipeline: Pipeline, config: BotConfig, directory: URL, log: Logger) {
         media.withLock { m in
             m.pads[mid] = pad
-            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID, stream.type == "audio" else {
+            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID,
+                  let kind = FeedRecording.Kind(rawValue: stream.type) else {
                 if m.discards[mid] == nil, m.recordings[mid] == nil, m.idle[mid] == nil {
                     do {
                         let bin = try pipeline.addBin(description: config.pipelines.description("discard"), name: "discard-\(mid)")
@@ -273,19 +274,20 @@ actor RoomRecording {
             }
             let display = stream.feedDisplay ?? ""
             let userID = RecordingManifest.splitDisplay(display).0
-            var name = "\(feed)-\(Self.safe(userID)).opus"
+            let ext = kind.fileExtension
+            var name = "\(feed)-\(Self.safe(userID)).\(ext)"
             var n = 2
-            while m.files.contains(name) { name = "\(feed)-\(Self.safe(userID))-\(n).opus"; n += 1 }
+            while m.files.contains(name) { name = "\(feed)-\(Self.safe(userID))-\(n).\(ext)"; n += 1 }
             do {
                 if let bin = m.discards.removeValue(forKey: mid) { pad.unlink(); pipeline.remove(bin) }
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
-                    feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
+                    kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap)
                 idle?.remove()
                 m.files.insert(name)
                 m.recordings[mid] = recording
-                log.info("recording feed \(feed) (mid \(mid)) to \(name)")
+                log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)")
             } catch {
                 log.error("cannot record feed \(feed): \(error)")
             }

@@ -26,10 +26,13 @@ public struct RecordingManifest: Codable, Sendable {
         public var firstFrame: Date?
         public var lastFrame: Date?
         public var frames: FrameStats.Snapshot
+        /// Video: keyframe requests (PLIs) sent for this track.
+        public var keyFrameRequests: Int?
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
+            case keyFrameRequests = "key_frame_requests"
         }
     }
 

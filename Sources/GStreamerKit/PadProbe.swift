@@ -82,7 +82,7 @@ extension Pad {
         guard gst_buffer_map(input, &inMap, GST_MAP_READ) != 0 else { return nil }
         defer { gst_buffer_unmap(input, &inMap) }
         let inBytes = UnsafeRawBufferPointer(start: inMap.data, count: Int(inMap.size))
-        let capacity = max(0, t.outputCapacity(forInput: inBytes.count))
+        let capacity = max(0, t.outputCapacity(for: inBytes))
         guard let output = gst_buffer_new_allocate(nil, gsize(capacity), nil) else { return nil }
         var outMap = GstMapInfo()
         guard gst_buffer_map(output, &outMap, GST_MAP_WRITE) != 0 else {
@@ -142,6 +142,9 @@ public final class Gate: Sendable {
     fileprivate let droppedCount = Atomic<Int>(0)
     /// Buffers dropped while closed.
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
+
+    /// Lets buffers through from now on (live sources, which are never sought back).
+    public func open() { state.store(Gate.open, ordering: .sequentiallyConsistent) }
 
     /// Lets buffers through from the end of the next flush on.
     public func openAfterNextFlush() { state.store(Gate.armed, ordering: .sequentiallyConsistent) }
