@@ -23,7 +23,11 @@ final class FeedRecording: Sendable {
     let stats = FrameStats()
     let times = FrameTimes()
     let keyFrames: KeyFrameRequests?
+    /// Video: decrypted access units holding an IDR slice.
+    let keyFramesReceived = Counter()
     private let bin: Bin
+    /// Video: width and height from the written stream's caps, read at its first frame.
+    private let resolution = Resolution()
     private let sinkPad: Pad
     private let probes: [PadProbe]
     private let finished: AsyncStream<Void>
@@ -54,6 +58,18 @@ final class FeedRecording: Sendable {
                            : open.attachVideoReceiver(protection, stats: stats, times: times, keyFrames: keyFrames!),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
+        if kind == .video {
+            let counter = keyFramesReceived
+            probes.append(open.addBufferObserver { au in
+                if VideoFrame.containsIDR(au) { counter.increment() }
+            })
+            let written = try bin.element(named: "file").staticPad("sink"), resolution = self.resolution
+            probes.append(written.addBufferObserver { _ in
+                guard resolution.value == nil, let caps = written.caps,
+                      let w = Self.capsInt("width", in: caps), let h = Self.capsInt("height", in: caps) else { return }
+                resolution.set(width: w, height: h)
+            })
+        }
         if let tap {
             probes.append(try bin.element(named: "open").staticPad("sink").addBufferObserver { tap(.beforeOpen, feedID, $0) })
             probes.append(open.addBufferObserver { tap(.afterOpen, feedID, $0) })
@@ -85,7 +101,17 @@ final class FeedRecording: Sendable {
         return RecordingManifest.Feed(
             feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.rawValue, codec: kind.codec,
             file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
-            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot, keyFrameRequests: keyFrames?.sent)
+            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot, keyFrameRequests: keyFrames?.sent,
+            keyFrames: kind == .video ? keyFramesReceived.value : nil,
+            width: resolution.value?.width, height: resolution.value?.height)
+    }
+}
+
+extension FeedRecording {
+    /// `width=(int)640` → 640, from a caps string.
+    static func capsInt(_ field: String, in caps: String) -> Int? {
+        guard let r = caps.range(of: "\(field)=(int)") else { return nil }
+        return Int(caps[r.upperBound...].prefix { $0.isNumber })
     }
 }
 
@@ -107,4 +133,18 @@ final class KeyFrameRequests: Sendable {
               last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
         if pad.requestKeyFrame() { count.add(1, ordering: .relaxed) }
     }
+}
+
+/// A count bumped from streaming threads.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// A video track's resolution, set once from a streaming thread.
+final class Resolution: Sendable {
+    private let state = Mutex<(width: Int, height: Int)?>(nil)
+    func set(width: Int, height: Int) { state.withLock { $0 = (width, height) } }
+    var value: (width: Int, height: Int)? { state.withLock { $0 } }
 }

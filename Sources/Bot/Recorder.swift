@@ -63,6 +63,7 @@ actor RoomRecording {
     private var subscribed: Set<Int64> = []
     private var background: [Task<Void, Never>] = []
     private var finished: [RecordingManifest.Feed] = []
+    private var timeline: [RecordingManifest.TimelineEvent] = []
     /// Shared with the pad-added handler.
     private let media = SharedMedia()
     /// Yields once if Janus goes away while recording.
@@ -168,7 +169,10 @@ actor RoomRecording {
         let new = list.filter { !subscribed.contains($0.id) && !$0.streams.isEmpty }
         for p in list { publishers[p.id] = p }
         guard !new.isEmpty else { return }
-        for p in new { log.info("publisher \(p.id) '\(p.display)' joined") }
+        for p in new {
+            log.info("publisher \(p.id) '\(p.display)' joined")
+            timeline.append(.init(time: Date(), event: "joined", feedID: p.id, display: p.display))
+        }
         subscribed.formUnion(new.map(\.id))
         if let subscriber {
             let update = try await VideoRoom.add(subscriber, feeds: new.map(\.id))
@@ -189,6 +193,7 @@ actor RoomRecording {
     private func publisherLeft(_ id: Int64) async {
         guard subscribed.remove(id) != nil else { return }
         log.info("publisher \(id) left")
+        timeline.append(.init(time: Date(), event: "left", feedID: id, display: publishers[id]?.display ?? ""))
         let done = media.withLock { m -> [FeedRecording] in
             let gone = m.recordings.filter { $0.value.feedID == id }
             for (mid, _) in gone {
@@ -305,7 +310,8 @@ actor RoomRecording {
         let live = media.withLock { $0.recordings.values.map(\.entry) }
         return RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
-            feeds: (finished + live).sorted { ($0.joined, $0.feedID) < ($1.joined, $1.feedID) })
+            feeds: (finished + live).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) },
+            timeline: timeline)
     }
 
     func writeManifest() {

@@ -28,12 +28,30 @@ public struct RecordingManifest: Codable, Sendable {
         public var frames: FrameStats.Snapshot
         /// Video: keyframe requests (PLIs) sent for this track.
         public var keyFrameRequests: Int?
+        /// Video: keyframes received (decrypted access units with an IDR slice).
+        public var keyFrames: Int?
+        /// Video: the stream's resolution as written.
+        public var width: Int?
+        public var height: Int?
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
-            case keyFrameRequests = "key_frame_requests"
+            case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
         }
+    }
+
+    /// Publishers joining and leaving the room while it was recorded.
+    public var timeline: [TimelineEvent] = []
+
+    public struct TimelineEvent: Codable, Sendable {
+        public var time: Date
+        /// `joined` or `left`.
+        public var event: String
+        public var feedID: Int64
+        public var display: String
+
+        enum CodingKeys: String, CodingKey { case time, event, feedID = "feed_id", display }
     }
 
     /// ISO 8601 in UTC with milliseconds.

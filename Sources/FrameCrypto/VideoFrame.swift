@@ -86,6 +86,16 @@ public enum VideoFrame {
         return written
     }
 
+    /// Whether a length-prefixed access unit holds an IDR slice (a keyframe).
+    public static func containsIDR(_ au: UnsafeRawBufferPointer, lengthSize: Int = 4) -> Bool {
+        var idr = false
+        _ = forEachNAL(au, lengthSize: lengthSize) { nal in
+            idr = nal[nal.startIndex] & 0x1F == 5
+            return !idr
+        }
+        return idr
+    }
+
     /// One slice: clear header bytes, then nonce ‖ ciphertext ‖ tag, re-sealed until start-code safe.
     static func sealSlice(_ nal: UnsafeRawBufferPointer, key: CallKey, into dst: UnsafeMutableRawBufferPointer) -> Bool {
         let base = dst.baseAddress!

@@ -28,6 +28,9 @@ extension MediaScene {
             #expect(video.feedID == audio.feedID && video.codec == "h264" && video.file.hasSuffix(".h264"))
             #expect(video.frames.opened > 30 && video.frames.droppedTotal == 0)
             #expect((video.keyFrameRequests ?? 0) >= 1, "a keyframe is asked for when the feed is added")
+            #expect(video.width == 640 && video.height == 360)
+            #expect((video.keyFrames ?? 0) >= 2, "an IDR every 2 s, and one on request")
+            #expect(manifest.timeline.map(\.event) == ["joined", "left"] && manifest.timeline.allSatisfy { $0.feedID == video.feedID })
 
             // Frames in flight are sealed: an audio frame grew by 29 bytes, a video access unit by
             // 28 per slice (x264 here cuts 1–2 slices per frame); 29 is no multiple of 28.
