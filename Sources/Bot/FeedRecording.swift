@@ -54,8 +54,8 @@ final class FeedRecording: Sendable {
         let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
         self.keyFrames = keyFrames
         var probes = [
-            kind == .audio ? open.attachReceiver(protection, stats: stats, times: times)
-                           : open.attachVideoReceiver(protection, stats: stats, times: times, keyFrames: keyFrames!),
+            kind == .audio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times)
+                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times, onDrop: { keyFrames?.request() }),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
         if kind == .video {

@@ -11,16 +11,49 @@ public enum FrameProtection: Sendable {
     public var isEncrypted: Bool { if case .e2ee = self { true } else { false } }
 }
 
-/// Seals each encoded Opus frame before the payloader. With no key, or if sealing fails,
-/// the frame is dropped: nothing leaves in the clear.
-struct AudioSealer: FrameTransform {
+/// A frame format of ECALL-WIRE: how a frame is sealed and opened, whole (audio) or per
+/// slice (video).
+protocol FrameFormat: Sendable {
+    static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
+    static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int
+    static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
+    static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int
+}
+
+/// Opus frames: sealed whole (ECALL-WIRE §2).
+enum AudioFormat: FrameFormat {
+    static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count + AudioFrame.overhead }
+    static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
+        try AudioFrame.seal(frame, key: key, into: output)
+    }
+    static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { max(0, frame.count - AudioFrame.overhead) }
+    static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
+        try AudioFrame.open(frame, keys: keys, into: output)
+    }
+}
+
+/// H.264 access units, length-prefixed: slices sealed, SPS/PPS/SEI clear (ECALL-WIRE §3).
+enum VideoFormat: FrameFormat {
+    static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(frame) ?? 0 }
+    static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
+        try VideoFrame.seal(frame, key: key, into: output)
+    }
+    static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count }
+    static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
+        try VideoFrame.open(frame, keys: keys, into: output)
+    }
+}
+
+/// Seals each encoded frame before the payloader. With no key, or if sealing fails, the frame
+/// is dropped: nothing leaves in the clear.
+struct Sealer<Format: FrameFormat>: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
 
-    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count + AudioFrame.overhead }
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.sealedCapacity(input) }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
-        guard let key = ring.sealingKey, let n = try? AudioFrame.seal(input, key: key, into: output) else {
+        guard let key = ring.sealingKey, let n = try? Format.seal(input, key: key, into: output) else {
             stats.sealFailed()
             return nil
         }
@@ -29,67 +62,26 @@ struct AudioSealer: FrameTransform {
     }
 }
 
-/// Opens each received frame after the depayloader; frames that do not open are counted
-/// by reason and never reach the file.
-struct AudioOpener: FrameTransform {
+/// Opens each received frame after the depayloader; frames that do not open are counted by
+/// reason, never reach the file, and call `onDrop` (video asks for a keyframe there).
+struct Opener<Format: FrameFormat>: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
     let times: FrameTimes
+    var onDrop: (@Sendable () -> Void)? = nil
 
-    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { max(0, input.count - AudioFrame.overhead) }
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         stats.received()
         times.mark()
         do {
-            let n = try AudioFrame.open(input, keys: ring.candidates, into: output)
+            let n = try Format.open(input, keys: ring.candidates, into: output)
             stats.opened()
             return n
         } catch {
             stats.dropped(error)
-            return nil
-        }
-    }
-}
-
-/// Seals every slice of an H.264 access unit (length-prefixed, `stream-format=avc`) before
-/// the payloader; SPS/PPS/SEI pass in the clear. No key or a failed seal drops the frame.
-struct VideoSealer: FrameTransform {
-    let ring: KeyRing
-    let stats: FrameStats
-
-    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(input) ?? 0 }
-
-    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
-        guard let key = ring.sealingKey, let n = try? VideoFrame.seal(input, key: key, into: output) else {
-            stats.sealFailed()
-            return nil
-        }
-        stats.sealed()
-        return n
-    }
-}
-
-/// Opens every slice of a received access unit after the depayloader. A frame with a slice
-/// that does not open is dropped whole, and the sender is asked for a keyframe (rate-limited).
-struct VideoOpener: FrameTransform {
-    let ring: KeyRing
-    let stats: FrameStats
-    let times: FrameTimes
-    let requestKeyFrame: @Sendable () -> Void
-
-    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count }
-
-    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
-        stats.received()
-        times.mark()
-        do {
-            let n = try VideoFrame.open(input, keys: ring.candidates, into: output)
-            stats.opened()
-            return n
-        } catch {
-            stats.dropped(error)
-            requestKeyFrame()
+            onDrop?()
             return nil
         }
     }
@@ -112,40 +104,20 @@ final class FrameTimes: Sendable {
 }
 
 extension Pad {
-    /// Attaches the send side of `protection`: the sealer, or a counter of plain frames sent.
-    func attachSender(_ protection: FrameProtection, stats: FrameStats) -> PadProbe {
+    /// Attaches the send side of `protection` for frames of `format`: the sealer, or a counter
+    /// of plain frames sent.
+    func attachSender<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats) -> PadProbe {
         switch protection {
-        case .e2ee(let ring): addFrameTransform(AudioSealer(ring: ring, stats: stats))
+        case .e2ee(let ring): addFrameTransform(Sealer<F>(ring: ring, stats: stats))
         case .none: addBufferObserver { _ in stats.sealed() }
-        }
-    }
-
-    /// Attaches the video send side: the slice sealer, or a counter of plain frames sent.
-    func attachVideoSender(_ protection: FrameProtection, stats: FrameStats) -> PadProbe {
-        switch protection {
-        case .e2ee(let ring): addFrameTransform(VideoSealer(ring: ring, stats: stats))
-        case .none: addBufferObserver { _ in stats.sealed() }
-        }
-    }
-
-    /// Attaches the video receive side: the slice opener, or a counter of frames passed as is.
-    func attachVideoReceiver(_ protection: FrameProtection, stats: FrameStats, times: FrameTimes, keyFrames: KeyFrameRequests) -> PadProbe {
-        switch protection {
-        case .e2ee(let ring):
-            addFrameTransform(VideoOpener(ring: ring, stats: stats, times: times, requestKeyFrame: { keyFrames.request() }))
-        case .none:
-            addBufferObserver { _ in
-                stats.received()
-                stats.opened()
-                times.mark()
-            }
         }
     }
 
     /// Attaches the receive side: the opener, or a counter of frames passed through as is.
-    func attachReceiver(_ protection: FrameProtection, stats: FrameStats, times: FrameTimes) -> PadProbe {
+    func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
+                                        onDrop: (@Sendable () -> Void)? = nil) -> PadProbe {
         switch protection {
-        case .e2ee(let ring): addFrameTransform(AudioOpener(ring: ring, stats: stats, times: times))
+        case .e2ee(let ring): addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
         case .none:
             addBufferObserver { _ in
                 stats.received()

@@ -103,7 +103,7 @@ public struct Player: Sendable {
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             let seal = try pipeline.element(named: "seal")
             let sealPad = try seal.staticPad("src")
-            var probes = [sealPad.attachSender(config.protection, stats: stats)]
+            var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]
             if let tap = config.frameTap {
                 probes.append(try seal.staticPad("sink").addBufferObserver { tap(.beforeSeal, 0, $0) })
                 probes.append(sealPad.addBufferObserver { tap(.afterSeal, 0, $0) })
@@ -114,7 +114,7 @@ public struct Player: Sendable {
             probes.append(audioGateProbe)
             var videoGate: Gate?
             if let vseal = try? pipeline.element(named: "vseal") {
-                probes.append(try vseal.staticPad("src").attachVideoSender(config.protection, stats: videoStats))
+                probes.append(try vseal.staticPad("src").attachSender(config.protection, VideoFormat.self, stats: videoStats))
                 let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
                 videoGate = gate
                 probes.append(probe)
