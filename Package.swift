@@ -27,7 +27,7 @@ let package = Package(
         // libgstreamer-plugins-bad1.0-dev).
         .systemLibrary(
             name: "CGStreamer",
-            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 gstreamer-pbutils-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev"])]
         ),
         // libcrypto for the per-frame AES-256-GCM (Debian: libssl-dev).

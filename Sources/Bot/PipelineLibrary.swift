@@ -38,8 +38,9 @@ public struct PipelineLibrary: Sendable {
         return body
     }
 
-    /// Quotes a value for gst-launch syntax.
+    /// Quotes a value for gst-launch syntax; numbers stay bare so they can sit in caps.
     static func quote(_ s: String) -> String {
-        "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        if !s.isEmpty, s.allSatisfy(\.isNumber) { return s }
+        return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }

@@ -10,6 +10,7 @@ import Synchronization
 /// video, until stopped). Cancelling the task leaves cleanly.
 public struct Player: Sendable {
     public enum Source: Sendable {
+        /// Audio, or video with audio: transcoded once to ECall's envelope.
         case file(String)
         /// A white flash and a tick once a second, for sync checks (`play-test-pattern.pipeline`).
         case testPattern
@@ -20,6 +21,8 @@ public struct Player: Sendable {
     public let loop: Bool
     /// Stop after this long (default: the end of the file, or never for the test pattern).
     public let duration: Duration?
+    /// What video files are transcoded to.
+    public var envelope = VideoEnvelope()
     /// Audio frames sealed (or, without E2EE, sent as is), and sealing failures.
     public let stats = FrameStats()
     /// Video access units sealed, and sealing failures.
@@ -34,6 +37,22 @@ public struct Player: Sendable {
 
     public init(config: BotConfig, file: String, loop: Bool = false) {
         self.init(config: config, source: .file(file), loop: loop)
+    }
+
+    /// ECall phones send at most 854x480 at 10 fps; rooms cap bitrate at 128 kbit/s.
+    public struct VideoEnvelope: Sendable {
+        public var maxWidth = 854
+        public var maxHeight = 480
+        public var maxFPS = 10
+        public var kilobitsPerSecond = 96
+        public init() {}
+
+        /// The largest even size within the envelope with the source's aspect ratio.
+        public func fit(width: Int, height: Int) -> (width: Int, height: Int) {
+            let scale = min(1, Double(maxWidth) / Double(width), Double(maxHeight) / Double(height))
+            func even(_ x: Double) -> Int { max(2, Int(x) / 2 * 2) }
+            return (even(Double(width) * scale), even(Double(height) * scale))
+        }
     }
 
     public struct Report: Sendable {
@@ -90,13 +109,17 @@ public struct Player: Sendable {
         let videoGate: Gate?
         /// For files: where the restart and loop seeks go upstream.
         let pace: Pad?
+        /// For files: the pacing elements, which get one ts-offset at the restart.
+        let pacers: [Element]
+        /// How many tracks must reach their end before the file has.
+        let tracks: Int
         var hasVideo: Bool { videoGate != nil }
     }
 
     private func makeMedia() throws(BotError) -> Media {
         do {
             let description = switch source {
-            case .file(let file): try config.pipelines.description("play-audio", ["file": file])
+            case .file(let file): try fileDescription(file)
             case .testPattern: try config.pipelines.description("play-test-pattern")
             }
             let pipeline = try Pipeline(description: description)
@@ -110,23 +133,46 @@ public struct Player: Sendable {
             }
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
             probes.append(sealPad.onEndOfStream { ended.yield() })
+            var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
             var videoGate: Gate?
             if let vseal = try? pipeline.element(named: "vseal") {
-                probes.append(try vseal.staticPad("src").attachSender(config.protection, VideoFormat.self, stats: videoStats))
+                let vsealPad = try vseal.staticPad("src")
+                probes.append(vsealPad.attachSender(config.protection, VideoFormat.self, stats: videoStats))
+                probes.append(vsealPad.onEndOfStream { ended.yield() })
+                tracks += 1
                 let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
                 videoGate = gate
                 probes.append(probe)
             }
-            let pace = try? pipeline.element(named: "pace").staticPad("sink")
+            let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
+            let pace = try pacers.first?.staticPad("sink")
             return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
-                         audioGate: audioGate, videoGate: videoGate, pace: pace)
+                         audioGate: audioGate, videoGate: videoGate, pace: pace, pacers: pacers, tracks: tracks)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
             throw BotError(error)
         }
+    }
+
+    /// The pipeline for a file: audio only, or video and audio transcoded to the envelope.
+    private func fileDescription(_ file: String) throws -> String {
+        let info = try MediaInfo.discover(file)
+        guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
+        guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
+        let size = envelope.fit(width: Self.capsInt("width", video) ?? envelope.maxWidth, height: Self.capsInt("height", video) ?? envelope.maxHeight)
+        config.logger.info("video \(Self.capsInt("width", video) ?? 0)x\(Self.capsInt("height", video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
+        return try config.pipelines.description("play-av", [
+            "file": file, "width": "\(size.width)", "height": "\(size.height)",
+            "fps": "\(envelope.maxFPS)", "video_kbps": "\(envelope.kilobitsPerSecond)",
+        ])
+    }
+
+    static func capsInt(_ field: String, _ caps: String) -> Int? {
+        guard let r = caps.range(of: "\(field)=(int)") else { return nil }
+        return Int(caps[r.upperBound...].prefix { $0.isNumber })
     }
 
     private func attach(_ session: JanusSession) async throws(BotError) -> JanusHandle {
@@ -140,6 +186,10 @@ public struct Player: Sendable {
             media.audioGate.open()
             media.videoGate?.open()
             return true
+        }
+        // Every track is paced from 200 ms from now: one offset for all, so they stay together.
+        if let now = media.pipeline.runningTime {
+            for pacer in media.pacers { try? pacer.set("ts-offset", String(Int64(now) + 200_000_000)) }
         }
         media.audioGate.openAfterNextFlush()
         media.videoGate?.openAfterNextFlush()
@@ -210,7 +260,11 @@ public struct Player: Sendable {
                 return nil
             }
             group.addTask {
-                for await _ in media.endOfFile { return nil }
+                var ended = 0
+                for await _ in media.endOfFile {
+                    ended += 1
+                    if ended == media.tracks { return nil }
+                }
                 return nil
             }
             if let duration {

@@ -6,4 +6,5 @@
 #include <gst/app/app.h>
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
+#include <gst/pbutils/pbutils.h>
 #endif

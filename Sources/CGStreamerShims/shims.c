@@ -124,3 +124,43 @@ gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handl
 gboolean sfb_is_pipeline(GstElement *element) {
   return GST_IS_PIPELINE(element);
 }
+
+#include <gst/pbutils/pbutils.h>
+
+static char *sfb_first_caps(GList *streams) {
+  if (streams == NULL) return NULL;
+  GstCaps *caps = gst_discoverer_stream_info_get_caps(GST_DISCOVERER_STREAM_INFO(streams->data));
+  char *text = caps ? gst_caps_to_string(caps) : NULL;
+  if (caps) gst_caps_unref(caps);
+  return text;
+}
+
+int sfb_discover(const char *uri, guint timeout_seconds, char **audio_caps, char **video_caps,
+                 guint64 *duration_ns, char **error) {
+  *audio_caps = *video_caps = *error = NULL;
+  *duration_ns = 0;
+  GError *err = NULL;
+  GstDiscoverer *d = gst_discoverer_new((GstClockTime)timeout_seconds * GST_SECOND, &err);
+  if (d == NULL) {
+    *error = g_strdup(err ? err->message : "cannot create a discoverer");
+    g_clear_error(&err);
+    return 1;
+  }
+  GstDiscovererInfo *info = gst_discoverer_discover_uri(d, uri, &err);
+  int rc = 0;
+  if (info == NULL || gst_discoverer_info_get_result(info) != GST_DISCOVERER_OK) {
+    *error = g_strdup(err ? err->message : "not a media file GStreamer can read");
+    rc = 1;
+  } else {
+    GList *a = gst_discoverer_info_get_audio_streams(info), *v = gst_discoverer_info_get_video_streams(info);
+    *audio_caps = sfb_first_caps(a);
+    *video_caps = sfb_first_caps(v);
+    gst_discoverer_stream_info_list_free(a);
+    gst_discoverer_stream_info_list_free(v);
+    *duration_ns = gst_discoverer_info_get_duration(info);
+  }
+  g_clear_error(&err);
+  if (info) g_object_unref(info);
+  g_object_unref(d);
+  return rc;
+}

@@ -81,6 +81,12 @@ public final class Pipeline: Bin, @unchecked Sendable {
     /// The pipeline's bus.
     public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
 
+    /// The pipeline's current running time in nanoseconds (`gst_element_get_current_running_time`).
+    public var runningTime: UInt64? {
+        let t = gst_element_get_current_running_time(pointer)
+        return t == UInt.max ? nil : UInt64(t)
+    }
+
     /// Running time of the pipeline clock in seconds, or nil before it plays.
     public var position: Double? {
         var pos: gint64 = 0

@@ -7,14 +7,16 @@ struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Play an audio file or a test pattern into a room, sealed like an ECall phone.",
         discussion: """
-            FILE: any audio GStreamer reads (wav, mp3, ogg, flac, ...), encoded Opus 48 kHz; it \
+            FILE: any audio GStreamer reads (wav, mp3, ogg, flac, ...), encoded Opus 48 kHz, or a \
+            video file with audio (mp4, mkv, webm, ...), transcoded once to ECall's envelope \
+            (H.264 constrained baseline, within --max-width x --max-height, at most --max-fps). It \
             starts once Janus reports the media path up, from its first sample, and the bot leaves \
             at its end unless --loop. --test-pattern: generated H.264 video (640x360, 10 fps) and \
             Opus audio with a white flash and a tick once a second, until Ctrl-C or --duration. \
             Ctrl-C leaves cleanly.
             """)
 
-    @Argument(help: "The audio file to play (or use --test-pattern).")
+    @Argument(help: "The audio or video file to play (or use --test-pattern).")
     var file: String?
 
     @Flag(help: "Publish a generated picture and tone instead of a file.")
@@ -22,6 +24,15 @@ struct Play: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
+
+    @Option(help: "Video files: largest width sent (ECall phones: 854).")
+    var maxWidth = 854
+    @Option(help: "Video files: largest height sent (ECall phones: 480).")
+    var maxHeight = 480
+    @Option(help: "Video files: highest frame rate sent (ECall phones: 10).")
+    var maxFps = 10
+    @Option(help: "Video files: H.264 bitrate in kbit/s (rooms cap the total at 128).")
+    var videoKbps = 96
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var key: KeyOptions
@@ -35,15 +46,23 @@ struct Play: AsyncParsableCommand {
     func validate() throws {
         guard (file != nil) != testPattern else { throw ValidationError("give a FILE or --test-pattern") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        guard maxWidth >= 16, maxHeight >= 16, maxFps >= 1, videoKbps >= 16 else {
+            throw ValidationError("--max-width/--max-height must be at least 16, --max-fps at least 1, --video-kbps at least 16")
+        }
     }
 
     func run() async throws {
         do {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.play")
-            let player = Player(
+            var player = Player(
                 config: config, source: file.map { .file($0) } ?? .testPattern, loop: loop,
                 duration: duration.map { .milliseconds(Int64($0 * 1000)) })
-            let report = try await runCancellableOnSignals { () async throws(BotError) in try await player.run() }
+            player.envelope.maxWidth = maxWidth
+            player.envelope.maxHeight = maxHeight
+            player.envelope.maxFPS = maxFps
+            player.envelope.kilobitsPerSecond = videoKbps
+            let configured = player
+            let report = try await runCancellableOnSignals { () async throws(BotError) in try await configured.run() }
             print(Counters.sent(report, encrypted: config.protection.isEncrypted))
         } catch let e as BotError {
             CLIFailure(e).exit()

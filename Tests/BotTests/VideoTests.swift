@@ -1,6 +1,7 @@
 import Bot
 import FrameCrypto
 import Foundation
+import GStreamerKit
 import Testing
 
 extension MediaScene {
@@ -56,5 +57,38 @@ extension MediaScene {
             let plis = video.keyFrameRequests ?? 0
             #expect(plis >= 2 && Double(plis) <= seconds + 2, "\(plis) PLIs over \(seconds) s")
         }
-    }
+    
+        @Test func videoFileIsTranscodedToTheEnvelope() async throws {
+            let dir = try Scene.tempDirectory("clip")
+            let clip = dir.appendingPathComponent("clip.mp4")
+            // 6 s of 1280x720 at 30 fps (High profile) with AAC audio: outside ECall's envelope.
+            try await runToEnd("""
+                videotestsrc num-buffers=180 ! video/x-raw,width=1280,height=720,framerate=30/1 ! x264enc ! h264parse ! queue ! mp4mux name=m ! filesink location="\(clip.path)" \
+                audiotestsrc num-buffers=282 ! audio/x-raw,rate=48000 ! avenc_aac ! queue ! m.
+                """)
+            let ring = KeyRing(current: .random())
+            let room = try await Scene.createRoom()
+            let out = dir.appendingPathComponent("rec")
+            let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
+            try await Task.sleep(for: .seconds(1))
+            let report = try await Player(config: try Scene.config(room: room, display: "5:Clip", protection: .e2ee(ring)), file: clip.path).run()
+            try await Task.sleep(for: .seconds(1))
+            recording.cancel()
+            let manifest = try await recording.value
+
+            #expect((55...62).contains(report.videoFramesSent), "6 s at 10 fps: \(report.videoFramesSent)")
+            #expect((295...305).contains(report.framesSent), "6 s of 20 ms audio frames: \(report.framesSent)")
+            let video = try #require(manifest.feeds.first { $0.kind == "video" })
+            #expect(video.width == 852 && video.height == 480, "fits 854x480 with the clip's 16:9")
+            #expect(video.frames.droppedTotal == 0)
+            let seconds = try #require(video.lastFrame).timeIntervalSince(try #require(video.firstFrame))
+            let fps = Double(video.frames.received - 1) / seconds
+            #expect(abs(fps - 10) <= 1, "received at \(fps) fps")
+            // The written file is what a player sees: constrained baseline at 852x480.
+            let info = try MediaInfo.discover(out.appendingPathComponent(video.file).path)
+            let caps = try #require(info.videoCaps)
+            #expect(caps.contains("width=(int)852") && caps.contains("height=(int)480"), "\(caps)")
+            #expect(caps.contains("constrained-baseline"), "\(caps)")
+        }
+}
 }

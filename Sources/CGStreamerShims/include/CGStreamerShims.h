@@ -48,6 +48,11 @@ GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info);
 /// Connects `handler` (a C function of the signal's own signature) with user data freed by `notify`.
 gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify);
 
+/// What a media file holds (GstDiscoverer). Returns 0, or 1 with `error` (g_free it) set.
+/// `video_caps`/`audio_caps`: caps of the first stream of each kind, newly allocated or NULL.
+int sfb_discover(const char *uri, guint timeout_seconds, char **audio_caps, char **video_caps,
+                 guint64 *duration_ns, char **error);
+
 /// GST_IS_PIPELINE.
 gboolean sfb_is_pipeline(GstElement *element);
 
