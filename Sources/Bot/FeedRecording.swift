@@ -5,13 +5,13 @@ import Janus
 import Synchronization
 
 /// One track of one publisher being written, decrypted and not transcoded: audio to
-/// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.h264`. The branch after webrtcbin,
+/// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.mkv` (H.264 only). The branch after webrtcbin,
 /// its decryption, counters and times.
 final class FeedRecording: Sendable {
     enum Kind: String, Sendable {
         case audio, video
         var pipeline: String { "record-\(rawValue)" }
-        var fileExtension: String { self == .audio ? "opus" : "h264" }
+        var fileExtension: String { self == .audio ? "opus" : "mkv" }
         var codec: String { self == .audio ? "opus" : "h264" }
     }
 
@@ -63,7 +63,7 @@ final class FeedRecording: Sendable {
             probes.append(open.addBufferObserver { au in
                 if VideoFrame.containsIDR(au) { counter.increment() }
             })
-            let written = try bin.element(named: "file").staticPad("sink"), resolution = self.resolution
+            let written = try bin.element(named: "parse").staticPad("src"), resolution = self.resolution
             probes.append(written.addBufferObserver { _ in
                 guard resolution.value == nil, let caps = written.caps,
                       let w = Self.capsInt("width", in: caps), let h = Self.capsInt("height", in: caps) else { return }

@@ -77,10 +77,10 @@ enum Audio {
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
-    /// Mean luma (0–255) of each frame of an H.264 elementary stream, decoded and shrunk to 16x16.
+    /// Mean luma (0–255) of each frame of a Matroska H.264 file, decoded and shrunk to 16x16.
     static func videoLuma(_ file: URL) async throws -> [Double] {
         let raw = file.deletingPathExtension().appendingPathExtension("gray")
-        try await runToEnd("filesrc location=\"\(file.path)\" ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! filesink location=\"\(raw.path)\"")
+        try await runToEnd("filesrc location=\"\(file.path)\" ! matroskademux ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! filesink location=\"\(raw.path)\"")
         let data = [UInt8](try Data(contentsOf: raw))
         return stride(from: 0, to: data.count - 255, by: 256).map { i in Double(data[i..<(i + 256)].reduce(0) { $0 + Int($1) }) / 256 }
     }

@@ -26,7 +26,7 @@ extension MediaScene {
             #expect(report.videoFramesSent >= 55, "6 s at 10 fps")
             let video = try #require(manifest.feeds.first { $0.kind == "video" })
             let audio = try #require(manifest.feeds.first { $0.kind == "audio" })
-            #expect(video.feedID == audio.feedID && video.codec == "h264" && video.file.hasSuffix(".h264"))
+            #expect(video.feedID == audio.feedID && video.codec == "h264" && video.file.hasSuffix(".mkv"))
             #expect(video.frames.opened > 30 && video.frames.droppedTotal == 0)
             #expect((video.keyFrameRequests ?? 0) >= 1, "a keyframe is asked for when the feed is added")
             #expect(video.width == 640 && video.height == 360)
