@@ -9,10 +9,17 @@ import Synchronization
 /// its decryption, counters and times.
 final class FeedRecording: Sendable {
     enum Kind: String, Sendable {
-        case audio, video
-        var pipeline: String { "record-\(rawValue)" }
-        var fileExtension: String { self == .audio ? "opus" : "mkv" }
-        var codec: String { self == .audio ? "opus" : "h264" }
+        /// An audio-only publisher's audio: Ogg Opus.
+        case audio
+        /// The audio of a publisher with video: a Matroska track file, remuxed at the end.
+        case audioTrack
+        /// Video: a Matroska track file, remuxed with the audio at the end.
+        case video
+        var pipeline: String { ["audio": "record-audio", "audioTrack": "record-audio-track", "video": "record-video"][rawValue]! }
+        var fileExtension: String { ["audio": "opus", "audioTrack": "audio.mka", "video": "video.mkv"][rawValue]! }
+        var codec: String { self == .video ? "h264" : "opus" }
+        var media: String { self == .video ? "video" : "audio" }
+        var isAudio: Bool { self != .video }
     }
 
     let kind: Kind
@@ -28,6 +35,8 @@ final class FeedRecording: Sendable {
     private let bin: Bin
     /// Video: width and height from the written stream's caps, read at its first frame.
     private let resolution = Resolution()
+    /// Running time of the first and last frame written, in seconds.
+    let mediaTimes = MediaTimes()
     private let sinkPad: Pad
     private let probes: [PadProbe]
     private let finished: AsyncStream<Void>
@@ -54,16 +63,19 @@ final class FeedRecording: Sendable {
         let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
         self.keyFrames = keyFrames
         var probes = [
-            kind == .audio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times)
+            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times)
                            : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times, onDrop: { keyFrames?.request() }),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
+        let mediaTimes = self.mediaTimes
+        probes.append(open.addTimedBufferObserver { _, pts in if let pts { mediaTimes.mark(pts) } })
         if kind == .video {
             let counter = keyFramesReceived
             probes.append(open.addBufferObserver { au in
                 if VideoFrame.containsIDR(au) { counter.increment() }
             })
             let written = try bin.element(named: "parse").staticPad("src"), resolution = self.resolution
+            probes.append(written.addKeyFrameStart())
             probes.append(written.addBufferObserver { _ in
                 guard resolution.value == nil, let caps = written.caps,
                       let w = Self.capsInt("width", in: caps), let h = Self.capsInt("height", in: caps) else { return }
@@ -99,11 +111,12 @@ final class FeedRecording: Sendable {
     var entry: RecordingManifest.Feed {
         let (userID, name) = RecordingManifest.splitDisplay(display)
         return RecordingManifest.Feed(
-            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.rawValue, codec: kind.codec,
+            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
             file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
             firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot, keyFrameRequests: keyFrames?.sent,
             keyFrames: kind == .video ? keyFramesReceived.value : nil,
-            width: resolution.value?.width, height: resolution.value?.height)
+            width: resolution.value?.width, height: resolution.value?.height,
+            firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last)
     }
 }
 
@@ -147,4 +160,12 @@ final class Resolution: Sendable {
     private let state = Mutex<(width: Int, height: Int)?>(nil)
     func set(width: Int, height: Int) { state.withLock { $0 = (width, height) } }
     var value: (width: Int, height: Int)? { state.withLock { $0 } }
+}
+
+/// First and last presentation time seen on a track (pipeline running time, seconds).
+final class MediaTimes: Sendable {
+    private let state = Mutex<(first: Double?, last: Double?)>((nil, nil))
+    func mark(_ t: Double) { state.withLock { $0 = ($0.first ?? t, t) } }
+    var first: Double? { state.withLock { $0.first } }
+    var last: Double? { state.withLock { $0.last } }
 }

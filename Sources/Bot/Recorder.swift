@@ -207,8 +207,8 @@ actor RoomRecording {
         }
         for r in done {
             if let pipeline { await r.finish(in: pipeline) }
-            finished.append(r.entry)
         }
+        finished += await merge(done.map(\.entry))
         writeManifest()
     }
 
@@ -265,8 +265,14 @@ actor RoomRecording {
     static func attach(pad: Pad, mid: String, media: SharedMedia, pipeline: Pipeline, config: BotConfig, directory: URL, log: Logger) {
         media.withLock { m in
             m.pads[mid] = pad
-            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID,
-                  let kind = FeedRecording.Kind(rawValue: stream.type) else {
+            let kind: FeedRecording.Kind? = switch m.streams[mid]?.type {
+            case "video": .video
+            case "audio":
+                // A publisher with video gets one Matroska file at the end: its audio goes to a track file.
+                m.streams.values.contains { $0.feedID == m.streams[mid]?.feedID && $0.type == "video" && $0.active } ? .audioTrack : .audio
+            default: nil
+            }
+            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID, let kind else {
                 if m.discards[mid] == nil, m.recordings[mid] == nil, m.idle[mid] == nil {
                     do {
                         let bin = try pipeline.addBin(description: config.pipelines.description("discard"), name: "discard-\(mid)")
@@ -297,6 +303,38 @@ actor RoomRecording {
                 log.error("cannot record feed \(feed): \(error)")
             }
         }
+    }
+
+    /// Remuxes each publisher's video and audio track files into `<feedId>-<userId>.mkv`;
+    /// their entries then name that file. If remuxing fails the track files stay as they are.
+    private func merge(_ entries: [RecordingManifest.Feed]) async -> [RecordingManifest.Feed] {
+        var out = entries
+        for feed in Set(entries.map(\.feedID)) {
+            guard let v = out.firstIndex(where: { $0.feedID == feed && $0.file.hasSuffix(".video.mkv") }),
+                  let a = out.firstIndex(where: { $0.feedID == feed && $0.file.hasSuffix(".audio.mka") }) else { continue }
+            let name = String(out[v].file.dropLast(".video.mkv".count)) + ".mkv"
+            let video = directory.appendingPathComponent(out[v].file), audio = directory.appendingPathComponent(out[a].file)
+            do {
+                let description = try config.pipelines.description("remux", [
+                    "video": video.path, "audio": audio.path, "file": directory.appendingPathComponent(name).path,
+                ])
+                let remux = try Pipeline(description: description)
+                // Each demuxer starts its track at 0: shift each by where it started when recorded.
+                let start = min(out[v].firstMediaTime ?? 0, out[a].firstMediaTime ?? 0)
+                try remux.element(named: "vq").staticPad("sink").setOffset(seconds: (out[v].firstMediaTime ?? start) - start)
+                try remux.element(named: "aq").staticPad("sink").setOffset(seconds: (out[a].firstMediaTime ?? start) - start)
+                try await remux.runToEnd()
+                try? FileManager.default.removeItem(at: video)
+                try? FileManager.default.removeItem(at: audio)
+                out[v].file = name
+                out[a].file = name
+                log.info("feed \(feed): audio and video in \(name)")
+            } catch {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+                log.error("could not put feed \(feed)'s tracks into one file, kept them apart: \(error)")
+            }
+        }
+        return out
     }
 
     private static func safe(_ s: String) -> String {
@@ -334,7 +372,7 @@ actor RoomRecording {
                 for r in live { group.addTask { await r.finish(in: pipeline) } }
             }
         }
-        finished += live.map(\.entry)
+        finished += await merge(live.map(\.entry))
         if let subscriber { await subscriber.detach() }
         if let roomHandle {
             await VideoRoom.leave(roomHandle)

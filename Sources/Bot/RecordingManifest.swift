@@ -33,11 +33,16 @@ public struct RecordingManifest: Codable, Sendable {
         /// Video: the stream's resolution as written.
         public var width: Int?
         public var height: Int?
+        /// Presentation time of the first and last frame written, in seconds on the recorder's
+        /// pipeline clock: the tracks of one recording share it.
+        public var firstMediaTime: Double?
+        public var lastMediaTime: Double?
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
+            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time"
         }
     }
 

@@ -38,6 +38,9 @@ public final class Pad: @unchecked Sendable {
         return (gst_pad_get_direction(pointer) == GST_PAD_SINK ? gst_pad_push_event(pointer, event) : gst_pad_send_event(pointer, event)) != 0
     }
 
+    /// Shifts the running time of everything passing this pad by `seconds` (`gst_pad_set_offset`).
+    public func setOffset(seconds: Double) { gst_pad_set_offset(pointer, gint64(seconds * 1e9)) }
+
     /// `gst_pad_unlink` from whatever it is linked to.
     public func unlink() {
         guard let peer = gst_pad_get_peer(pointer) else { return }

@@ -27,6 +27,11 @@ private final class TransformBox: Sendable {
     init(_ t: any FrameTransform) { transform = t }
 }
 
+private final class TimedObserverBox: Sendable {
+    let observe: @Sendable (UnsafeRawBufferPointer, Double?) -> Void
+    init(_ o: @escaping @Sendable (UnsafeRawBufferPointer, Double?) -> Void) { observe = o }
+}
+
 private final class ObserverBox: Sendable {
     let observe: @Sendable (UnsafeRawBufferPointer) -> Void
     init(_ o: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { observe = o }
@@ -72,6 +77,25 @@ extension Pad {
             return GST_PAD_PROBE_OK
         }, box, { data in
             if let data { Unmanaged<ObserverBox>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
+    }
+
+    /// Calls `observe` with every buffer's bytes and presentation time in seconds (nil if
+    /// it has none), unchanged.
+    public func addTimedBufferObserver(_ observe: @escaping @Sendable (UnsafeRawBufferPointer, Double?) -> Void) -> PadProbe {
+        let box = Unmanaged.passRetained(TimedObserverBox(observe)).toOpaque()
+        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
+            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            let box = Unmanaged<TimedObserverBox>.fromOpaque(data).takeUnretainedValue()
+            var map = GstMapInfo()
+            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_PAD_PROBE_OK }
+            let pts = buffer.pointee.pts
+            box.observe(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)), pts == UInt.max ? nil : Double(pts) / 1e9)
+            gst_buffer_unmap(buffer, &map)
+            return GST_PAD_PROBE_OK
+        }, box, { data in
+            if let data { Unmanaged<TimedObserverBox>.fromOpaque(data).release() }
         })
         return PadProbe(pad: self, id: id)
     }
@@ -186,5 +210,24 @@ extension Pad {
                                        GST_SEEK_TYPE_SET, gint64(position * 1e9), GST_SEEK_TYPE_NONE, -1)
         // push_event on a sink pad sends an upstream event to its peer.
         return gst_pad_push_event(pointer, event) != 0
+    }
+}
+
+extension Pad {
+    /// Drops buffers flagged as delta units until the first keyframe passes, so a recording
+    /// starts on a picture that decodes.
+    public func addKeyFrameStart() -> PadProbe {
+        let started = Unmanaged.passRetained(Gate()).toOpaque()
+        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
+            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            let gate = Unmanaged<Gate>.fromOpaque(data).takeUnretainedValue()
+            if gate.isOpen { return GST_PAD_PROBE_OK }
+            if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 { return GST_PAD_PROBE_DROP }
+            gate.open()
+            return GST_PAD_PROBE_OK
+        }, started, { data in
+            if let data { Unmanaged<Gate>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
     }
 }

@@ -81,6 +81,20 @@ public final class Pipeline: Bin, @unchecked Sendable {
     /// The pipeline's bus.
     public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
 
+    /// Plays a finite pipeline (files in, files out) to its end; throws the first error.
+    public func runToEnd() async throws(GStreamerError) {
+        let messages = bus.messages()
+        try setState(.playing)
+        defer { try? setState(.null) }
+        for await m in messages {
+            switch m {
+            case .endOfStream: return
+            case .error(let source, let text, _): throw .stateChange("\(source): \(text)")
+            default: continue
+            }
+        }
+    }
+
     /// The pipeline's current running time in nanoseconds (`gst_element_get_current_running_time`).
     public var runningTime: UInt64? {
         let t = gst_element_get_current_running_time(pointer)

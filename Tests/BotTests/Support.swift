@@ -169,3 +169,53 @@ final class OwnJanus: Sendable {
         guard p.terminationStatus == 0 else { throw PipelineRunError(message: "janusctl \(verb) failed") }
     }
 }
+
+/// Lip sync of a test-pattern recording (one Matroska file, H.264 + Opus): for each white
+/// flash, the time from the flash to the nearest tick onset, in seconds, on the file's own
+/// timestamps.
+enum AVSync {
+    private final class Collected: @unchecked Sendable {
+        // @unchecked: every access holds `lock`.
+        let lock = NSLock()
+        var frames: [(pts: Double, luma: Double)] = []
+        var audio: [(pts: Double, samples: [Int16])] = []
+    }
+
+    static func tickMinusFlash(_ file: URL) async throws -> [Double] {
+        let pipeline = try Pipeline(description: """
+            filesrc location="\(file.path)" ! matroskademux name=d \
+            d. ! queue ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! fakesink name=v sync=false async=false \
+            d. ! queue ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! fakesink name=a sync=false async=false
+            """)
+        let c = Collected()
+        let probes = [
+            try pipeline.element(named: "v").staticPad("sink").addTimedBufferObserver { bytes, pts in
+                guard let pts else { return }
+                let luma = Double(bytes.reduce(0) { $0 + Int($1) }) / Double(max(1, bytes.count))
+                c.lock.withLock { c.frames.append((pts, luma)) }
+            },
+            try pipeline.element(named: "a").staticPad("sink").addTimedBufferObserver { bytes, pts in
+                guard let pts else { return }
+                let samples = Array(bytes.bindMemory(to: Int16.self))
+                c.lock.withLock { c.audio.append((pts, samples)) }
+            },
+        ]
+        try await pipeline.runToEnd()
+        _ = probes
+        let frames = c.lock.withLock { c.frames }.sorted { $0.pts < $1.pts }
+        let flashes = zip(frames, frames.dropFirst()).filter { $0.luma <= 128 && $1.luma > 128 }.map { $1.pts }
+        // Tick onsets: the decoded audio as one signal from its first timestamp, in 1 ms
+        // windows; an onset crosses 5 % of the loudest window after 49 quiet ones.
+        let chunks = c.lock.withLock { c.audio }.sorted { $0.pts < $1.pts }
+        let start = chunks.first?.pts ?? 0
+        let pcm = chunks.flatMap(\.samples)
+        let energy = stride(from: 0, to: max(0, pcm.count - 47), by: 48).map { i in
+            pcm[i..<(i + 48)].reduce(0.0) { $0 + Double($1) * Double($1) }
+        }
+        let threshold = (energy.max() ?? 0) * 0.05
+        let ticks = energy.indices.dropFirst(50).filter { i in
+            energy[i] > threshold && energy[(i - 49)..<i].allSatisfy { $0 <= threshold }
+        }.map { start + Double($0) * 0.001 }
+        return flashes.compactMap { f in ticks.map { $0 - f }.min { abs($0) < abs($1) } }
+    }
+}

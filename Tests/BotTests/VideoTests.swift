@@ -47,8 +47,29 @@ extension MediaScene {
             #expect(luma.filter { $0 > 200 }.count >= 10 && luma.filter { $0 < 40 }.count >= 10, "flashes: \(luma.map { Int($0) })")
         }
 
+        @Test func recordingIsOneMatroskaWithFlashAndTickInSync() async throws {
+            let ring = KeyRing(current: .random())
+            let (manifest, out, _) = try await record(player: .e2ee(ring), recorder: .e2ee(ring), seconds: 8)
+            let video = try #require(manifest.feeds.first { $0.kind == "video" })
+            let audio = try #require(manifest.feeds.first { $0.kind == "audio" })
+            #expect(video.file == audio.file && video.file == "\(video.feedID)-3.mkv", "one file per publisher")
+            let left = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+            #expect(left == [video.file, "manifest.json"], "track files were merged away: \(left)")
+
+            let file = out.appendingPathComponent(video.file)
+            let info = try MediaInfo.discover(file.path)
+            #expect(info.videoCaps?.hasPrefix("video/x-h264") == true && info.audioCaps?.hasPrefix("audio/x-opus") == true)
+            // As long as what the recorder received (its audio frames, 20 ms each), within 5 %.
+            let received = Double(audio.frames.opened) * 0.02
+            #expect(abs(info.duration - received) <= 0.05 * received, "file \(info.duration) s, received \(received) s")
+
+            let offsets = try await AVSync.tickMinusFlash(file)
+            #expect(offsets.count >= 5, "\(offsets.count) flashes found")
+            #expect(offsets.allSatisfy { abs($0) <= 0.040 }, "tick − flash: \(offsets.map { Int($0 * 1000) }) ms")
+        }
+
         @Test func wrongKeyDropsVideoAndAsksForKeyframesAtMostOncePerSecond() async throws {
-            let (manifest, _, _) = try await record(player: .e2ee(KeyRing(current: .random())), recorder: .e2ee(KeyRing(current: .random())), seconds: 5)
+            let (manifest, out, _) = try await record(player: .e2ee(KeyRing(current: .random())), recorder: .e2ee(KeyRing(current: .random())), seconds: 5)
             let video = try #require(manifest.feeds.first { $0.kind == "video" })
             #expect(video.frames.received > 20)
             #expect(video.frames.opened == 0)
@@ -56,6 +77,9 @@ extension MediaScene {
             let seconds = try #require(video.lastFrame).timeIntervalSince(try #require(video.firstFrame))
             let plis = video.keyFrameRequests ?? 0
             #expect(plis >= 2 && Double(plis) <= seconds + 2, "\(plis) PLIs over \(seconds) s")
+            // Nothing decodable to merge: no half-written file is left beside the track files.
+            let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
+            #expect(!files.contains("\(video.feedID)-3.mkv"), "\(files)")
         }
     
         @Test func videoFileIsTranscodedToTheEnvelope() async throws {
