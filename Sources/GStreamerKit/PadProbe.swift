@@ -32,11 +32,6 @@ private final class TimedObserverBox: Sendable {
     init(_ o: @escaping @Sendable (UnsafeRawBufferPointer, Double?) -> Void) { observe = o }
 }
 
-private final class ObserverBox: Sendable {
-    let observe: @Sendable (UnsafeRawBufferPointer) -> Void
-    init(_ o: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { observe = o }
-}
-
 extension Pad {
     /// Runs `transform` on every buffer leaving (src pad) or entering (sink pad) this pad,
     /// replacing each buffer with the transform's output or dropping it. Buffer lists are
@@ -66,19 +61,7 @@ extension Pad {
     /// Calls `observe` with every buffer's bytes passing this pad, unchanged (for taps in tests
     /// and diagnostics).
     public func addBufferObserver(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) -> PadProbe {
-        let box = Unmanaged.passRetained(ObserverBox(observe)).toOpaque()
-        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
-            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
-            let box = Unmanaged<ObserverBox>.fromOpaque(data).takeUnretainedValue()
-            var map = GstMapInfo()
-            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_PAD_PROBE_OK }
-            box.observe(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
-            gst_buffer_unmap(buffer, &map)
-            return GST_PAD_PROBE_OK
-        }, box, { data in
-            if let data { Unmanaged<ObserverBox>.fromOpaque(data).release() }
-        })
-        return PadProbe(pad: self, id: id)
+        addTimedBufferObserver { bytes, _ in observe(bytes) }
     }
 
     /// Calls `observe` with every buffer's bytes and presentation time in seconds (nil if
