@@ -137,6 +137,10 @@ public struct Player: Sendable {
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
             var videoGate: Gate?
+            // Fail closed: a video branch must pass a sealer; a pipeline with a video payloader
+            // (`vpay`) but no `vseal` would send plaintext video.
+            let vpay = try? pipeline.element(named: "vpay")
+            if vpay != nil, (try? pipeline.element(named: "vseal")) == nil { throw GStreamerError.missingElement("vseal") }
             if let vseal = try? pipeline.element(named: "vseal") {
                 let vsealPad = try vseal.staticPad("src")
                 probes.append(vsealPad.attachSender(config.protection, VideoFormat.self, stats: videoStats))
