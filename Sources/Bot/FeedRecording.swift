@@ -78,7 +78,7 @@ final class FeedRecording: Sendable {
             probes.append(written.addKeyFrameStart())
             probes.append(written.addBufferObserver { _ in
                 guard resolution.value == nil, let caps = written.caps,
-                      let w = Self.capsInt("width", in: caps), let h = Self.capsInt("height", in: caps) else { return }
+                      let w = capsInt("width", in: caps), let h = capsInt("height", in: caps) else { return }
                 resolution.set(width: w, height: h)
             })
         }
@@ -117,14 +117,6 @@ final class FeedRecording: Sendable {
             keyFrames: kind == .video ? keyFramesReceived.value : nil,
             width: resolution.value?.width, height: resolution.value?.height,
             firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last)
-    }
-}
-
-extension FeedRecording {
-    /// `width=(int)640` → 640, from a caps string.
-    static func capsInt(_ field: String, in caps: String) -> Int? {
-        guard let r = caps.range(of: "\(field)=(int)") else { return nil }
-        return Int(caps[r.upperBound...].prefix { $0.isNumber })
     }
 }
 

@@ -166,17 +166,12 @@ public struct Player: Sendable {
         let info = try MediaInfo.discover(file)
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
         guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
-        let size = envelope.fit(width: Self.capsInt("width", video) ?? envelope.maxWidth, height: Self.capsInt("height", video) ?? envelope.maxHeight)
-        config.logger.info("video \(Self.capsInt("width", video) ?? 0)x\(Self.capsInt("height", video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
+        let size = envelope.fit(width: capsInt("width", in: video) ?? envelope.maxWidth, height: capsInt("height", in: video) ?? envelope.maxHeight)
+        config.logger.info("video \(capsInt("width", in: video) ?? 0)x\(capsInt("height", in: video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
         return try config.pipelines.description("play-av", [
             "file": file, "width": "\(size.width)", "height": "\(size.height)",
             "fps": "\(envelope.maxFPS)", "video_kbps": "\(envelope.kilobitsPerSecond)",
         ])
-    }
-
-    static func capsInt(_ field: String, _ caps: String) -> Int? {
-        guard let r = caps.range(of: "\(field)=(int)") else { return nil }
-        return Int(caps[r.upperBound...].prefix { $0.isNumber })
     }
 
     private func attach(_ session: JanusSession) async throws(BotError) -> JanusHandle {

@@ -44,21 +44,12 @@ enum Scene {
     }
 }
 
-/// Runs a finite pipeline to its end on a bus that is really watched.
+/// Runs a finite pipeline (GStreamerKit's `runToEnd`).
 func runToEnd(_ description: String) async throws {
-    let pipeline = try Pipeline(description: description)
-    let bus = pipeline.bus.messages()
-    try pipeline.setState(.playing)
-    defer { try? pipeline.setState(.null) }
-    for await m in bus {
-        switch m {
-        case .endOfStream: return
-        case .error(let s, let t, _): throw PipelineRunError(message: "\(s): \(t)")
-        default: continue
-        }
-    }
+    try await Pipeline(description: description).runToEnd()
 }
 
+/// An error from a test helper.
 struct PipelineRunError: Error, CustomStringConvertible { let message: String; var description: String { message } }
 
 enum Audio {
