@@ -61,6 +61,33 @@ extension MediaScene {
         #expect(onDisk.feeds.map(\.feedID) == [feed.feedID] && onDisk.ended != nil)
     }
 
+    @Test func loopingPlaysTheFileAgainWithoutAGap() async throws {
+        let dir = try Scene.tempDirectory("loop")
+        let tone = try await Audio.tone(440, seconds: 3, in: dir)
+        let ring = KeyRing(current: .random())
+        let room = try await Scene.createRoom()
+        let out = dir.appendingPathComponent("rec")
+        let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
+        try await Task.sleep(for: .seconds(1))
+        let config = try Scene.config(room: room, display: "8:Loop", protection: .e2ee(ring))
+        let report = try await Player(config: config, source: .file(tone.path), loop: true, duration: .seconds(7.5)).run()
+        try await Task.sleep(for: .seconds(1))
+        recording.cancel()
+        let manifest = try await recording.value
+
+        // 7.5 s of a 3 s file: more than two passes, paced in real time (not a burst).
+        #expect((360...380).contains(report.framesSent), "\(report.framesSent) frames in 7.5 s")
+        let feed = try #require(manifest.feeds.first)
+        let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+        #expect(Double(samples.count) / 48000 >= 6, "\(Double(samples.count) / 48000) s recorded")
+        #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 440 * 0.02)
+        // No silence where the file starts over: every 100 ms of the recording holds the tone.
+        let quiet = stride(from: 0, to: samples.count - 4800, by: 4800).filter { i in
+            samples[i..<(i + 4800)].reduce(0.0) { $0 + Double($1) * Double($1) } / 4800 < 1_000_000
+        }
+        #expect(quiet.isEmpty, "quiet 100 ms windows at \(quiet.map { Double($0) / 48000 }) s")
+    }
+
     @Test func wrongKeyWritesNoAudioAndCountsDrops() async throws {
         let dir = try Scene.tempDirectory("wrongkey")
         let tone = try await Audio.tone(440, seconds: 4, in: dir)
