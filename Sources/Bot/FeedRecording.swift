@@ -74,6 +74,12 @@ final class FeedRecording: Sendable {
             probes.append(open.addBufferObserver { au in
                 if VideoFrame.containsIDR(au) { counter.increment() }
             })
+            // Ask again (at most once a second) while RTP arrives and no keyframe has: the request
+            // made when the feed is added can reach the sender before its media path is up. On RTP,
+            // because the avc depayloader outputs nothing before the first SPS/PPS.
+            probes.append(try bin.staticPad("sink").addBufferObserver { _ in
+                if counter.value == 0 { keyFrames?.request() }
+            })
             let written = try bin.element(named: "parse").staticPad("src"), resolution = self.resolution
             probes.append(written.addKeyFrameStart())
             probes.append(written.addBufferObserver { _ in

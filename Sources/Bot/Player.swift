@@ -107,6 +107,8 @@ public struct Player: Sendable {
         /// Packets are dropped after the payloaders until the media path is up.
         let audioGate: Gate
         let videoGate: Gate?
+        /// Where a keyframe is asked of the video encoder when the media path comes up.
+        let videoEncoder: Pad?
         /// For files: where the restart and loop seeks go upstream.
         let pace: Pad?
         /// For files: the pacing elements, which get one ts-offset at the restart.
@@ -136,7 +138,7 @@ public struct Player: Sendable {
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
-            var videoGate: Gate?
+            var videoGate: Gate?, videoEncoder: Pad?
             // Fail closed: a video branch must pass a sealer; a pipeline with a video payloader
             // (`vpay`) but no `vseal` would send plaintext video.
             let vpay = try? pipeline.element(named: "vpay")
@@ -148,12 +150,13 @@ public struct Player: Sendable {
                 tracks += 1
                 let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
                 videoGate = gate
+                videoEncoder = try pipeline.element(named: "vpay").staticPad("sink")
                 probes.append(probe)
             }
             let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
             let pace = try pacers.first?.staticPad("sink")
             return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
-                         audioGate: audioGate, videoGate: videoGate, pace: pace, pacers: pacers, tracks: tracks)
+                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
@@ -184,6 +187,9 @@ public struct Player: Sendable {
         guard let pace = media.pace else {
             media.audioGate.open()
             media.videoGate?.open()
+            // Start on a keyframe: the one Janus asked for when this publisher came up was
+            // encoded while the gate was still closed.
+            media.videoEncoder?.requestKeyFrame()
             return true
         }
         // Every track is paced from 200 ms from now: one offset for all, so they stay together.

@@ -29,11 +29,12 @@ public final class Pad: @unchecked Sendable {
         return takeGString(gst_caps_to_string(c))
     }
 
-    /// Sends a force-key-unit request upstream from this pad; on a receive path webrtcbin's
-    /// RTP session turns it into an RTCP PLI to the sender.
+    /// Sends a force-key-unit request upstream from this pad: an encoder upstream encodes a
+    /// keyframe; on a receive path webrtcbin's RTP session turns it into an RTCP PLI to the
+    /// sender (a PLI, as WebRTC receivers send, rather than a FIR: all-headers false).
     @discardableResult
     public func requestKeyFrame() -> Bool {
-        let event = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_new_from_string("GstForceKeyUnit, all-headers=(boolean)true"))
+        let event = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_new_from_string("GstForceKeyUnit, all-headers=(boolean)false"))
         // An upstream event leaves a sink pad with push_event; a src pad handles it with send_event.
         return (gst_pad_get_direction(pointer) == GST_PAD_SINK ? gst_pad_push_event(pointer, event) : gst_pad_send_event(pointer, event)) != 0
     }
