@@ -10,7 +10,8 @@ import Synchronization
 /// video, until stopped). Cancelling the task leaves cleanly.
 public struct Player: Sendable {
     public enum Source: Sendable {
-        /// Audio, or video with audio: transcoded once to ECall's envelope.
+        /// Audio, or video with audio: H.264 the room takes is sent as it is, other video is
+        /// transcoded once to ECall's envelope.
         case file(String)
         /// A white flash and a tick once a second, for sync checks (`play-test-pattern.pipeline`).
         case testPattern
@@ -23,6 +24,8 @@ public struct Player: Sendable {
     public let duration: Duration?
     /// What video files are transcoded to.
     public var envelope = VideoEnvelope()
+    /// Re-encode video files to the envelope even when the room takes their H.264 as it is.
+    public var transcodeVideo = false
     /// Audio frames sealed (or, without E2EE, sent as is), and sealing failures.
     public let stats = FrameStats()
     /// Video access units sealed, and sealing failures.
@@ -169,6 +172,10 @@ public struct Player: Sendable {
         let info = try MediaInfo.discover(file)
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
         guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
+        if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
+            config.logger.info("video \(capsString("profile", in: video) ?? "") H.264 level \(capsString("level", in: video) ?? "?"): sent as it is")
+            return try config.pipelines.description("play-av-h264", ["file": file])
+        }
         let size = envelope.fit(width: capsInt("width", in: video) ?? envelope.maxWidth, height: capsInt("height", in: video) ?? envelope.maxHeight)
         config.logger.info("video \(capsInt("width", in: video) ?? 0)x\(capsInt("height", in: video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
         return try config.pipelines.description("play-av", [

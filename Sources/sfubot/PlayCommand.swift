@@ -8,8 +8,10 @@ struct Play: AsyncParsableCommand {
         abstract: "Play an audio file or a test pattern into a room, sealed like an ECall phone.",
         discussion: """
             FILE: any audio GStreamer reads (wav, mp3, ogg, flac, ...), encoded Opus 48 kHz, or a \
-            video file with audio (mp4, mkv, webm, ...), transcoded once to ECall's envelope \
-            (H.264 constrained baseline, within --max-width x --max-height, at most --max-fps). It \
+            video file with audio (mp4, mkv, webm, ...). H.264 that ECall rooms take as it is \
+            (constrained baseline or constrained high, level 3.1 at most) is sent without \
+            re-encoding; other video is transcoded once to ECall's envelope (H.264 constrained \
+            baseline, within --max-width x --max-height, at most --max-fps). It \
             starts once Janus reports the media path up, from its first sample, and the bot leaves \
             at its end unless --loop. --test-pattern: generated H.264 video (640x360, 10 fps) and \
             Opus audio with a white flash and a tick once a second, until Ctrl-C or --duration. \
@@ -25,6 +27,8 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
+    @Flag(help: "Video files: re-encode to the envelope even H.264 the room would take as it is.")
+    var transcode = false
     @Option(help: "Video files: largest width sent (ECall phones: 854).")
     var maxWidth = 854
     @Option(help: "Video files: largest height sent (ECall phones: 480).")
@@ -61,6 +65,7 @@ struct Play: AsyncParsableCommand {
             player.envelope.maxHeight = maxHeight
             player.envelope.maxFPS = maxFps
             player.envelope.kilobitsPerSecond = videoKbps
+            player.transcodeVideo = transcode
             let configured = player
             let report = try await runCancellableOnSignals { () async throws(BotError) in try await configured.run() }
             print(Counters.sent(report, encrypted: config.protection.isEncrypted))

@@ -96,6 +96,38 @@ extension MediaScene {
             #expect(!files.contains("\(video.feedID)-3.mkv"), "\(files)")
         }
     
+        @Test func h264TheRoomTakesIsSentWithoutReencoding() async throws {
+            let dir = try Scene.tempDirectory("asis")
+            let clip = dir.appendingPathComponent("baseline15.mp4")
+            // 6 s of constrained baseline at 15 fps: above the envelope's 10 fps, but a profile
+            // the room takes, so it must arrive at 15 fps with the encoder's own SPS/PPS.
+            try await runToEnd("""
+                videotestsrc num-buffers=90 ! video/x-raw,width=640,height=360,framerate=15/1 ! x264enc key-int-max=30 bframes=0 ! video/x-h264,profile=constrained-baseline ! h264parse ! queue ! mp4mux name=m ! filesink location="\(clip.path)" \
+                audiotestsrc num-buffers=282 ! audio/x-raw,rate=48000 ! avenc_aac ! queue ! m.
+                """)
+            let source = try #require(try MediaInfo.discover(clip.path).videoCaps)
+            let ring = KeyRing(current: .random())
+            let room = try await Scene.createRoom()
+            let out = dir.appendingPathComponent("rec")
+            let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
+            try await Task.sleep(for: .seconds(1))
+            let report = try await Player(config: try Scene.config(room: room, display: "6:AsIs", protection: .e2ee(ring)), file: clip.path).run()
+            try await Task.sleep(for: .seconds(1))
+            recording.cancel()
+            let manifest = try await recording.value
+
+            #expect((85...90).contains(report.videoFramesSent), "6 s at 15 fps: \(report.videoFramesSent)")
+            let video = try #require(manifest.feeds.first { $0.kind == "video" })
+            #expect(video.frames.droppedTotal == 0 && video.width == 640 && video.height == 360)
+            let seconds = try #require(video.lastFrame).timeIntervalSince(try #require(video.firstFrame))
+            let fps = Double(video.frames.received - 1) / seconds
+            #expect(abs(fps - 15) <= 1.5, "received at \(fps) fps")
+            // Not re-encoded: the recording carries the file's own SPS/PPS, byte for byte.
+            let written = try #require(try MediaInfo.discover(out.appendingPathComponent(video.file).path).videoCaps)
+            let codecData = { (caps: String) in caps.range(of: "codec_data=(buffer)").map { caps[$0.upperBound...].prefix { $0.isHexDigit } } }
+            #expect(codecData(written) != nil && codecData(written) == codecData(source), "\(written)")
+        }
+
         @Test func videoFileIsTranscodedToTheEnvelope() async throws {
             let dir = try Scene.tempDirectory("clip")
             let clip = dir.appendingPathComponent("clip.mp4")
