@@ -33,6 +33,8 @@ final class FeedRecording: Sendable {
     /// Video: decrypted access units holding an IDR slice.
     let keyFramesReceived = Counter()
     private let bin: Bin
+    /// Audio with `--mix`: the branch feeding the call's mix.
+    private let mixInput: CallMix.Input?
     /// Video: width and height from the written stream's caps, read at its first frame.
     private let resolution = Resolution()
     /// Running time of the first and last frame written, in seconds.
@@ -46,7 +48,7 @@ final class FeedRecording: Sendable {
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
-         library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?) throws {
+         library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
@@ -55,6 +57,14 @@ final class FeedRecording: Sendable {
         let description = try library.description(kind.pipeline, ["file": file.path])
         let bin = try pipeline.addBin(description: description, name: "feed-\(feedID)-\(mid)")
         self.bin = bin
+        // Whatever fails below takes the branch out again: no half-built branch, no empty file.
+        var mixInput: CallMix.Input?, complete = false
+        defer {
+            if !complete {
+                mixInput?.remove(from: pipeline)
+                pipeline.remove(bin)
+            }
+        }
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
         let open = try bin.element(named: "open").staticPad("src")
@@ -93,9 +103,12 @@ final class FeedRecording: Sendable {
             probes.append(open.addBufferObserver { tap(.afterOpen, feedID, $0) })
         }
         self.probes = probes
+        mixInput = kind.isAudio ? try mix?.add(from: bin, in: pipeline) : nil
+        self.mixInput = mixInput
         sinkPad = try bin.staticPad("sink")
         bin.syncStateWithParent()
         try source.link(to: sinkPad)
+        complete = true
         // Start the file on a keyframe rather than wait for the sender's next one.
         keyFrames?.request()
     }
@@ -111,6 +124,7 @@ final class FeedRecording: Sendable {
             await group.next()
             group.cancelAll()
         }
+        mixInput?.remove(from: pipeline)
         pipeline.remove(bin)
     }
 

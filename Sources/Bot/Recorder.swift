@@ -14,11 +14,14 @@ public struct Recorder: Sendable {
     public let config: BotConfig
     public let directory: URL
     public let duration: Duration?
+    /// Also write one mixed audio track of the whole call here (Ogg Opus).
+    public let mixFile: URL?
 
-    public init(config: BotConfig, directory: URL, duration: Duration? = nil) {
+    public init(config: BotConfig, directory: URL, duration: Duration? = nil, mixFile: URL? = nil) {
         self.config = config
         self.directory = directory
         self.duration = duration
+        self.mixFile = mixFile
     }
 
     /// Records until `duration` elapses or the task is cancelled; then finishes every file and
@@ -29,7 +32,7 @@ public struct Recorder: Sendable {
         } catch { throw .output("cannot create \(directory.path): \(error.localizedDescription)") }
         let session: JanusSession
         do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: config.logger) } catch { throw .janus(error) }
-        let room = RoomRecording(config: config, directory: directory, session: session)
+        let room = RoomRecording(config: config, directory: directory, session: session, mixFile: mixFile)
         do {
             try await room.start()
             try await room.follow(for: duration)
@@ -53,6 +56,8 @@ actor RoomRecording {
     private let directory: URL
     private let session: JanusSession
     private let log: Logger
+    private let mixFile: URL?
+    private var mix: CallMix?
     private let started = Date()
     private var pipeline: Pipeline?
     private var webrtc: WebRTCBin?
@@ -88,7 +93,8 @@ actor RoomRecording {
         var files: Set<String> = []
     }
 
-    init(config: BotConfig, directory: URL, session: JanusSession) {
+    init(config: BotConfig, directory: URL, session: JanusSession, mixFile: URL?) {
+        self.mixFile = mixFile
         self.config = config
         self.directory = directory
         self.session = session
@@ -234,12 +240,14 @@ actor RoomRecording {
         let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
         let media = self.media, config = self.config, directory = self.directory
         let log = self.log
-        webrtc.onIncomingPad { incoming in
-            guard let mid = incoming.mid else { return }
-            RoomRecording.attach(pad: incoming.pad, mid: mid, media: media, pipeline: pipeline, config: config, directory: directory, log: log)
-        }
         busStream = pipeline.bus.messages()
         try pipeline.setState(.playing)
+        let mix = try mixFile.map { try CallMix(file: $0, pipeline: pipeline, library: config.pipelines) }
+        self.mix = mix
+        webrtc.onIncomingPad { incoming in
+            guard let mid = incoming.mid else { return }
+            RoomRecording.attach(pad: incoming.pad, mid: mid, media: media, pipeline: pipeline, config: config, directory: directory, mix: mix, log: log)
+        }
         self.pipeline = pipeline
         self.webrtc = webrtc
     }
@@ -256,13 +264,13 @@ actor RoomRecording {
         // Mids Janus reused for a new feed already have a pad: give them a new branch.
         let reused = media.withLock { m in m.pads.filter { m.recordings[$0.key] == nil && m.idle[$0.key] != nil } }
         for (mid, pad) in reused {
-            Self.attach(pad: pad, mid: mid, media: media, pipeline: pipeline, config: config, directory: directory, log: log)
+            Self.attach(pad: pad, mid: mid, media: media, pipeline: pipeline, config: config, directory: directory, mix: mix, log: log)
         }
     }
 
     /// Links a webrtcbin pad to a new recording branch, or to a discard branch for what the
     /// recorder does not write. Called from pad-added (a GStreamer thread) and after renegotiation.
-    static func attach(pad: Pad, mid: String, media: SharedMedia, pipeline: Pipeline, config: BotConfig, directory: URL, log: Logger) {
+    static func attach(pad: Pad, mid: String, media: SharedMedia, pipeline: Pipeline, config: BotConfig, directory: URL, mix: CallMix?, log: Logger) {
         media.withLock { m in
             m.pads[mid] = pad
             let kind: FeedRecording.Kind? = switch m.streams[mid]?.type {
@@ -294,7 +302,7 @@ actor RoomRecording {
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
-                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap)
+                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix)
                 idle?.remove()
                 m.files.insert(name)
                 m.recordings[mid] = recording
@@ -349,7 +357,7 @@ actor RoomRecording {
         return RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
             feeds: (finished + live).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) },
-            timeline: timeline)
+            timeline: timeline, mix: mix?.file.path)
     }
 
     func writeManifest() {
@@ -373,6 +381,7 @@ actor RoomRecording {
             }
         }
         finished += await merge(live.map(\.entry))
+        if let mix, let pipeline { await mix.finish(in: pipeline) }
         if let subscriber { await subscriber.detach() }
         if let roomHandle {
             await VideoRoom.leave(roomHandle)

@@ -48,6 +48,8 @@ public struct RecordingManifest: Codable, Sendable {
 
     /// Publishers joining and leaving the room while it was recorded.
     public var timeline: [TimelineEvent] = []
+    /// `--mix`: the file holding every publisher's audio mixed, from the first subscription on.
+    public var mix: String?
 
     public struct TimelineEvent: Codable, Sendable {
         public var time: Date

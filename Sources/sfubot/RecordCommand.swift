@@ -8,9 +8,11 @@ struct Record: AsyncParsableCommand {
         abstract: "Record every publisher in a room, decrypted, one file each.",
         discussion: """
             Subscribes to every publisher, present and future, on one multistream subscription. \
-            Writes DIR/<feedId>-<userId>.opus per publisher (Ogg Opus, not transcoded) and \
-            DIR/manifest.json (per feed: display, first/last frame time, frames opened and dropped \
-            by reason). Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
+            Writes DIR/<feedId>-<userId>.opus per audio-only publisher (Ogg Opus, not transcoded), \
+            DIR/<feedId>-<userId>.mkv per publisher with video (H.264 and Opus, not transcoded, in \
+            sync), and DIR/manifest.json (per track: display, codec, first/last frame time, frames \
+            opened and dropped by reason; joins and leaves). --mix FILE adds one Ogg Opus track of \
+            the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
             still leaves files that play up to their last half second.
             """)
 
@@ -22,6 +24,9 @@ struct Record: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
+
+    @Option(help: ArgumentHelp("Also write every publisher's audio mixed into one Ogg Opus file.", valueName: "file"))
+    var mix: String?
 
     @Option(help: ArgumentHelp("Display name the recorder joins with: \"<userId>:<Name>\".", valueName: "userId:Name"))
     var display = "0:sfubot recorder"
@@ -35,13 +40,15 @@ struct Record: AsyncParsableCommand {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.record")
             let recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
-                duration: duration.map { .milliseconds(Int64($0 * 1000)) })
+                duration: duration.map { .milliseconds(Int64($0 * 1000)) },
+                mixFile: mix.map { URL(fileURLWithPath: $0) })
             let manifest = try await runCancellableOnSignals { () async throws(BotError) in try await recorder.run() }
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }
             let total = manifest.feeds.map(\.frames).reduce(.zero, +)
             print(Counters.line(total, sending: false, encrypted: manifest.e2ee))
+            if let mix = manifest.mix { print("\(mix)  every publisher's audio, mixed") }
         } catch let e as BotError {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {

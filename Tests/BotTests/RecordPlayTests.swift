@@ -177,5 +177,45 @@ extension MediaScene {
             }
         }
     }
+
+    @Test func mixHoldsEveryPublisherWhileTheyPublish() async throws {
+        let dir = try Scene.tempDirectory("mix")
+        let long = try await Audio.tone(440, seconds: 7, in: dir), short = try await Audio.tone(1000, seconds: 3, in: dir)
+        let ring = KeyRing(current: .random())
+        let room = try await Scene.createRoom()
+        let mixFile = dir.appendingPathComponent("call-mix.opus")
+        let recording = Task {
+            try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)),
+                               directory: dir.appendingPathComponent("rec"), mixFile: mixFile).run()
+        }
+        try await Task.sleep(for: .seconds(1))
+        let first = Task { try await Player(config: try Scene.config(room: room, display: "1:Long", protection: .e2ee(ring)), file: long.path).run() }
+        try await Task.sleep(for: .seconds(2))
+        _ = try await Player(config: try Scene.config(room: room, display: "2:Short", protection: .e2ee(ring)), file: short.path).run()
+        _ = try await first.value
+        try await Task.sleep(for: .seconds(1))
+        recording.cancel()
+        let manifest = try await recording.value
+        #expect(manifest.mix == mixFile.path)
+        #expect(manifest.feeds.count == 2, "and each publisher still has its own file")
+
+        // Quarter seconds of the mix: the 440 Hz publisher alone, then both, then 440 Hz alone again.
+        let samples = try await Audio.decode(mixFile)
+        let window = 12000
+        let amplitude = { (w: ArraySlice<Int16>, f: Double) in 2 * Audio.power(w, at: f).squareRoot() / Double(w.count) }
+        let heard = stride(from: 0, to: samples.count - window, by: window).map { i -> String in
+            let w = samples[i..<(i + window)]
+            switch (amplitude(w, 440) > 2000, amplitude(w, 1000) > 2000) {
+            case (true, true): return "B"
+            case (true, false): return "L"
+            case (false, true): return "S"
+            case (false, false): return "-"
+            }
+        }.joined()
+        let summary = heard.replacing(/(.)\1*/) { String($0.output.1) }
+        #expect(summary.contains("LBL") && !summary.contains("S"), "per 250 ms (L: 440 Hz alone, B: both, S: 1000 Hz alone): \(heard)")
+        #expect(heard.filter { $0 == "B" }.count >= 10, "the short publisher's 3 s: \(heard)")
+        #expect(heard.filter { $0 != "-" }.count >= 24, "the long publisher's 7 s: \(heard)")
+    }
 }
 }

@@ -1,0 +1,64 @@
+import Foundation
+import GStreamerKit
+import Synchronization
+
+/// `record --mix FILE`: one Ogg Opus track of the whole call (`record-mix.pipeline`), into which
+/// every audio recording feeds its decrypted frames while it lasts.
+final class CallMix: Sendable {
+    let file: URL
+    private let bin: Bin
+    private let library: PipelineLibrary
+    private let finished: AsyncStream<Void>
+    private let endProbe: PadProbe
+    private let inputs = Atomic<Int>(0)
+
+    /// Adds the mixer to the (running) subscriber pipeline and starts it.
+    init(file: URL, pipeline: Pipeline, library: PipelineLibrary) throws {
+        self.file = file
+        self.library = library
+        bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.path]), name: "mix")
+        let (finished, done) = AsyncStream.makeStream(of: Void.self)
+        self.finished = finished
+        endProbe = try bin.element(named: "file").staticPad("sink").onEndOfStream { done.yield(); done.finish() }
+        bin.syncStateWithParent()
+    }
+
+    /// Feeds a recording's decrypted Opus frames (its `split` tee) into the mix until `Input.remove`.
+    func add(from feed: Bin, in pipeline: Pipeline) throws -> Input {
+        let n = inputs.add(1, ordering: .relaxed).newValue
+        let tap = try feed.exposeRequestPad(of: "split", template: "src_%u")
+        let decode = try pipeline.addBin(description: try library.description("record-mix-input"), name: "\(feed.name)-mix\(n)")
+        let sink = try bin.exposeRequestPad(of: "mix", template: "sink_%u")
+        try decode.staticPad("src").link(to: sink)
+        decode.syncStateWithParent()
+        try tap.link(to: try decode.staticPad("sink"))
+        return Input(mix: bin, feed: feed, tap: tap, decode: decode, sink: sink)
+    }
+
+    /// One recording's way into the mix.
+    struct Input: Sendable {
+        fileprivate let mix: Bin, feed: Bin, tap: Pad, decode: Bin, sink: Pad
+
+        /// After the recording's end-of-stream went through: takes the branch out and gives
+        /// the mixer pad back (the mix goes on with the others and the silence).
+        func remove(from pipeline: Pipeline) {
+            pipeline.remove(decode)
+            mix.releaseExposedPad(sink)
+            feed.releaseExposedPad(tap)
+        }
+    }
+
+    /// Ends the track: end-of-stream from the silence (the inputs have ended theirs), then
+    /// waits for the file to be finished.
+    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(3)) async {
+        try? bin.element(named: "silence").sendEndOfStream()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in self.finished { return } }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+        pipeline.remove(bin)
+        endProbe.remove()
+    }
+}

@@ -1,0 +1,34 @@
+internal import CGStreamer
+
+extension Bin {
+    /// Requests a pad from the element named `element` inside this bin (e.g. a `tee`'s `src_%u`,
+    /// an `audiomixer`'s `sink_%u`) and exposes it on the bin as a ghost pad, which is returned.
+    /// Give it back with `releaseExposedPad`.
+    public func exposeRequestPad(of element: String, template: String) throws(GStreamerError) -> Pad {
+        let inner = try self.element(named: element)
+        guard let target = gst_element_request_pad_simple(inner.pointer, template) else {
+            throw .missingPad(element: element, pad: template)
+        }
+        defer { gst_object_unref(UnsafeMutableRawPointer(target)) }
+        guard let ghost = gst_ghost_pad_new(nil, target) else { throw .linkFailed("cannot expose \(element).\(template) on \(name)") }
+        // A running bin does not activate pads added to it.
+        _ = gst_pad_set_active(ghost, 1)
+        let pad = Pad(borrowing: ghost)  // the bin takes the floating reference below
+        guard gst_element_add_pad(pointer, ghost) != 0 else { throw .linkFailed("cannot expose \(element).\(template) on \(name)") }
+        return pad
+    }
+
+    /// Removes a ghost pad made by `exposeRequestPad` and releases the request pad behind it.
+    public func releaseExposedPad(_ ghost: Pad) {
+        let ghostPointer = UnsafeMutableRawPointer(ghost.pointer).assumingMemoryBound(to: GstGhostPad.self)
+        let target = gst_ghost_pad_get_target(ghostPointer)
+        _ = gst_ghost_pad_set_target(ghostPointer, nil)
+        _ = gst_element_remove_pad(pointer, ghost.pointer)
+        guard let target else { return }
+        if let owner = gst_pad_get_parent_element(target) {
+            gst_element_release_request_pad(owner, target)
+            gst_object_unref(UnsafeMutableRawPointer(owner))
+        }
+        gst_object_unref(UnsafeMutableRawPointer(target))
+    }
+}
