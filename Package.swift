@@ -44,7 +44,10 @@ let package = Package(
         ),
         .target(
             name: "FrameCrypto",
-            dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .target(

@@ -36,6 +36,29 @@ extension MediaScene {
 
     let key = String(repeating: "ab", count: 32)
 
+    @Test func keysGenerateShowAndImport() throws {
+        let dir = try Scene.tempDirectory("keys")
+        let made = try Self.run(["keys", "generate", "--type", "p256", "--out", dir.appendingPathComponent("p").path])
+        #expect(made.status == 0, "\(made.err)")
+        let keyFile = dir.appendingPathComponent("p/identity.key")
+        let mode = (try FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        let pem = try String(contentsOf: keyFile, encoding: .utf8)
+        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        #expect(!made.out.contains(body) && !made.err.contains(body), "the private key is never printed")
+        let wire = try String(contentsOf: dir.appendingPathComponent("p/identity.pub"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(wire.count == 88 && made.out.contains("public key: \(wire)"))
+        let shown = try Self.run(["keys", "show", "--key", keyFile.path])
+        #expect(shown.status == 0 && shown.out == made.out.split(separator: "\n").dropFirst().joined(separator: "\n") + "\n")
+        let again = try Self.run(["keys", "generate", "--out", dir.appendingPathComponent("p").path])
+        #expect(again.status == 73 && again.err.contains("never overwritten"))
+        #expect(try String(contentsOf: keyFile, encoding: .utf8) == pem, "the existing key is untouched")
+        let imported = try Self.run(["keys", "import", keyFile.path, "--out", dir.appendingPathComponent("q").path])
+        #expect(imported.status == 0 && imported.out.contains("public key: \(wire)"))
+        let bad = try Self.run(["keys", "show", "--key", dir.appendingPathComponent("p/identity.pub").path])
+        #expect(bad.status == 65 && bad.err.contains("not a P-256 or RSA"))
+    }
+
     @Test func errorsAreOneLineWithDistinctExitCodes() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("cli")
