@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // GStreamer's C API (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev,
@@ -61,6 +63,36 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The ECall backend's REST API (request signing, tokens, calls).
+        .target(
+            name: "ECall",
+            dependencies: [
+                "FrameCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // A STAND-IN for the ECall backend, for tests and local runs only: the REST subset the
+        // bot uses, checking signatures and tokens as the real one does.
+        .target(
+            name: "ECallStandIn",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "deploy/dev/ECallStandIn",
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], path: "deploy/dev/ecall-standin", swiftSettings: strict),
         .target(
             name: "Bot",
             dependencies: [
@@ -85,6 +117,7 @@ let package = Package(
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
+        .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
             dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus"],
