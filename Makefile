@@ -1,5 +1,6 @@
 # sfubot: `make demo` and `make test` are the quick start (README). Both install what is
-# missing, build, and run the scene inside a private network namespace with a local Janus.
+# missing, build, and run the scene inside a private network namespace with a local Janus
+# (tests: and a local RabbitMQ with Web-STOMP).
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
@@ -16,7 +17,7 @@ demo: build
 
 test: build
 	swift build --build-tests
-	scripts/in-netns swift test --skip-build
+	SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build
 
 bench: deps
 	swift build -c release --product sfubot-bench

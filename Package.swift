@@ -52,8 +52,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A client WebSocket of text messages in one subprotocol (Janus, STOMP).
         .target(
-            name: "Janus",
+            name: "TextWebSocket",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -63,11 +64,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "Janus",
+            dependencies: ["TextWebSocket", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         // The ECall backend's REST API (request signing, tokens, calls).
         .target(
             name: "ECall",
             dependencies: [
-                "FrameCrypto",
+                "FrameCrypto", "TextWebSocket",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,6 +88,7 @@ let package = Package(
         .target(
             name: "ECallStandIn",
             dependencies: [
+                "ECall",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

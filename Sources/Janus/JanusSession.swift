@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import TextWebSocket
 
 /// One Janus session over one WebSocket: create, attach, message, trickle, keepalive,
 /// detach, destroy. Replies are matched to requests by transaction and time out; events
@@ -27,7 +28,7 @@ public actor JanusSession {
     public let url: String
     private let options: Options
     private let logger: Logger
-    private let socket: JanusSocket
+    private let socket: TextWebSocket
     private var state = State.open
     private var pending: [String: Pending] = [:]
     private var handles: [Int64: AsyncStream<HandleEvent>.Continuation] = [:]
@@ -40,7 +41,11 @@ public actor JanusSession {
 
     /// Connects and creates a session.
     public static func connect(url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
-        let socket = try await JanusSocket.connect(url: url, logger: logger)
+        let socket: TextWebSocket
+        // Janus refuses connections without its subprotocol.
+        do { socket = try await TextWebSocket.connect(url: url, subprotocol: "janus-protocol", logger: logger) } catch {
+            throw .unreachable(url: url, reason: error.reason)
+        }
         let session = JanusSession(url: url, socket: socket, options: options, logger: logger)
         await session.startReading()
         let reply: JanusMessage
@@ -56,7 +61,7 @@ public actor JanusSession {
         return session
     }
 
-    private init(url: String, socket: JanusSocket, options: Options, logger: Logger) {
+    private init(url: String, socket: TextWebSocket, options: Options, logger: Logger) {
         self.url = url
         self.socket = socket
         self.options = options

@@ -6,6 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import HTTPTypes
 import Synchronization
+import ECall
 
 /// A STAND-IN for the ECall backend, for tests and local runs: nobody can run the real one here.
 /// It serves the REST subset sfubot uses (ECALL-WIRE §7) and checks what the real one checks:
@@ -19,8 +20,10 @@ public final class ECallStandIn: Sendable {
         /// The one-time code every login accepts.
         public var otp = "123456"
         public var accessTokenLifetime: TimeInterval = 900
-        /// Where `/credentials` points STOMP clients, and the token it hands out.
+        /// Where `/credentials` points STOMP clients.
         public var stompURL = "ws://127.0.0.1:15674/ws/"
+        /// How long a RabbitMQ token from `/credentials` is good for.
+        public var rabbitTokenLifetime: TimeInterval = 3600
         public init() {}
     }
 
@@ -34,6 +37,12 @@ public final class ECallStandIn: Sendable {
         public var badSignatures = 0
         public var expiredTokens = 0
         public var refreshes = 0
+        /// RabbitMQ logins the backend refused (unknown or expired token).
+        public var refusedBrokerLogins = 0
+        /// Signal messages passed from ecall.signal.in to a device, and refused (no valid bearer
+        /// token, not JSON, no recipient).
+        public var signalsRouted = 0
+        public var signalsRefused = 0
     }
 
     public var counters: Counters { state.withLock { $0.counters } }
@@ -90,6 +99,7 @@ public final class ECallStandIn: Sendable {
         var devices: [String: Device] = [:]  // identifier → device
         var tokens: [String: Token] = [:]
         var refreshTokens: [String: (Int64, Int64)] = [:]
+        var brokerTokens: [String: (deviceId: Int64, expires: Date)] = [:]
         var calls: [Int64: Call] = [:]
         var next: Int64 = 1000
         var counters = Counters()
@@ -104,6 +114,10 @@ public final class ECallStandIn: Sendable {
         var request = request
         let body = Data(buffer: try await request.collectBody(upTo: 1 << 20))
         let path = request.uri.path, method = request.method.rawValue
+        if path.hasPrefix("/rabbitmq/") {
+            let verdict = brokerAuth(path: path, form: Self.form(body))
+            return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: verdict)))
+        }
         do {
             try checkSignature(request, method: method, path: path, body: body)
             let json = body.isEmpty ? [:] : (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
@@ -208,8 +222,10 @@ public final class ECallStandIn: Sendable {
             }
             return ["publicKeys": keys]
         case ("GET", "credentials", 1):
+            let token = UUID().uuidString, expires = Date().addingTimeInterval(configuration.rabbitTokenLifetime)
+            state.withLock { $0.brokerTokens[token] = (me.deviceId, expires) }
             return ["tlsUrl": configuration.stompURL, "noneTlsUrl": configuration.stompURL, "turnUsername": "", "turnPassword": "",
-                    "rabbitmqToken": "standin-\(me.deviceId)", "rabbitmqTokenExpiresAt": Date().timeIntervalSince1970 + 3600]
+                    "rabbitmqToken": token, "rabbitmqTokenExpiresAt": expires.timeIntervalSince1970]
         case ("POST", "call", 2) where route[1] == "start":
             guard let room = (json["roomId"] as? NSNumber)?.int64Value else { throw Failure(status: .badRequest, code: "ErrBadRequest", detail: "roomId is required") }
             let callees = (json["calleeIds"] as? [Any])?.compactMap { ($0 as? NSNumber)?.int64Value } ?? []
@@ -262,5 +278,95 @@ public final class ECallStandIn: Sendable {
                                 "callerDeviceId": call.callerDeviceId, "isVideo": call.isVideo, "status": call.ended ? "ended" : "ongoing"]
         if let key = call.keys["\(me.userId)_\(me.deviceId)"] { r["encryptedAESKey"] = key }
         return r
+    }
+
+    // MARK: - RabbitMQ's HTTP auth backend
+
+    static func form(_ body: Data) -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0) }
+            if kv.count == 2 { out[kv[0]] = kv[1] }
+        }
+        return out
+    }
+
+    /// RabbitMQ asks whether a device may log in (`device-<id>` with a live token from
+    /// `/credentials`), use the `ecall` vhost, write to ecall.signal.in, and read its own routing
+    /// key of ecall.signal.out (and its subscription queues).
+    func brokerAuth(path: String, form: [String: String]) -> String {
+        let user = form["username"] ?? ""
+        guard user.hasPrefix("device-"), let device = Int64(user.dropFirst(7)) else { return "deny" }
+        switch path {
+        case "/rabbitmq/user":
+            let ok = state.withLock { s -> Bool in
+                guard let t = s.brokerTokens[form["password"] ?? ""], t.deviceId == device, t.expires > Date() else {
+                    s.counters.refusedBrokerLogins += 1
+                    return false
+                }
+                return true
+            }
+            return ok ? "allow" : "deny"
+        case "/rabbitmq/vhost":
+            return form["vhost"] == "ecall" ? "allow" : "deny"
+        case "/rabbitmq/resource":
+            guard form["vhost"] == "ecall" else { return "deny" }
+            switch (form["resource"], form["name"], form["permission"]) {
+            case ("queue", _, _): return "allow"
+            case ("exchange", "ecall.signal.in", "write"), ("exchange", "ecall.signal.out", "read"): return "allow"
+            default: return "deny"
+            }
+        case "/rabbitmq/topic":
+            switch (form["name"], form["permission"]) {
+            case ("ecall.signal.in", "write"): return "allow"
+            case ("ecall.signal.out", "read"): return form["routing_key"] == String(device) ? "allow" : "deny"
+            default: return "deny"
+            }
+        default:
+            return "deny"
+        }
+    }
+
+    // MARK: - Signal routing
+
+    private let router = Mutex<StompClient?>(nil)
+
+    /// Connects to RabbitMQ as the backend's service user and passes every signal message sent
+    /// to ecall.signal.in with a valid bearer token to its recipient's
+    /// ecall.signal.out/<deviceId> (`participantDeviceId`, else `calleeDeviceId`).
+    public func startRouting(stompURL: String, password: String = "ecall-backend-dev") async throws {
+        var options = StompClient.Options(url: stompURL, host: "ecall")
+        options.heartBeat = .seconds(10)
+        let client = StompClient(options: options, logger: log) { .init(login: "ecall-backend", passcode: password) }
+        try await client.start()
+        let inbound = await client.subscribe("/exchange/ecall.signal.in/#")
+        router.withLock { $0 = client }
+        Task { [self] in
+            for await frame in inbound { await route(frame, via: client) }
+        }
+    }
+
+    public func stopRouting() async {
+        let client = router.withLock { c in defer { c = nil }; return c }
+        await client?.close()
+    }
+
+    private func route(_ frame: StompFrame, via client: StompClient) async {
+        let authorized = frame["authorization"].map { auth -> Bool in
+            (try? caller(auth)) != nil
+        } ?? false
+        guard authorized,
+              let json = (try? JSONSerialization.jsonObject(with: frame.body)) as? [String: Any], json["type"] is String,
+              let device = ((json["participantDeviceId"] ?? json["calleeDeviceId"]) as? NSNumber)?.int64Value else {
+            state.withLock { $0.counters.signalsRefused += 1 }
+            log.info("signal refused: \(authorized ? "no JSON type or recipient" : "no valid bearer token")")
+            return
+        }
+        do {
+            try await client.send("/exchange/ecall.signal.out/\(device)", body: frame.body, headers: [("content-type", "application/json")])
+            state.withLock { $0.counters.signalsRouted += 1 }
+        } catch {
+            state.withLock { $0.counters.signalsRefused += 1 }
+        }
     }
 }

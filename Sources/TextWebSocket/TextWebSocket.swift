@@ -1,13 +1,13 @@
 import HTTPTypes
-import Logging
+public import Logging
 import NIOWebSocket
 import Synchronization
 import WSClient
 
-/// A text WebSocket to Janus, speaking the `janus-protocol` subprotocol (Janus refuses
-/// connections without it). Incoming text is an `AsyncStream`; sends are queued.
-final class JanusSocket: Sendable {
-    let incoming: AsyncStream<String>
+/// A client WebSocket carrying text messages in one subprotocol (`janus-protocol` for Janus,
+/// `v12.stomp` for RabbitMQ's Web-STOMP). Incoming text is an `AsyncStream`; sends are queued.
+public final class TextWebSocket: Sendable {
+    public let incoming: AsyncStream<String>
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
@@ -16,14 +16,14 @@ final class JanusSocket: Sendable {
         self.outgoing = outgoing
     }
 
-    /// Opens the socket; returns once the WebSocket handshake succeeded.
-    static func connect(url: String, logger: Logger) async throws(JanusError) -> JanusSocket {
+    /// Opens the socket; returns once the WebSocket handshake succeeded, else throws with the reason.
+    public static func connect(url: String, subprotocol: String, logger: Logger) async throws(Unreachable) -> TextWebSocket {
         let (incoming, incomingContinuation) = AsyncStream.makeStream(of: String.self)
         let (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self)
-        let socket = JanusSocket(incoming: incoming, outgoing: outgoing)
+        let socket = TextWebSocket(incoming: incoming, outgoing: outgoing)
         let opened = OpenSignal()
         var config = WebSocketClientConfiguration(maxFrameSize: 1 << 22)
-        config.additionalHeaders[HTTPField.Name("Sec-WebSocket-Protocol")!] = "janus-protocol"
+        config.additionalHeaders[HTTPField.Name("Sec-WebSocket-Protocol")!] = subprotocol
         let task = Task {
             let client = WebSocketClient(url: url, configuration: config, logger: logger) { inbound, outbound, _ in
                 opened.succeed()
@@ -41,25 +41,31 @@ final class JanusSocket: Sendable {
                     group.cancelAll()
                 }
             }
-            var failure: any Error = JanusError.disconnected
+            var failure: any Error = Unreachable(url: url, reason: "the connection closed")
             do { try await client.run() } catch { failure = error }
             incomingContinuation.finish()
             opened.fail(failure)
         }
         socket.task.withLock { $0 = task }
         do { try await opened.wait() } catch {
-            throw .unreachable(url: url, reason: String(describing: error))
+            throw Unreachable(url: url, reason: String(describing: error))
         }
         return socket
     }
 
-    func send(_ text: String) { outgoing.yield(text) }
+    /// The socket could not be opened.
+    public struct Unreachable: Error, CustomStringConvertible {
+        public let url: String, reason: String
+        public var description: String { "\(url) unreachable: \(reason)" }
+    }
+
+    public func send(_ text: String) { outgoing.yield(text) }
 
     /// Closes the socket (sends a close frame after what is queued).
-    func close() { outgoing.finish() }
+    public func close() { outgoing.finish() }
 
     /// Waits until the connection task ended.
-    func closed() async { await task.withLock { $0 }?.value }
+    public func closed() async { await task.withLock { $0 }?.value }
 }
 
 /// Resolves once: the WebSocket opened, or the connection task ended first.

@@ -1,0 +1,66 @@
+import ECall
+import Foundation
+import Testing
+
+/// STOMP 1.2 framing: escaping, frames split and joined anywhere, heart-beats, bad input.
+struct StompParserTests {
+    func parse(_ chunks: [String]) -> [StompParser.Event] {
+        var p = StompParser()
+        return chunks.flatMap { p.append($0.utf8) }
+    }
+
+    @Test func roundTripsWithEscapedHeadersAndABodyHoldingNUL() {
+        let f = StompFrame("MESSAGE", [("destination", "/exchange/ecall.signal.out/7"), ("odd:name", "line1\nline2\\x")], body: Data("a\0b".utf8))
+        #expect(parse([f.encoded]) == [.frame(f + [("content-length", "3")])])
+        #expect(f.encoded.contains("odd\\cname:line1\\nline2\\\\x"))
+        // CONNECT headers are not escaped (STOMP 1.2).
+        #expect(StompFrame("CONNECT", [("passcode", "a:b")]).encoded.contains("passcode:a:b\n"))
+    }
+
+    @Test func framesSplitAnywhereAndJoinedAreAllRead() {
+        let frames = (0..<5).map { StompFrame("MESSAGE", [("subscription", "sub-\($0)")], body: Data("{\"n\":\($0)}".utf8)) }
+        let wire = frames.map(\.encoded).joined(separator: "\n")  // heart-beats between frames
+        for size in [1, 2, 7, 64, wire.utf8.count] {
+            let bytes = Array(wire.utf8)
+            var p = StompParser(), events: [StompParser.Event] = []
+            for start in stride(from: 0, to: bytes.count, by: size) { events += p.append(bytes[start..<min(start + size, bytes.count)]) }
+            let got = events.compactMap { if case .frame(let f) = $0 { f["subscription"] } else { nil } }
+            #expect(got == frames.map { $0["subscription"] }, "chunks of \(size)")
+            #expect(events.filter { $0 == .heartBeat }.count == 4)
+        }
+    }
+
+    @Test func malformedFramesAreReportedAndTheStreamGoesOn() {
+        let good = StompFrame("MESSAGE", [("subscription", "s")], body: Data("ok".utf8)).encoded
+        let events = parse([
+            "MESSAGE\nno colon here\n\nx\0",
+            "MESSAGE\nbad:escape\\q\n\n\0",
+            "MESSAGE\ncontent-length:99999999\n\n\0",
+            "MESSAGE\ncontent-length:1\n\nxy\0",
+            good,
+        ])
+        #expect(events.filter { if case .malformed = $0 { true } else { false } }.count == 4, "\(events)")
+        #expect(events.last == .frame(StompFrame("MESSAGE", [("subscription", "s"), ("content-length", "2")], body: Data("ok".utf8))))
+    }
+
+    @Test func randomBytesNeverCrashTheParser() {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("MESSAGE\n:\\\0content-length:5abc\r".utf8)
+        for _ in 0..<20_000 {
+            var p = StompParser()
+            p.maxFrameSize = 256
+            let n = Int.random(in: 0..<300, using: &rng)
+            let bytes = (0..<n).map { _ in Bool.random() ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng) }
+            _ = p.append(bytes)
+            _ = p.append(StompFrame("RECEIPT").encoded.utf8)
+        }
+    }
+}
+
+extension StompFrame {
+    static func + (f: StompFrame, extra: [(String, String)]) -> StompFrame {
+        var g = f
+        g.headers += extra
+        return g
+    }
+}
