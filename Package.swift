@@ -108,10 +108,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `sfubot agent`: the bot as a full ECall participant.
+        .target(
+            name: "ECallAgent",
+            dependencies: ["Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -127,7 +133,7 @@ let package = Package(
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus"],
+            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallAgent", "ECallStandIn"],
             swiftSettings: strict
         ),
     ]

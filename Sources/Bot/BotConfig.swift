@@ -14,6 +14,11 @@ public struct BotConfig: Sendable {
     public var logger: Logger
     /// Diagnostics: sees every frame on both sides of the seal/open transform.
     public var frameTap: FrameTap?
+    /// Called (on a streaming thread, with the feed id) for each received frame no key in the
+    /// ring opens: the ECall agent asks the key host for the call key then.
+    public var onKeyMissing: (@Sendable (Int64) -> Void)?
+    /// TURN servers for ICE (`turn(s)://user:password@host:port`), e.g. from ECall's `/credentials`.
+    public var turnServers: [String] = []
 
     public init(janusURL: String, room: Int64, display: String, protection: FrameProtection,
                 janus: JanusSession.Options = .init(), pipelines: PipelineLibrary, logger: Logger) {

@@ -48,7 +48,8 @@ final class FeedRecording: Sendable {
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
-         library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil) throws {
+         library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
+         onKeyMissing: (@Sendable (Int64) -> Void)? = nil) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
@@ -73,8 +74,13 @@ final class FeedRecording: Sendable {
         let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
         self.keyFrames = keyFrames
         var probes = [
-            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times)
-                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times, onDrop: { keyFrames?.request() }),
+            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times, onDrop: { reason in
+                               if reason == .noKey { onKeyMissing?(feedID) }
+                           })
+                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times, onDrop: { reason in
+                               keyFrames?.request()
+                               if reason == .noKey { onKeyMissing?(feedID) }
+                           }),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
         let mediaTimes = self.mediaTimes

@@ -63,12 +63,13 @@ struct Sealer<Format: FrameFormat>: FrameTransform {
 }
 
 /// Opens each received frame after the depayloader; frames that do not open are counted by
-/// reason, never reach the file, and call `onDrop` (video asks for a keyframe there).
+/// reason, never reach the file, and call `onDrop` with the reason (video asks for a keyframe
+/// there; the agent asks for the call key when no key opens them).
 struct Opener<Format: FrameFormat>: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
     let times: FrameTimes
-    var onDrop: (@Sendable () -> Void)? = nil
+    var onDrop: (@Sendable (DropReason) -> Void)? = nil
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
 
@@ -81,7 +82,7 @@ struct Opener<Format: FrameFormat>: FrameTransform {
             return n
         } catch {
             stats.dropped(error)
-            onDrop?()
+            onDrop?(error)
             return nil
         }
     }
@@ -115,7 +116,7 @@ extension Pad {
 
     /// Attaches the receive side: the opener, or a counter of frames passed through as is.
     func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
-                                        onDrop: (@Sendable () -> Void)? = nil) -> PadProbe {
+                                        onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
         switch protection {
         case .e2ee(let ring): addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
         case .none:

@@ -129,6 +129,7 @@ public struct Player: Sendable {
             }
             let pipeline = try Pipeline(description: description)
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+            for turn in config.turnServers { try webrtc.addTurnServer(turn) }
             let seal = try pipeline.element(named: "seal")
             let sealPad = try seal.staticPad("src")
             var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]

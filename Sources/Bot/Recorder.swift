@@ -238,6 +238,7 @@ actor RoomRecording {
     private func startMedia() throws {
         let pipeline = try Pipeline(description: config.pipelines.description("subscribe"))
         let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+        for turn in config.turnServers { try webrtc.addTurnServer(turn) }
         let media = self.media, config = self.config, directory = self.directory
         let log = self.log
         busStream = pipeline.bus.messages()
@@ -302,7 +303,7 @@ actor RoomRecording {
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
-                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix)
+                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix, onKeyMissing: config.onKeyMissing)
                 idle?.remove()
                 m.files.insert(name)
                 m.recordings[mid] = recording

@@ -50,6 +50,12 @@ void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *c
   g_signal_emit_by_name(webrtc, "add-ice-candidate", mline, candidate);
 }
 
+gboolean sfb_webrtc_add_turn_server(GstElement *webrtc, const char *uri) {
+  gboolean added = FALSE;
+  g_signal_emit_by_name(webrtc, "add-turn-server", uri, &added);
+  return added;
+}
+
 void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise) {
   g_signal_emit_by_name(webrtc, "get-stats", pad, promise);
 }

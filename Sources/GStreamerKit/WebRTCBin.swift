@@ -83,6 +83,14 @@ public final class WebRTCBin: @unchecked Sendable {
         sfb_webrtc_add_ice_candidate(element.pointer, guint(mline), candidate)
     }
 
+    /// Adds a TURN server (`add-turn-server`), `turn://user:password@host:port` or `turns://…`.
+    public func addTurnServer(_ uri: String) throws(GStreamerError) {
+        // The URI holds the TURN password: the error names only the host.
+        guard sfb_webrtc_add_turn_server(element.pointer, uri) != 0 else {
+            throw .badPropertyValue(element: element.name, property: "add-turn-server", value: String(uri.split(separator: "@").last ?? "?"))
+        }
+    }
+
     public enum Direction: Sendable { case sendOnly, receiveOnly, sendReceive }
 
     /// Adds a transceiver with the given caps (`add-transceiver`).

@@ -13,6 +13,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case media = 70         // EX_SOFTWARE
         case cannotWrite = 73   // EX_CANTCREAT
         case protocolError = 76 // EX_PROTOCOL
+        case config = 78        // EX_CONFIG
     }
     let description: String
     let code: Code

@@ -82,10 +82,8 @@ extension MediaScene {
         #expect(Double(samples.count) / 48000 >= 6, "\(Double(samples.count) / 48000) s recorded")
         #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 440 * 0.02)
         // No silence where the file starts over: every 100 ms of the recording holds the tone.
-        let quiet = stride(from: 0, to: samples.count - 4800, by: 4800).filter { i in
-            samples[i..<(i + 4800)].reduce(0.0) { $0 + Double($1) * Double($1) } / 4800 < 1_000_000
-        }
-        #expect(quiet.isEmpty, "quiet 100 ms windows at \(quiet.map { Double($0) / 48000 }) s")
+        let quiet = Audio.quietWindows(samples)
+        #expect(quiet.isEmpty, "quiet 100 ms windows at \(quiet) s")
     }
 
     @Test func wrongKeyWritesNoAudioAndCountsDrops() async throws {

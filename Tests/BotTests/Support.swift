@@ -68,6 +68,22 @@ enum Audio {
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
+    /// Like `decode`, but on the file's timeline: a stretch with no frames becomes silence
+    /// (`audiorate`), so gaps show.
+    static func decodeTimed(_ file: URL) async throws -> [Int16] {
+        let raw = file.deletingPathExtension().appendingPathExtension("timed.raw")
+        try await runToEnd("filesrc location=\"\(file.path)\" ! oggdemux ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! audiorate ! filesink location=\"\(raw.path)\"")
+        let data = try Data(contentsOf: raw)
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Start times (seconds) of the 100 ms windows of `samples` without the tone's energy.
+    static func quietWindows(_ samples: [Int16]) -> [Double] {
+        stride(from: 0, to: samples.count - 4800, by: 4800).filter { i in
+            samples[i..<(i + 4800)].reduce(0.0) { $0 + Double($1) * Double($1) } / 4800 < 1_000_000
+        }.map { Double($0) / 48000 }
+    }
+
     /// Mean luma (0–255) of each frame of a Matroska H.264 file, decoded and shrunk to 16x16.
     static func videoLuma(_ file: URL) async throws -> [Double] {
         let raw = file.deletingPathExtension().appendingPathExtension("gray")

@@ -119,6 +119,14 @@ import Testing
         }
     }
 
+    @Test func aStandInOnATakenPortFailsInsteadOfWaiting() async throws {
+        let first = ECallStandIn()
+        let url = try await first.start()
+        let port = try #require(Int(url.split(separator: ":").last!.split(separator: "/").first!))
+        await #expect(throws: (any Error).self) { _ = try await ECallStandIn().start(port: port) }
+        await first.stop()
+    }
+
     @Test func aDeadBackendIsAClearError() async throws {
         // The HTTP client retries a refused connection until the request's deadline.
         let c = try client("http://127.0.0.1:1/app/api", timeout: .seconds(2))

@@ -25,6 +25,8 @@ void sfb_webrtc_create_answer(GstElement *webrtc, GstPromise *promise);
 void sfb_webrtc_set_local_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise);
 void sfb_webrtc_set_remote_description(GstElement *webrtc, GstWebRTCSessionDescription *desc, GstPromise *promise);
 void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *candidate);
+// `add-turn-server` with a turn(s)://user:password@host:port URI; FALSE if webrtcbin refused it.
+gboolean sfb_webrtc_add_turn_server(GstElement *webrtc, const char *uri);
 void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
 /// Adds a transceiver; returns it with a reference the caller owns, or NULL.
 GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRTCRTPTransceiverDirection direction, GstCaps *caps);

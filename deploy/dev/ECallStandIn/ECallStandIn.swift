@@ -60,8 +60,14 @@ public final class ECallStandIn: Sendable {
             configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "ecall-standin"),
             onServerRunning: { channel in bound.yield(channel.localAddress?.port ?? port); bound.finish() },
             logger: Self.quiet(log))
-        server.withLock { $0 = Task { try await app.run() } }
+        let task = Task {
+            // If the server ends before it runs (port taken), `start` must not wait forever.
+            defer { bound.finish() }
+            try await app.run()
+        }
+        server.withLock { $0 = task }
         for await p in ports { return "http://127.0.0.1:\(p)/app/api" }
+        if case .failure(let error) = await task.result { throw error }
         throw CancellationError()
     }
 

@@ -5,8 +5,10 @@ import Foundation
 import Logging
 import Testing
 
+extension MediaScene {
 /// STOMP against a real RabbitMQ (Web-STOMP, vhost `ecall`) started by `make test`, with the
-/// stand-in backend checking device logins and routing signal messages.
+/// stand-in backend checking device logins and routing signal messages. In the serialized
+/// MediaScene: the stand-in that answers RabbitMQ's auth must own ECALL_AUTH_PORT alone.
 @Suite(.serialized, .enabled(if: Broker.url != nil, "needs the local RabbitMQ: run `make test`"))
 struct StompBrokerTests {
     /// A device logged in to the stand-in, with its REST client.
@@ -23,25 +25,6 @@ struct StompBrokerTests {
                 return .init(login: "device-\(id)", passcode: c.rabbitmqToken, expires: c.rabbitmqTokenExpiresAt.map(Date.init(timeIntervalSince1970:)))
             }
         }
-    }
-
-    func withBackend(_ configure: (inout ECallStandIn.Configuration) -> Void = { _ in },
-                     _ body: (ECallStandIn, String) async throws -> Void) async throws {
-        var configuration = ECallStandIn.Configuration()
-        configuration.stompURL = Broker.url!
-        configure(&configuration)
-        let backend = ECallStandIn(configuration: configuration)
-        let url = try await backend.start(port: Broker.authPort)
-        do {
-            try await backend.startRouting(stompURL: Broker.url!)
-            try await body(backend, url)
-        } catch {
-            await backend.stopRouting()
-            await backend.stop()
-            throw error
-        }
-        await backend.stopRouting()
-        await backend.stop()
     }
 
     func device(_ name: String, _ backend: ECallStandIn, _ url: String) async throws -> Device {
@@ -75,7 +58,7 @@ struct StompBrokerTests {
     }
 
     @Test func aSignalSentToTheInExchangeReachesItsRecipientOnly() async throws {
-        try await withBackend { backend, url in
+        try await Broker.withBackend { backend, url in
             let host = try await device("host", backend, url), guest = try await device("guest", backend, url)
             let hostStomp = host.stomp(), guestStomp = guest.stomp()
             try await hostStomp.start()
@@ -102,7 +85,7 @@ struct StompBrokerTests {
     }
 
     @Test func aWrongTokenIsRefusedWithAClearError() async throws {
-        try await withBackend { backend, url in
+        try await Broker.withBackend { backend, url in
             let d = try await device("eve", backend, url)
             let client = StompClient(options: .init(url: Broker.url!, host: "ecall"), logger: Logger(label: "test")) {
                 .init(login: "device-\(d.session.deviceId)", passcode: "not-a-token")
@@ -124,7 +107,7 @@ struct StompBrokerTests {
     }
 
     @Test func heartBeatsFlowAndExpiringCredentialsAreRenewedWithoutLosingTheSubscription() async throws {
-        try await withBackend({ $0.rabbitTokenLifetime = 4 }) { backend, url in
+        try await Broker.withBackend({ $0.rabbitTokenLifetime = 4 }) { backend, url in
             let d = try await device("bot", backend, url), peer = try await device("peer", backend, url)
             let stomp = d.stomp(heartBeat: .seconds(1)), peerStomp = peer.stomp()
             try await stomp.start()
@@ -146,7 +129,31 @@ struct StompBrokerTests {
     }
 }
 
+}
+
+/// The local RabbitMQ that `make test` starts, and the stand-in backend beside it.
 enum Broker {
     static let url = ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"]
     static let authPort = Int(ProcessInfo.processInfo.environment["ECALL_AUTH_PORT"] ?? "8481") ?? 8481
+
+    /// Runs `body` with the stand-in serving on the port RabbitMQ asks for auth and routing
+    /// signal messages; it is stopped (the port free again) before this returns.
+    static func withBackend(_ configure: (inout ECallStandIn.Configuration) -> Void = { _ in },
+                            _ body: (ECallStandIn, String) async throws -> Void) async throws {
+        var configuration = ECallStandIn.Configuration()
+        configuration.stompURL = url!
+        configure(&configuration)
+        let backend = ECallStandIn(configuration: configuration)
+        let api = try await backend.start(port: authPort)
+        do {
+            try await backend.startRouting(stompURL: url!)
+            try await body(backend, api)
+        } catch {
+            await backend.stopRouting()
+            await backend.stop()
+            throw error
+        }
+        await backend.stopRouting()
+        await backend.stop()
+    }
 }

@@ -1,0 +1,84 @@
+public import Foundation
+
+/// `sfubot agent --config FILE`: a JSON file. Relative paths are relative to the file.
+public struct AgentConfig: Codable, Sendable {
+    /// The ECall API base, `<api>/app/api`.
+    public var api: String
+    public var apiId: String
+    public var apiSecret: String
+    /// The device identity key (`sfubot keys generate`).
+    public var identity: String
+    /// Where tokens and ids are kept (created 0600).
+    public var session: String
+    public var email: String?
+    public var phoneNumber: String?
+    public var displayName: String
+    /// The login code, if known in advance (else it is asked for on the terminal).
+    public var otp: String?
+    public var janus: String
+    public var janusApiSecret: String?
+    /// The Web-STOMP URL, if not the one `/credentials` gives.
+    public var stomp: String?
+    /// `record` (default) or `play`.
+    public var onInvite: String?
+    /// With `play`: the file to play, looped, while the call lasts.
+    public var playFile: String?
+    /// With `record`: recordings go to `<recordings>/<callId>/`.
+    public var recordings: String?
+    /// How often `GET /call/active` is polled (invitations may go to phones only).
+    public var pollSeconds: Double?
+    /// As key host: how often the call key is rotated (ECall: 300 s).
+    public var rotationSeconds: Double?
+
+    public enum InviteAction: Sendable, Equatable { case record(directory: String), play(file: String) }
+
+    public var action: InviteAction {
+        get throws(AgentError) {
+            switch onInvite ?? "record" {
+            case "record": return .record(directory: recordings ?? "recordings")
+            case "play":
+                guard let playFile else { throw .config("on_invite play needs play_file") }
+                return .play(file: playFile)
+            case let other: throw .config("on_invite must be record or play, not \(other)")
+            }
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case api, apiId = "api_id", apiSecret = "api_secret", identity, session, email, phoneNumber = "phone_number"
+        case displayName = "display_name", otp, janus, janusApiSecret = "janus_api_secret", stomp
+        case onInvite = "on_invite", playFile = "play_file", recordings, pollSeconds = "poll_seconds", rotationSeconds = "rotation_seconds"
+    }
+
+    /// Reads the file; relative paths become relative to its folder.
+    public static func load(_ path: String) throws(AgentError) -> AgentConfig {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .config("cannot read \(path)") }
+        var c: AgentConfig
+        do { c = try JSONDecoder().decode(AgentConfig.self, from: data) } catch { throw .config("\(path): \(error)") }
+        guard c.email != nil || c.phoneNumber != nil else { throw .config("\(path): give email or phone_number") }
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base.appendingPathComponent(p).path }
+        c.identity = resolve(c.identity)
+        c.session = resolve(c.session)
+        c.playFile = c.playFile.map(resolve)
+        c.recordings = resolve(c.recordings ?? "recordings")
+        return c
+    }
+}
+
+/// Why the agent stopped, in words that say what to do.
+public enum AgentError: Error, CustomStringConvertible {
+    case config(String)
+    case identity(String)
+    case backend(String)
+    case stomp(String)
+
+    public var description: String {
+        switch self {
+        case .config(let why): "agent config: \(why)"
+        case .identity(let why): "identity key: \(why)"
+        case .backend(let why): "ECall backend: \(why)"
+        case .stomp(let why): "STOMP: \(why)"
+        }
+    }
+}

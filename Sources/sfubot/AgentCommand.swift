@@ -1,0 +1,52 @@
+import ArgumentParser
+import Bot
+import ECallAgent
+import Foundation
+import Logging
+
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Be a full ECall participant: take invitations, join, record or play, follow key rotations.",
+        discussion: """
+            Logs in to the ECall backend with the device identity (sfubot keys generate), registers \
+            it, listens on STOMP and polls GET /call/active. On an invitation it unwraps the call \
+            key, joins the Janus room and records every participant into <recordings>/<callId>/ \
+            (or plays play_file, with on_invite "play"). Key rotations are applied only when the \
+            current key host wrapped them; when frames stop opening it asks the host for the key. \
+            It leaves on call_ended/call_cancelled. Ctrl-C leaves every call, files finished.
+
+            Config (JSON; paths relative to it): api, api_id, api_secret, identity, session, email \
+            or phone_number, display_name, janus, and optionally otp, janus_api_secret, stomp, \
+            on_invite, play_file, recordings, poll_seconds.
+            """)
+
+    @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
+    var config: String
+
+    @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
+    var pipelines: String?
+
+    @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace). Keys and tokens are never logged.")
+    var verbose: Int
+
+    func run() async throws {
+        LoggingSystem.bootstrapOnce()
+        var log = Logger(label: "sfubot.agent")
+        log.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
+        do {
+            let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log)
+            try await runCancellableOnSignals { try await agent.run() }
+            print("agent: \(await agent.counters)")
+        } catch let e as AgentError {
+            let code: CLIFailure.Code = switch e {
+            case .config: .config
+            case .identity: .badKey
+            case .backend, .stomp: .unreachable
+            }
+            CLIFailure(e.description, code: code).exit()
+        } catch let e as BotError {
+            CLIFailure(e).exit()
+        }
+    }
+}

@@ -1,0 +1,267 @@
+import Bot
+import ECall
+import ECallAgent
+import ECallStandIn
+import FrameCrypto
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+extension MediaScene {
+    /// A scripted ECall call on loopback: the real Janus and RabbitMQ, the stand-in backend, a
+    /// caller acting as the phone (and key host), and `sfubot agent` invited to record.
+    @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"] != nil, "needs the local RabbitMQ: run `make test`"))
+    struct AgentTests {
+        static let stompURL = ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"] ?? ""
+        static let authPort = Int(ProcessInfo.processInfo.environment["ECALL_AUTH_PORT"] ?? "8481") ?? 8481
+
+        /// A phone: REST client, identity, STOMP.
+        struct Phone {
+            let client: ECallClient
+            let identity: DeviceIdentity
+            let session: SessionState
+            let stomp: StompClient
+
+            static func login(_ name: String, kind: DeviceIdentity.Kind = .p256, url: String, otp: String) async throws -> Phone {
+                let identity = try DeviceIdentity.generate(kind)
+                let client = try ECallClient(configuration: .init(baseURL: url, apiID: "sfubot-dev", apiSecret: "sfubot-dev-secret"), logger: Logger(label: "test.phone"))
+                let who = LoginIdentity(email: "\(name)@example.test", displayName: name, publicKey: identity.publicKey.wire, identifier: "phone-\(name)")
+                _ = try await client.login(who)
+                let session = try await client.verifyLogin(code: otp, who)
+                try await client.registerDevice(publicKey: identity.publicKey.wire, publicKeyHash: identity.publicKey.hash)
+                let stomp = StompClient(options: .init(url: stompURL, host: "ecall"), logger: Logger(label: "test.phone")) {
+                    .init(login: "device-\(session.deviceId)", passcode: try await client.credentials().rabbitmqToken)
+                }
+                try await stomp.start()
+                return Phone(client: client, identity: identity, session: session, stomp: stomp)
+            }
+
+            func send(_ m: SignalMessage) async throws {
+                try await stomp.send("/exchange/ecall.signal.in", body: m.json,
+                                     headers: [("content-type", "application/json"), ("authorization", "Bearer \(session.accessToken)")])
+            }
+        }
+
+        /// `sfubot agent` from a config file, running until cancelled, once it has logged in.
+        static func startAgent(_ configFile: URL, logger: Logger) async throws
+            -> (Agent, Task<Void, any Error>, (userID: Int64, deviceID: Int64)) {
+            let agent = Agent(config: try AgentConfig.load(configFile.path), pipelines: try PipelineLibrary(), logger: logger)
+            let running = Task { try await agent.run(readOTP: { nil }) }
+            for _ in 0..<100 {
+                if let ids = await agent.device { return (agent, running, ids) }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            running.cancel()
+            throw AgentError.backend("the agent did not log in within 10 s")
+        }
+
+        @Test(arguments: [DeviceIdentity.Kind.p256, .rsa])
+        func invitedAgentRecordsThroughARotationAndLeavesWhenTheCallEnds(agentKey: DeviceIdentity.Kind) async throws {
+            let dir = try Scene.tempDirectory("agent-\(agentKey.rawValue)")
+            try await Broker.withBackend { backend, api in
+                // The agent, with a fresh identity, configured from a file as a user would.
+                let identity = try DeviceIdentity.generate(agentKey)
+                try identity.write(toNewFile: dir.appendingPathComponent("identity.key").path)
+                let configFile = dir.appendingPathComponent("agent.json")
+                try JSONSerialization.data(withJSONObject: [
+                    "api": api, "api_id": "sfubot-dev", "api_secret": "sfubot-dev-secret", "identity": "identity.key", "session": "session.json",
+                    "email": "agent@example.test", "display_name": "Recorder", "otp": backend.configuration.otp, "janus": Scene.janusURL!,
+                    "on_invite": "record", "recordings": "recordings", "poll_seconds": 0.5,
+                ]).write(to: configFile)
+                let log = CapturedLog()
+                let (agent, running, me) = try await Self.startAgent(configFile, logger: log.logger("agent"))
+
+                // The caller creates the room and invites the agent with the key wrapped for its device.
+                let caller = try await Phone.login("caller", url: api, otp: backend.configuration.otp)
+                let room = try await Scene.createRoom()
+                func randomHex() -> String { (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
+                let firstHex = randomHex(), secondHex = randomHex()
+                let first = try CallKey(hex: firstHex)
+                let agentKeyWire = try #require(try await caller.client.publicKeys(userIDs: [me.userID])["\(me.userID)_\(me.deviceID)"])
+                let agentPublic = try DevicePublicKey(wire: agentKeyWire)
+                #expect(agentPublic == identity.publicKey)
+                let call = try await caller.client.startCall(.init(roomId: room, calleeIds: [me.userID],
+                    encryptedAESKeys: ["\(me.userID)_\(me.deviceID)": try KeyWrap.wrap(first, for: agentPublic, from: caller.identity)], isVideo: false))
+                var joined = agent.events.makeAsyncIterator()
+                #expect(await joined.next() == call.id)
+
+                // The caller talks (10 s of 440 Hz), sealed with the call key.
+                let tone = try await Audio.tone(440, seconds: 10, in: dir)
+                let ring = KeyRing(current: first)
+                let talking = Task {
+                    try await Player(config: try Scene.config(room: room, display: "\(caller.session.userId):Caller", protection: .e2ee(ring)), file: tone.path).run()
+                }
+                try await Task.sleep(for: .seconds(4))
+
+                // A forged rotation: a logged-in stranger wraps its own key for the agent.
+                let mallory = try await Phone.login("mallory", url: api, otp: backend.configuration.otp)
+                var forged = SignalMessage(type: .keyRotation)
+                forged.callId = call.id
+                forged.participantId = me.userID
+                forged.participantDeviceId = me.deviceID
+                forged.encryptedAESKey = try KeyWrap.wrap(CallKey.random(), for: agentPublic, from: mallory.identity)
+                forged.keyRotationTimestamp = Date().timeIntervalSince1970 + 0.5
+                forged.senderId = mallory.session.userId
+                forged.senderDeviceId = mallory.session.deviceId
+                try await mallory.send(forged)
+
+                // The host's rotation: the new key opens at once as the future key, current in 1.5 s.
+                let second = try CallKey(hex: secondHex)
+                let at = Date().timeIntervalSince1970 + 1.5
+                var rotation = SignalMessage(type: .keyRotation)
+                rotation.callId = call.id
+                rotation.participantId = me.userID
+                rotation.participantDeviceId = me.deviceID
+                rotation.encryptedAESKey = try KeyWrap.wrap(second, for: agentPublic, from: caller.identity)
+                rotation.keyRotationTimestamp = at
+                rotation.senderId = caller.session.userId
+                rotation.senderDeviceId = caller.session.deviceId
+                try await caller.send(rotation)
+                ring.schedule(second, at: at)
+                // Garbage on the agent's queue: counted, no crash.
+                var unknown = SignalMessage(type: .callEnded)
+                unknown.type = "future_feature"
+                unknown.callId = call.id
+                unknown.participantDeviceId = me.deviceID
+                try await caller.send(unknown)
+
+                let report = try await talking.value
+                #expect(report.framesSent >= 480)
+                var ended = SignalMessage(type: .callEnded)
+                ended.callId = call.id
+                ended.participantId = me.userID
+                ended.participantDeviceId = me.deviceID
+                try await caller.client.endCall(callID: call.id)
+                try await caller.send(ended)
+                #expect(await joined.next() == -call.id, "the agent left on call_ended")
+
+                let counters = await agent.counters
+                #expect(counters.rotationsApplied == 1 && counters.rotationsRefused == 1, "\(counters)")
+                #expect(counters.unknownSignals == 1)
+                // The recording: the caller's tone, every frame opened across the rotation, no gap.
+                let out = dir.appendingPathComponent("recordings/\(call.id)")
+                let manifest = try JSONDecoder.manifest.decode(RecordingManifest.self, from: Data(contentsOf: out.appendingPathComponent("manifest.json")))
+                let feed = try #require(manifest.feeds.first { $0.userID == String(caller.session.userId) })
+                #expect(feed.frames.droppedTotal == 0 && feed.frames.opened >= 400, "\(feed.frames)")
+                #expect(manifest.ended != nil, "finished on call_ended")
+                let samples = try await Audio.decodeTimed(out.appendingPathComponent(feed.file))
+                #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 9)
+                #expect(Double(samples.count) / 48000 >= 8, "\(Double(samples.count) / 48000) s")
+                let quiet = Audio.quietWindows(samples)
+                #expect(quiet.isEmpty, "no 100 ms gap, across the rotation too: quiet at \(quiet) s")
+
+                running.cancel()
+                _ = try? await running.value
+                // Nothing secret reached the logs, at any level.
+                let logged = log.text
+                let session = try #require(try SessionStore(path: dir.appendingPathComponent("session.json").path).load())
+                let secrets = [firstHex, secondHex] + [session.accessToken, session.refreshToken, identity.pkcs8PEM.split(separator: "\n")[1].description, caller.session.accessToken]
+                for secret in secrets { #expect(!logged.contains(secret), "a secret in the logs") }
+                #expect(logged.contains("refused key_rotation"), "the forged rotation is logged")
+                await caller.stomp.close()
+                await mallory.stomp.close()
+            }
+        }
+
+        @Test func asKeyHostTheAgentRotatesAndGivesAStaleParticipantTheKey() async throws {
+            let dir = try Scene.tempDirectory("agent-host")
+            try await Broker.withBackend { backend, api in
+                // The agent plays a tone into the call it is invited to, and rotates every 3 s as host.
+                let tone = try await Audio.tone(440, seconds: 3, in: dir)
+                try DeviceIdentity.generate(.p256).write(toNewFile: dir.appendingPathComponent("identity.key").path)
+                let configFile = dir.appendingPathComponent("agent.json")
+                try JSONSerialization.data(withJSONObject: [
+                    "api": api, "api_id": "sfubot-dev", "api_secret": "sfubot-dev-secret", "identity": "identity.key", "session": "session.json",
+                    "email": "host@example.test", "display_name": "Host", "otp": backend.configuration.otp, "janus": Scene.janusURL!,
+                    "on_invite": "play", "play_file": tone.path, "poll_seconds": 0.5, "rotation_seconds": 3,
+                ]).write(to: configFile)
+                let (agent, running, me) = try await Self.startAgent(configFile, logger: Logger(label: "agent"))
+
+                let phone = try await Phone.login("phone", url: api, otp: backend.configuration.otp)
+                let room = try await Scene.createRoom()
+                let agentPublic = try DevicePublicKey(wire: try #require(try await phone.client.publicKeys(userIDs: [me.userID])["\(me.userID)_\(me.deviceID)"]))
+                let key = CallKey.random()
+                let call = try await phone.client.startCall(.init(roomId: room, calleeIds: [me.userID],
+                    encryptedAESKeys: ["\(me.userID)_\(me.deviceID)": try KeyWrap.wrap(key, for: agentPublic, from: phone.identity)], isVideo: false))
+                var events = agent.events.makeAsyncIterator()
+                #expect(await events.next() == call.id)
+                var handover = SignalMessage(type: .handoverHost)
+                handover.callId = call.id
+                handover.participantId = me.userID
+                handover.participantDeviceId = me.deviceID
+                try await phone.send(handover)
+
+                // The phone lost the key: its recorder holds a stale one. It asks the host once, and
+                // takes what the host sends, or rotates, only if the host's published key wrapped it.
+                let ring = KeyRing(current: .random())
+                let times = TimeLog()
+                let inbox = await phone.stomp.subscribe("/exchange/ecall.signal.out/\(phone.session.deviceId)")
+                let listening = Task {
+                    for await frame in inbox {
+                        guard let m = try? SignalMessage.parse(frame.body), let box = m.encryptedAESKey,
+                              let opened = try? KeyWrap.unwrap(box, with: phone.identity), opened.sender == agentPublic else { continue }
+                        if m.kind == .sendAESKey { ring.setCurrent(opened.key); times.mark("key") }
+                        if m.kind == .keyRotation { ring.schedule(opened.key, at: m.keyRotationTimestamp ?? 0); times.mark("rotation") }
+                    }
+                }
+                var request = SignalMessage(type: .requestAESKey)
+                request.callId = call.id
+                request.participantId = me.userID
+                request.participantDeviceId = me.deviceID
+                request.senderId = phone.session.userId
+                request.senderDeviceId = phone.session.deviceId
+                let asking = request
+                var config = try Scene.config(room: room, display: "\(phone.session.userId):Phone", protection: .e2ee(ring),
+                                              tap: { point, _, _ in if point == .afterOpen { times.mark("opened") } })
+                config.onKeyMissing = { _ in
+                    guard times.first("request") == nil else { return }
+                    times.mark("request")
+                    Task { try? await phone.send(asking) }
+                }
+                let out = dir.appendingPathComponent("rec")
+                let recording = Task { try await Recorder(config: config, directory: out).run() }
+                try await Task.sleep(for: .seconds(9))
+                recording.cancel()
+                let manifest = try await recording.value
+                listening.cancel()
+
+                let requested = try #require(times.first("request"), "frames failed with the stale key and the phone asked")
+                let keyed = try #require(times.first("key"), "the host answered")
+                let opened = try #require(times.first("opened"))
+                #expect(keyed.timeIntervalSince(requested) < 1 && opened.timeIntervalSince(requested) < 1,
+                        "key \(keyed.timeIntervalSince(requested)) s, first opened frame \(opened.timeIntervalSince(requested)) s after the request")
+                print("stale participant: key from the host \(keyed.timeIntervalSince(requested)) s, first opened \(opened.timeIntervalSince(requested)) s after the request")
+                let counters = await agent.counters
+                #expect(counters.keysSent == 1 && counters.rotationsMade >= 2, "\(counters)")
+                #expect(times.count("rotation") >= 2, "the phone got the host's rotations")
+                let feed = try #require(manifest.feeds.first)
+                // Only frames before the key arrived failed; through two rotations every frame opened.
+                #expect(Double(feed.frames.dropped["no_key_opens"] ?? 0) * 0.02 <= keyed.timeIntervalSince(try #require(feed.firstFrame)) + 0.3, "\(feed.frames)")
+                #expect(feed.frames.opened >= 250, "\(feed.frames)")
+                running.cancel()
+                _ = try? await running.value
+                await phone.stomp.close()
+            }
+        }
+    }
+}
+
+extension JSONDecoder {
+    static var manifest: JSONDecoder {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            return try Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        }
+        return d
+    }
+}
+
+/// When things happened, from any thread.
+final class TimeLog: Sendable {
+    private let marks = Mutex<[(String, Date)]>([])
+    func mark(_ what: String) { marks.withLock { $0.append((what, Date())) } }
+    func first(_ what: String) -> Date? { marks.withLock { $0.first { $0.0 == what }?.1 } }
+    func count(_ what: String) -> Int { marks.withLock { $0.filter { $0.0 == what }.count } }
+}

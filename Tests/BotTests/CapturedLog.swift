@@ -1,0 +1,29 @@
+import Logging
+import Synchronization
+
+/// Every line a logger wrote, at every level, for tests that check what reaches the logs.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    func logger(_ label: String) -> Logger {
+        var l = Logger(label: label) { _ in Handler(sink: self) }
+        l.logLevel = .trace
+        return l
+    }
+
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    struct Handler: LogHandler {
+        let sink: CapturedLog
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+            let all = self.metadata.merging(metadata ?? [:]) { $1 }
+            sink.lines.withLock { $0.append("\(level) \(message) \(all)") }
+        }
+    }
+}
