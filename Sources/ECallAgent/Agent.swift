@@ -34,6 +34,8 @@ public actor Agent {
     private var identity: DeviceIdentity?
     private var me: SessionState?
     private var calls: [Int64: CallSession] = [:]
+    /// Calls left (ended, cancelled): never joined again, even if still listed as active.
+    private var left: Set<Int64> = []
     private var turnServers: [String] = []
     public private(set) var counters = Counters()
     /// Who the agent is logged in as, once it is.
@@ -142,7 +144,7 @@ public actor Agent {
     // MARK: - Calls
 
     private func join(callID: Int64, roomID: Int64, wrappedKey: String) async {
-        guard calls[callID] == nil, let identity, let client, let me else { return }
+        guard calls[callID] == nil, !left.contains(callID), let identity, let client, let me else { return }
         let key: CallKey
         do { key = try KeyWrap.unwrap(wrappedKey, with: identity).key } catch {
             log.error("invitation to call \(callID): \(error)")
@@ -180,6 +182,7 @@ public actor Agent {
 
     private func leave(_ callID: Int64, reason: String) async {
         guard let session = calls.removeValue(forKey: callID) else { return }
+        left.insert(callID)
         log.info("leaving call \(callID): \(reason)")
         await session.end()
         counters.callsEnded += 1

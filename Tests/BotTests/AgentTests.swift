@@ -164,6 +164,72 @@ extension MediaScene {
             }
         }
 
+        @Test func anAgentWithAStaleKeyAsksTheHostOnceAndRecordsAgain() async throws {
+            let dir = try Scene.tempDirectory("agent-stale")
+            try await Broker.withBackend { backend, api in
+                try DeviceIdentity.generate(.p256).write(toNewFile: dir.appendingPathComponent("identity.key").path)
+                let configFile = dir.appendingPathComponent("agent.json")
+                try JSONSerialization.data(withJSONObject: [
+                    "api": api, "api_id": "sfubot-dev", "api_secret": "sfubot-dev-secret", "identity": "identity.key", "session": "session.json",
+                    "email": "late@example.test", "display_name": "Late", "otp": backend.configuration.otp, "janus": Scene.janusURL!,
+                    "recordings": "recordings", "poll_seconds": 0.5,
+                ]).write(to: configFile)
+                let (agent, running, me) = try await Self.startAgent(configFile, logger: Logger(label: "agent"))
+
+                // The caller (key host) invites the agent with a key that is no longer the call's.
+                let caller = try await Phone.login("caller", url: api, otp: backend.configuration.otp)
+                let agentPublic = try DevicePublicKey(wire: try #require(try await caller.client.publicKeys(userIDs: [me.userID])["\(me.userID)_\(me.deviceID)"]))
+                let room = try await Scene.createRoom()
+                let stale = CallKey.random(), current = CallKey.random()
+                let call = try await caller.client.startCall(.init(roomId: room, calleeIds: [me.userID],
+                    encryptedAESKeys: ["\(me.userID)_\(me.deviceID)": try KeyWrap.wrap(stale, for: agentPublic, from: caller.identity)], isVideo: false))
+                var events = agent.events.makeAsyncIterator()
+                #expect(await events.next() == call.id)
+
+                // The host answers every request_aes_key from the agent with the current key.
+                let times = TimeLog()
+                let inbox = await caller.stomp.subscribe("/exchange/ecall.signal.out/\(caller.session.deviceId)")
+                let answering = Task {
+                    for await frame in inbox {
+                        guard let m = try? SignalMessage.parse(frame.body), m.kind == .requestAESKey, m.senderId == me.userID else { continue }
+                        times.mark("request")
+                        var answer = SignalMessage(type: .sendAESKey)
+                        answer.callId = call.id
+                        answer.participantId = me.userID
+                        answer.participantDeviceId = me.deviceID
+                        answer.encryptedAESKey = try? KeyWrap.wrap(current, for: agentPublic, from: caller.identity)
+                        answer.senderId = caller.session.userId
+                        answer.senderDeviceId = caller.session.deviceId
+                        try? await caller.send(answer)
+                    }
+                }
+                let tone = try await Audio.tone(440, seconds: 6, in: dir)
+                _ = try await Player(config: try Scene.config(room: room, display: "\(caller.session.userId):Caller", protection: .e2ee(KeyRing(current: current))),
+                                     file: tone.path).run()
+                try await Task.sleep(for: .seconds(1))
+                var ended = SignalMessage(type: .callEnded)
+                ended.callId = call.id
+                ended.participantId = me.userID
+                ended.participantDeviceId = me.deviceID
+                try await caller.send(ended)
+                #expect(await events.next() == -call.id)
+                answering.cancel()
+
+                let counters = await agent.counters
+                #expect(counters.keyRequestsSent == 1 && counters.keysReceived == 1 && times.count("request") == 1,
+                        "one request for a burst of failing frames: \(counters)")
+                let manifest = try JSONDecoder.manifest.decode(RecordingManifest.self,
+                    from: Data(contentsOf: dir.appendingPathComponent("recordings/\(call.id)/manifest.json")))
+                let feed = try #require(manifest.feeds.first)
+                print("agent with a stale key: \(feed.frames.dropped["no_key_opens"] ?? 0) frames did not open before the key came, \(feed.frames.opened) opened")
+                // Frames failed only until the key came: a handful, then everything opened.
+                #expect((1...25).contains(feed.frames.dropped["no_key_opens"] ?? 0) && feed.frames.opened >= 240, "\(feed.frames)")
+                running.cancel()
+                _ = try? await running.value
+                await caller.stomp.close()
+            }
+        }
+
         @Test func asKeyHostTheAgentRotatesAndGivesAStaleParticipantTheKey() async throws {
             let dir = try Scene.tempDirectory("agent-host")
             try await Broker.withBackend { backend, api in

@@ -7,13 +7,16 @@ import Testing
 extension MediaScene {
     /// H.264 from the test pattern through Janus to the recorder, sealed per ECall slice.
     @Suite struct VideoTests {
-        func record(player: FrameProtection, recorder: FrameProtection, seconds: Double, tap: FrameTap? = nil) async throws -> (RecordingManifest, URL, Player.Report) {
+        /// Records a room while one player sends `source` (the test pattern for `seconds`, or a
+        /// file to its end) as user 3.
+        func record(player: FrameProtection, recorder: FrameProtection, source: Player.Source = .testPattern, seconds: Double? = nil,
+                    tap: FrameTap? = nil) async throws -> (RecordingManifest, URL, Player.Report) {
             let room = try await Scene.createRoom()
             let out = try Scene.tempDirectory("video").appendingPathComponent("rec")
             let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: recorder, tap: tap), directory: out).run() }
             try await Task.sleep(for: .seconds(1))
-            let report = try await Player(config: try Scene.config(room: room, display: "3:Pattern", protection: player),
-                                          source: .testPattern, duration: .seconds(seconds)).run()
+            let report = try await Player(config: try Scene.config(room: room, display: "3:Sender", protection: player),
+                                          source: source, duration: seconds.map { .seconds($0) }).run()
             try await Task.sleep(for: .seconds(1))
             recording.cancel()
             return (try await recording.value, out, report)
@@ -107,14 +110,7 @@ extension MediaScene {
                 """)
             let source = try #require(try MediaInfo.discover(clip.path).videoCaps)
             let ring = KeyRing(current: .random())
-            let room = try await Scene.createRoom()
-            let out = dir.appendingPathComponent("rec")
-            let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
-            try await Task.sleep(for: .seconds(1))
-            let report = try await Player(config: try Scene.config(room: room, display: "6:AsIs", protection: .e2ee(ring)), file: clip.path).run()
-            try await Task.sleep(for: .seconds(1))
-            recording.cancel()
-            let manifest = try await recording.value
+            let (manifest, out, report) = try await record(player: .e2ee(ring), recorder: .e2ee(ring), source: .file(clip.path))
 
             #expect((85...90).contains(report.videoFramesSent), "6 s at 15 fps: \(report.videoFramesSent)")
             let video = try #require(manifest.feeds.first { $0.kind == "video" })
@@ -137,14 +133,7 @@ extension MediaScene {
                 audiotestsrc num-buffers=282 ! audio/x-raw,rate=48000 ! avenc_aac ! queue ! m.
                 """)
             let ring = KeyRing(current: .random())
-            let room = try await Scene.createRoom()
-            let out = dir.appendingPathComponent("rec")
-            let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
-            try await Task.sleep(for: .seconds(1))
-            let report = try await Player(config: try Scene.config(room: room, display: "5:Clip", protection: .e2ee(ring)), file: clip.path).run()
-            try await Task.sleep(for: .seconds(1))
-            recording.cancel()
-            let manifest = try await recording.value
+            let (manifest, out, report) = try await record(player: .e2ee(ring), recorder: .e2ee(ring), source: .file(clip.path))
 
             #expect((55...62).contains(report.videoFramesSent), "6 s at 10 fps: \(report.videoFramesSent)")
             #expect((295...305).contains(report.framesSent), "6 s of 20 ms audio frames: \(report.framesSent)")
