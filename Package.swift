@@ -114,6 +114,8 @@ let package = Package(
             dependencies: ["Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // Load-test measurements (issue 5, first parts): E-model MOS, process CPU/RSS.
+        .target(name: "LoadTest", swiftSettings: strict),
         .executableTarget(
             name: "sfubot",
             dependencies: [
@@ -130,6 +132,7 @@ let package = Package(
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
+        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest"], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
