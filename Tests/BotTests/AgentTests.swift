@@ -11,11 +11,8 @@ import Testing
 extension MediaScene {
     /// A scripted ECall call on loopback: the real Janus and RabbitMQ, the stand-in backend, a
     /// caller acting as the phone (and key host), and `sfubot agent` invited to record.
-    @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"] != nil, "needs the local RabbitMQ: run `make test`"))
+    @Suite(.serialized, .enabled(if: Broker.url != nil, "needs the local RabbitMQ: run `make test`"))
     struct AgentTests {
-        static let stompURL = ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"] ?? ""
-        static let authPort = Int(ProcessInfo.processInfo.environment["ECALL_AUTH_PORT"] ?? "8481") ?? 8481
-
         /// A phone: REST client, identity, STOMP.
         struct Phone {
             let client: ECallClient
@@ -23,18 +20,11 @@ extension MediaScene {
             let session: SessionState
             let stomp: StompClient
 
-            static func login(_ name: String, kind: DeviceIdentity.Kind = .p256, url: String, otp: String) async throws -> Phone {
-                let identity = try DeviceIdentity.generate(kind)
-                let client = try ECallClient(configuration: .init(baseURL: url, apiID: "sfubot-dev", apiSecret: "sfubot-dev-secret"), logger: Logger(label: "test.phone"))
-                let who = LoginIdentity(email: "\(name)@example.test", displayName: name, publicKey: identity.publicKey.wire, identifier: "phone-\(name)")
-                _ = try await client.login(who)
-                let session = try await client.verifyLogin(code: otp, who)
-                try await client.registerDevice(publicKey: identity.publicKey.wire, publicKeyHash: identity.publicKey.hash)
-                let stomp = StompClient(options: .init(url: stompURL, host: "ecall"), logger: Logger(label: "test.phone")) {
-                    .init(login: "device-\(session.deviceId)", passcode: try await client.credentials().rabbitmqToken)
-                }
+            static func login(_ name: String, url: String, otp: String) async throws -> Phone {
+                let device = try await Broker.Device.login(name, url: url, otp: otp)
+                let stomp = device.stomp(logger: Logger(label: "test.phone"))
                 try await stomp.start()
-                return Phone(client: client, identity: identity, session: session, stomp: stomp)
+                return Phone(client: device.client, identity: device.identity, session: device.session, stomp: stomp)
             }
 
             func send(_ m: SignalMessage) async throws {

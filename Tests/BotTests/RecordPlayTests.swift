@@ -215,5 +215,27 @@ extension MediaScene {
         #expect(heard.filter { $0 == "B" }.count >= 10, "the short publisher's 3 s: \(heard)")
         #expect(heard.filter { $0 != "-" }.count >= 24, "the long publisher's 7 s: \(heard)")
     }
+
+    @Test func aBranchThatCannotBeBuiltLeavesNoFileBehind() async throws {
+        let dir = try Scene.tempDirectory("badbranch")
+        // A pipelines folder whose audio recording branch lacks the `file` element the bot needs.
+        let pipelines = dir.appendingPathComponent("pipelines")
+        try FileManager.default.copyItem(at: try PipelineLibrary().directory, to: pipelines)
+        let branch = pipelines.appendingPathComponent("record-audio.pipeline")
+        try String(contentsOf: branch, encoding: .utf8).replacingOccurrences(of: "name=file ", with: "").write(to: branch, atomically: true, encoding: .utf8)
+        let tone = try await Audio.tone(440, seconds: 3, in: dir)
+        let ring = KeyRing(current: .random())
+        let room = try await Scene.createRoom()
+        var config = try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring))
+        config.pipelines = try PipelineLibrary(directory: pipelines.path)
+        let out = dir.appendingPathComponent("rec")
+        let recording = Task { [config] in try await Recorder(config: config, directory: out).run() }
+        try await Task.sleep(for: .seconds(1))
+        _ = try await Player(config: try Scene.config(room: room, display: "4:Tone", protection: .e2ee(ring)), file: tone.path).run()
+        recording.cancel()
+        let manifest = try await recording.value
+        #expect(manifest.feeds.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["manifest.json"], "no empty or half-built recording")
+    }
 }
 }

@@ -11,27 +11,8 @@ extension MediaScene {
 /// MediaScene: the stand-in that answers RabbitMQ's auth must own ECALL_AUTH_PORT alone.
 @Suite(.serialized, .enabled(if: Broker.url != nil, "needs the local RabbitMQ: run `make test`"))
 struct StompBrokerTests {
-    /// A device logged in to the stand-in, with its REST client.
-    struct Device {
-        let client: ECallClient
-        let session: SessionState
-        func stomp(heartBeat: Duration = .seconds(10), logger: Logger = Logger(label: "test.stomp")) -> StompClient {
-            var o = StompClient.Options(url: Broker.url!, host: "ecall")
-            o.heartBeat = heartBeat
-            o.renewBefore = .seconds(2)
-            let client = self.client, id = session.deviceId
-            return StompClient(options: o, logger: logger) {
-                let c = try await client.credentials()
-                return .init(login: "device-\(id)", passcode: c.rabbitmqToken, expires: c.rabbitmqTokenExpiresAt.map(Date.init(timeIntervalSince1970:)))
-            }
-        }
-    }
-
-    func device(_ name: String, _ backend: ECallStandIn, _ url: String) async throws -> Device {
-        let client = try ECallClient(configuration: .init(baseURL: url, apiID: "sfubot-dev", apiSecret: "sfubot-dev-secret"), logger: Logger(label: "test"))
-        let me = LoginIdentity(email: "\(name)@example.test", displayName: name, publicKey: try DeviceIdentity.generate(.p256).publicKey.wire, identifier: name)
-        _ = try await client.login(me)
-        return Device(client: client, session: try await client.verifyLogin(code: backend.configuration.otp, me))
+    func device(_ name: String, _ backend: ECallStandIn, _ url: String) async throws -> Broker.Device {
+        try await Broker.Device.login(name, url: url, otp: backend.configuration.otp)
     }
 
     /// The peer's own 4 s credentials are renewed too: a send can fall between two connections.
@@ -133,6 +114,35 @@ struct StompBrokerTests {
 
 /// The local RabbitMQ that `make test` starts, and the stand-in backend beside it.
 enum Broker {
+    /// A device logged in to the stand-in, its key registered: REST client, identity, session.
+    struct Device {
+        let client: ECallClient
+        let identity: DeviceIdentity
+        let session: SessionState
+
+        static func login(_ name: String, kind: DeviceIdentity.Kind = .p256, url: String, otp: String) async throws -> Device {
+            let identity = try DeviceIdentity.generate(kind)
+            let client = try ECallClient(configuration: .init(baseURL: url, apiID: "sfubot-dev", apiSecret: "sfubot-dev-secret"), logger: Logger(label: "test.device"))
+            let who = LoginIdentity(email: "\(name)@example.test", displayName: name, publicKey: identity.publicKey.wire, identifier: "device-\(name)")
+            _ = try await client.login(who)
+            let session = try await client.verifyLogin(code: otp, who)
+            try await client.registerDevice(publicKey: identity.publicKey.wire, publicKeyHash: identity.publicKey.hash)
+            return Device(client: client, identity: identity, session: session)
+        }
+
+        /// A STOMP client logging in as this device with fresh credentials each time.
+        func stomp(heartBeat: Duration = .seconds(10), logger: Logger = Logger(label: "test.stomp")) -> StompClient {
+            var o = StompClient.Options(url: Broker.url!, host: "ecall")
+            o.heartBeat = heartBeat
+            o.renewBefore = .seconds(2)
+            let client = self.client, id = session.deviceId
+            return StompClient(options: o, logger: logger) {
+                let c = try await client.credentials()
+                return .init(login: "device-\(id)", passcode: c.rabbitmqToken, expires: c.rabbitmqTokenExpiresAt.map(Date.init(timeIntervalSince1970:)))
+            }
+        }
+    }
+
     static let url = ProcessInfo.processInfo.environment["SFUBOT_STOMP_URL"]
     static let authPort = Int(ProcessInfo.processInfo.environment["ECALL_AUTH_PORT"] ?? "8481") ?? 8481
 
