@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test bench bench-load clean
 
 deps:
 	@scripts/install-deps
@@ -16,12 +16,18 @@ demo: build
 	scripts/in-netns scripts/demo
 
 test: build
+	scripts/validate-k8s
 	swift build --build-tests
 	SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build
 
 bench: deps
 	swift build -c release --product sfubot-bench
 	.build/release/sfubot-bench
+
+# How many E2EE bots one core of sfubot carries, against the local Janus (prints figures).
+bench-load: deps
+	swift build -c release --product sfubot
+	scripts/in-netns scripts/bench-load
 
 clean:
 	rm -rf .build .run

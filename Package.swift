@@ -114,12 +114,19 @@ let package = Package(
             dependencies: ["Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        // Load-test measurements (issue 5, first parts): E-model MOS, process CPU/RSS.
-        .target(name: "LoadTest", swiftSettings: strict),
+        // `sfubot load`: many encrypted bots in one process sharing one encoder, measured.
+        .target(
+            name: "LoadTest",
+            dependencies: [
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -132,11 +139,11 @@ let package = Package(
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
-        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest"], swiftSettings: strict),
+        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus"], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallAgent", "ECallStandIn"],
+            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallAgent", "ECallStandIn", "LoadTest"],
             swiftSettings: strict
         ),
     ]

@@ -1,6 +1,6 @@
 public import FrameCrypto
-import Foundation
-public import GStreamerKit
+package import Foundation
+package import GStreamerKit
 import Synchronization
 
 /// Whether media is sealed with the call key (ECall's E2EE) or sent as is.
@@ -13,7 +13,7 @@ public enum FrameProtection: Sendable {
 
 /// A frame format of ECALL-WIRE: how a frame is sealed and opened, whole (audio) or per
 /// slice (video).
-protocol FrameFormat: Sendable {
+package protocol FrameFormat: Sendable {
     static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
     static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int
     static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
@@ -21,25 +21,25 @@ protocol FrameFormat: Sendable {
 }
 
 /// Opus frames: sealed whole (ECALL-WIRE §2).
-enum AudioFormat: FrameFormat {
-    static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count + AudioFrame.overhead }
-    static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
+package enum AudioFormat: FrameFormat {
+    package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count + AudioFrame.overhead }
+    package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try AudioFrame.seal(frame, key: key, into: output)
     }
-    static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { max(0, frame.count - AudioFrame.overhead) }
-    static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
+    package static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { max(0, frame.count - AudioFrame.overhead) }
+    package static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
         try AudioFrame.open(frame, keys: keys, into: output)
     }
 }
 
 /// H.264 access units, length-prefixed: slices sealed, SPS/PPS/SEI clear (ECALL-WIRE §3).
-enum VideoFormat: FrameFormat {
-    static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(frame) ?? 0 }
-    static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
+package enum VideoFormat: FrameFormat {
+    package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(frame) ?? 0 }
+    package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try VideoFrame.seal(frame, key: key, into: output)
     }
-    static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count }
-    static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
+    package static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count }
+    package static func open(_ frame: UnsafeRawBufferPointer, keys: KeyRing.Candidates, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
         try VideoFrame.open(frame, keys: keys, into: output)
     }
 }
@@ -89,25 +89,26 @@ struct Opener<Format: FrameFormat>: FrameTransform {
 }
 
 /// Wall-clock time of the first and last frame a stream received, in Unix milliseconds.
-final class FrameTimes: Sendable {
+package final class FrameTimes: Sendable {
+    package init() {}
     private let first = Atomic<Int64>(0)
     private let last = Atomic<Int64>(0)
 
-    func mark() {
+    package func mark() {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         _ = first.compareExchange(expected: 0, desired: now, ordering: .relaxed)
         last.store(now, ordering: .relaxed)
     }
 
-    var firstDate: Date? { Self.date(first.load(ordering: .relaxed)) }
-    var lastDate: Date? { Self.date(last.load(ordering: .relaxed)) }
+    package var firstDate: Date? { Self.date(first.load(ordering: .relaxed)) }
+    package var lastDate: Date? { Self.date(last.load(ordering: .relaxed)) }
     private static func date(_ ms: Int64) -> Date? { ms == 0 ? nil : Date(timeIntervalSince1970: Double(ms) / 1000) }
 }
 
 extension Pad {
     /// Attaches the send side of `protection` for frames of `format`: the sealer, or a counter
     /// of plain frames sent.
-    func attachSender<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats) -> PadProbe {
+    package func attachSender<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats) -> PadProbe {
         switch protection {
         case .e2ee(let ring): addFrameTransform(Sealer<F>(ring: ring, stats: stats))
         case .none: addBufferObserver { _ in stats.sealed() }
@@ -115,7 +116,7 @@ extension Pad {
     }
 
     /// Attaches the receive side: the opener, or a counter of frames passed through as is.
-    func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
+    package func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
                                         onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
         switch protection {
         case .e2ee(let ring): addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))

@@ -1,17 +1,23 @@
-import GStreamerKit
-import Janus
-import Logging
+package import GStreamerKit
+package import Janus
+package import Logging
 
 /// Carries ICE between one webrtcbin and one Janus handle, both ways, and reports the
 /// connection state, until the handle's events end.
-struct PeerLink: Sendable {
+package struct PeerLink: Sendable {
     let webrtc: WebRTCBin
     let handle: JanusHandle
     let logger: Logger
 
+    package init(webrtc: WebRTCBin, handle: JanusHandle, logger: Logger) {
+        self.webrtc = webrtc
+        self.handle = handle
+        self.logger = logger
+    }
+
     /// Local candidates → `trickle`, negotiation requests and ICE states → the callbacks;
     /// runs until webrtcbin's events end or the task is cancelled.
-    func pump(onNegotiationNeeded: @escaping @Sendable () -> Void = {}, onState: @escaping @Sendable (String) -> Void = { _ in }) async {
+    package func pump(onNegotiationNeeded: @escaping @Sendable () -> Void = {}, onState: @escaping @Sendable (String) -> Void = { _ in }) async {
         for await event in webrtc.events {
             switch event {
             case .negotiationNeeded:
@@ -32,13 +38,13 @@ struct PeerLink: Sendable {
     }
 
     /// A remote candidate from Janus → webrtcbin.
-    func addRemote(mline: Int, candidate: String?) {
+    package func addRemote(mline: Int, candidate: String?) {
         // An empty candidate tells webrtcbin the remote side finished gathering.
         webrtc.addIceCandidate(mline: mline, candidate: candidate ?? "")
     }
 
     /// Offer → configure → answer, for a publisher.
-    func publish(video: Bool) async throws(BotError) {
+    package func publish(video: Bool) async throws(BotError) {
         do {
             let offer = try await webrtc.createOffer()
             try await webrtc.setLocalDescription(offer)
@@ -50,7 +56,7 @@ struct PeerLink: Sendable {
     }
 
     /// Janus's offer → answer → `start`, for a subscriber (first join and every update).
-    func answer(_ offer: JSEP) async throws(BotError) {
+    package func answer(_ offer: JSEP) async throws(BotError) {
         do {
             try await webrtc.setRemoteDescription(SessionDescription(kind: .offer, sdp: offer.sdp))
             let answer = try await webrtc.createAnswer()

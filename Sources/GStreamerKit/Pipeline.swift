@@ -96,6 +96,18 @@ public final class Pipeline: Bin, @unchecked Sendable {
     }
 
     /// The pipeline's current running time in nanoseconds (`gst_element_get_current_running_time`).
+    /// Runs on `other`'s clock and base time, so running times (hence RTP timestamps and
+    /// sender reports) agree with buffers `other` produces. Call before going to PLAYING;
+    /// `other` must be playing.
+    public func shareClock(with other: Pipeline) {
+        guard let clock = gst_element_get_clock(other.pointer) else { return }
+        let me = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstPipeline.self)
+        gst_pipeline_use_clock(me, clock)
+        gst_object_unref(UnsafeMutableRawPointer(clock))
+        gst_element_set_start_time(pointer, UInt.max)  // GST_CLOCK_TIME_NONE: keep the base time
+        gst_element_set_base_time(pointer, gst_element_get_base_time(other.pointer))
+    }
+
     public var runningTime: UInt64? {
         let t = gst_element_get_current_running_time(pointer)
         return t == UInt.max ? nil : UInt64(t)

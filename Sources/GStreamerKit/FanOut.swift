@@ -1,0 +1,93 @@
+internal import CGStreamer
+internal import CGStreamerShims
+import Synchronization
+
+/// A source pad that belongs to no element, linked to a sink pad in another pipeline: a
+/// `FanOut` pushes shared buffers through it, in the fan-out's own streaming thread, with no
+/// queue and no thread of its own.
+public final class Outlet: @unchecked Sendable {
+    // @unchecked: GstPad pushing and linking are thread-safe; the counters are atomics.
+    let pointer: UnsafeMutablePointer<GstPad>
+    private let peer: Pad
+    /// Buffers pushed, and pushes downstream refused (flushing, not linked, error).
+    let pushedCount = Atomic<Int>(0)
+    let refusedCount = Atomic<Int>(0)
+    public var pushed: Int { pushedCount.load(ordering: .relaxed) }
+    public var refused: Int { refusedCount.load(ordering: .relaxed) }
+
+    /// Links a new pad to `sink` and sends it the stream's sticky events (stream-start,
+    /// `caps`, a time segment from 0), so the element behind `sink` can negotiate before the
+    /// first buffer arrives.
+    public init(to sink: Pad, caps: String, streamID: String) throws(GStreamerError) {
+        GStreamer.initialize()
+        guard let p = gst_pad_new("outlet", GST_PAD_SRC) else { throw .linkFailed("cannot create a pad") }
+        gst_object_ref_sink(UnsafeMutableRawPointer(p))
+        pointer = p
+        peer = sink
+        gst_pad_set_active(p, 1)
+        let r = gst_pad_link(p, sink.pointer)
+        guard r == GST_PAD_LINK_OK else {
+            throw .linkFailed("outlet → \(sink.name): \(String(cString: gst_pad_link_get_name(r)))")
+        }
+        guard let c = gst_caps_from_string(caps) else { throw .parse("bad caps: \(caps)") }
+        var segment = GstSegment()
+        gst_segment_init(&segment, GST_FORMAT_TIME)
+        guard gst_pad_push_event(p, gst_event_new_stream_start(streamID)) != 0,
+              gst_pad_push_event(p, gst_event_new_caps(c)) != 0,
+              gst_pad_push_event(p, gst_event_new_segment(&segment)) != 0 else {
+            gst_mini_object_unref(UnsafeMutableRawPointer(c).assumingMemoryBound(to: GstMiniObject.self))
+            throw .linkFailed("\(sink.name) refused the stream's caps \(caps)")
+        }
+        gst_mini_object_unref(UnsafeMutableRawPointer(c).assumingMemoryBound(to: GstMiniObject.self))
+    }
+
+    deinit {
+        gst_pad_unlink(pointer, peer.pointer)
+        gst_pad_set_active(pointer, 0)
+        gst_object_unref(UnsafeMutableRawPointer(pointer))
+    }
+
+    /// Pushes one more reference to `buffer`; the caller keeps its own.
+    @inline(__always) func push(_ buffer: UnsafeMutablePointer<GstBuffer>) {
+        let ref = gst_mini_object_ref(UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: GstMiniObject.self))
+        let r = gst_pad_push(pointer, UnsafeMutableRawPointer(ref!).assumingMemoryBound(to: GstBuffer.self))
+        if r == GST_FLOW_OK { pushedCount.add(1, ordering: .relaxed) } else { refusedCount.add(1, ordering: .relaxed) }
+    }
+}
+
+/// Media encoded once, sent by many: every buffer leaving `source` is pushed to each attached
+/// outlet in turn (each gets a reference, not a copy) and then dropped. A transform on the
+/// far side (the seal) replaces the buffer, so outlets never see each other's changes.
+///
+/// An outlet is pushed to only while attached: attach it once its peer can take data without
+/// blocking (webrtcbin holds RTP until DTLS is up), or one slow peer stalls all.
+public final class FanOut: Sendable {
+    private final class Outlets: Sendable {
+        let list = Mutex<[Outlet]>([])
+    }
+    private let outlets = Outlets()
+    private let probe: PadProbe
+
+    public init(source: Pad) {
+        let context = Unmanaged.passRetained(outlets).toOpaque()
+        let id = gst_pad_add_probe(source.pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
+            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_DROP }
+            let outlets = Unmanaged<Outlets>.fromOpaque(data).takeUnretainedValue()
+            // Held while pushing: attach/detach wait at most one round, and no outlet is
+            // pushed to after `detach` returns.
+            outlets.list.withLock { list in for o in list { o.push(buffer) } }
+            return GST_PAD_PROBE_DROP
+        }, context, { data in
+            if let data { Unmanaged<Outlets>.fromOpaque(data).release() }
+        })
+        probe = PadProbe(pad: source, id: id)
+    }
+
+    deinit { probe.remove() }
+
+    public func attach(_ outlet: Outlet) { outlets.list.withLock { $0.append(outlet) } }
+
+    public func detach(_ outlet: Outlet) { outlets.list.withLock { $0.removeAll { $0 === outlet } } }
+
+    public var count: Int { outlets.list.withLock { $0.count } }
+}

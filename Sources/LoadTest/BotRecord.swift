@@ -1,0 +1,94 @@
+public import Foundation
+
+/// One bot's outcome, as `bots.csv` and `raw.json` hold it: who it was, how its join went,
+/// what it sent or received. Times are seconds; join phases are seconds from the start of
+/// the attempt that succeeded.
+public struct BotRecord: Codable, Sendable, Equatable {
+    public enum Role: String, Codable, Sendable { case publisher, subscriber }
+    public enum State: String, Codable, Sendable {
+        /// Joined and had media until the end.
+        case joined
+        /// Never joined after all retries.
+        case failed
+        /// Joined, then lost (Janus hung up, ICE failed) and not back by the end.
+        case lost
+        /// Stopped (end or Ctrl-C) before it had joined.
+        case notStarted = "not_started"
+    }
+
+    public var role: Role
+    /// Index among all bots of its role across shards, and the shard that ran it.
+    public var index: Int
+    public var shard: Int
+    public var display: String
+    /// Janus publisher id (publishers) or nil.
+    public var feedID: Int64?
+    public var state: State
+    public var attempts: Int = 0
+    public var error: String?
+    /// When the successful attempt began, seconds after the run's start.
+    public var startedAt: Double?
+    public var phases = JoinPhases()
+
+    // Publisher side.
+    public var framesSealed = 0
+    public var sealFailures = 0
+    public var packetsSent: UInt64 = 0
+    public var bytesSent: UInt64 = 0
+    /// Round-trip time to Janus (RTCP RR), ms; loss Janus reports for what we sent, %.
+    public var rttMs: Double?
+    public var remoteLossPercent: Double?
+
+    // Subscriber side.
+    /// Feeds subscribed, and how many delivered at least one decrypted frame.
+    public var feeds = 0
+    public var feedsReceiving = 0
+    public var framesReceived = 0
+    public var framesOpened = 0
+    /// Frames that did not open, by `DropReason` raw value.
+    public var decryptFailures: [String: Int] = [:]
+    public var packetsReceived: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var packetsLost: Int64 = 0
+    /// Mean interarrival jitter over the received streams, ms.
+    public var jitterMs: Double?
+    /// E-model MOS per received stream: mean and worst.
+    public var mos: Double?
+    public var mosWorst: Double?
+    /// Per feed (publisher id): decrypted frames in the steady window (all bots in).
+    public var steadyFramesByFeed: [String: Int]?
+    /// Publishers: frames sent in the steady window.
+    public var steadyFramesSent: Int?
+
+    public var decryptFailuresTotal: Int { decryptFailures.values.reduce(0, +) }
+    public var lossPercent: Double? {
+        let total = Double(packetsReceived) + Double(max(0, packetsLost))
+        return total > 0 ? 100 * Double(max(0, packetsLost)) / total : nil
+    }
+
+    public init(role: Role, index: Int, shard: Int, display: String, state: State = .notStarted) {
+        self.role = role
+        self.index = index
+        self.shard = shard
+        self.display = display
+        self.state = state
+    }
+}
+
+/// When each step of joining finished, seconds from the attempt's start (nil: not reached).
+public struct JoinPhases: Codable, Sendable, Equatable {
+    /// WebSocket open and Janus session created.
+    public var socketOpen: Double?
+    /// VideoRoom `joined` (publisher) or the subscription's offer (subscriber).
+    public var joined: Double?
+    public var iceConnected: Double?
+    /// First RTP packet sent (publisher) or received (subscriber).
+    public var firstRTP: Double?
+    /// First frame decrypted (subscriber; with --no-e2ee the first frame received).
+    public var firstDecrypted: Double?
+
+    public init() {}
+
+    public static let names = ["socket_open", "joined", "ice_connected", "first_rtp", "first_decrypted"]
+    public var values: [Double?] { [socketOpen, joined, iceConnected, firstRTP, firstDecrypted] }
+}

@@ -1,0 +1,69 @@
+import Bot
+import Foundation
+import Janus
+import Logging
+import Synchronization
+
+/// What every bot of a run shares: where to connect, how media is protected, the shared
+/// encoder, and the room's publisher list.
+struct LoadContext: Sendable {
+    var janusURL: String
+    var janus: JanusSession.Options
+    var room: Int64
+    var protection: FrameProtection
+    var library: PipelineLibrary
+    var logger: Logger
+    var source: LoadSource
+    var watcher: RoomWatcher
+    /// Feeds per subscriber (nil: all).
+    var subscribeLimit: Int?
+    /// How long a join may take before it counts as failed (and is retried).
+    var joinTimeout: Duration
+}
+
+/// The join phases of one attempt, marked from any thread.
+final class PhaseClock: Sendable {
+    let start = Date()
+    private let phases = Mutex(JoinPhases())
+
+    enum Phase: Sendable { case socketOpen, joined, iceConnected, firstRTP, firstDecrypted }
+
+    /// Marks `phase` as reached now (or at `date`); the first mark counts.
+    func mark(_ phase: Phase, at date: Date = Date()) {
+        let t = date.timeIntervalSince(start)
+        phases.withLock { p in
+            switch phase {
+            case .socketOpen: p.socketOpen = p.socketOpen ?? t
+            case .joined: p.joined = p.joined ?? t
+            case .iceConnected: p.iceConnected = p.iceConnected ?? t
+            case .firstRTP: p.firstRTP = p.firstRTP ?? t
+            case .firstDecrypted: p.firstDecrypted = p.firstDecrypted ?? t
+            }
+        }
+    }
+
+    var snapshot: JoinPhases { phases.withLock { $0 } }
+}
+
+/// Why a bot's attempt failed, as the report shows it.
+struct LoadBotError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+    init(_ error: any Error) { description = (error as? LoadBotError)?.description ?? String(describing: error) }
+}
+
+/// Runs `body` or fails after `timeout`.
+func within<T: Sendable>(_ timeout: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw LoadBotError("\(what) took longer than \(timeout)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,61 @@
+public import Bot
+public import Janus
+public import Logging
+
+/// What `sfubot load` runs: the room, how many bots of each role, their media and pace.
+public struct LoadPlan: Sendable {
+    public var janusURL: String
+    public var janus = JanusSession.Options()
+    public var room: Int64
+    public var publishers: Int
+    public var subscribers: Int
+    public var video = false
+    /// Audio file to send (encoded once, looped); nil: a 440 Hz tone.
+    public var media: String?
+    /// How long the room runs once every bot has joined or given up; nil: until cancelled.
+    public var duration: Duration?
+    /// Bots started per second.
+    public var ramp: Double = 10
+    public var protection: FrameProtection
+    public var subscribeLimit: Int?
+    /// This process runs shard `shard.index` of `shard.count` (bots are dealt round-robin).
+    public var shard = Shard(index: 0, count: 1)
+    /// Attempts after the first for a bot that fails to join (backoff 1 s, 2 s, 4 s … ≤ 30 s).
+    public var retries = 3
+    public var joinTimeout: Duration = .seconds(20)
+    /// How often each bot's webrtcbin statistics are read.
+    public var statsInterval: Duration = .seconds(2)
+    /// Fan-out threads for the shared media (default: one per core).
+    public var fanOutGroups: Int?
+    public var library: PipelineLibrary
+    public var logger: Logger
+
+    public init(janusURL: String, room: Int64, publishers: Int, subscribers: Int, protection: FrameProtection, library: PipelineLibrary, logger: Logger) {
+        self.janusURL = janusURL
+        self.room = room
+        self.publishers = publishers
+        self.subscribers = subscribers
+        self.protection = protection
+        self.library = library
+        self.logger = logger
+    }
+
+    public struct Shard: Sendable, Codable, Equatable {
+        public var index: Int
+        public var count: Int
+        public init(index: Int, count: Int) {
+            self.index = index
+            self.count = count
+        }
+
+        /// Parses "I/N" (0 ≤ I < N).
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/")
+            guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n > 0, i >= 0, i < n else { return nil }
+            self.init(index: i, count: n)
+        }
+
+        /// The global indices of `total` bots this shard runs.
+        public func indices(of total: Int) -> [Int] { Array(stride(from: index, to: total, by: count)) }
+    }
+}

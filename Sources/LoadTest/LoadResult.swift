@@ -1,0 +1,61 @@
+public import Foundation
+
+/// Everything a run measured (`raw.json`): the per-bot records and the once-a-second
+/// timeline. `sfubot load merge` joins several of these; the summary is derived from it.
+public struct LoadResult: Codable, Sendable {
+    public var room: Int64
+    public var janus: String
+    public var e2ee: Bool
+    public var video: Bool
+    public var media: String?
+    /// Bots planned across all shards.
+    public var publishers: Int
+    public var subscribers: Int
+    public var subscribeLimit: Int?
+    public var shards: [Shard]
+    public var bots: [BotRecord]
+
+    /// One process's run.
+    public struct Shard: Codable, Sendable {
+        public var index: Int
+        public var count: Int
+        public var host: String
+        public var started: Date
+        public var ended: Date
+        /// All of this shard's bots had joined or given up; measuring the room held from here.
+        public var steadyStart: Date?
+        public var steadyEnd: Date?
+        /// Stopped by Ctrl-C/SIGTERM before the planned end.
+        public var interrupted: Bool
+        public var timeline: [TimelineSample]
+        /// Process totals: CPU seconds used during the steady window, peak RSS and threads.
+        public var steadyCPUSeconds: Double?
+        public var peakRSSBytes: Int
+        public var peakThreads: Int
+        /// Threads and RSS before any bot started (the shared encoder running).
+        public var baselineThreads: Int
+        public var baselineRSSBytes: Int
+        /// RTP packets sent and received in the steady window (webrtcbin counters).
+        public var steadyPacketsSent: UInt64?
+        public var steadyPacketsReceived: UInt64?
+        public var fanOutGroups: Int
+    }
+}
+
+/// The room once a second (per shard; merged by time since start).
+public struct TimelineSample: Codable, Sendable, Equatable {
+    /// Seconds since the shard started.
+    public var t: Double
+    public var publishersJoined: Int
+    public var subscribersJoined: Int
+    public var failed: Int
+    public var mbpsOut: Double
+    public var mbpsIn: Double
+    /// Packets lost over packets expected since the previous statistics read, %.
+    public var lossPercent: Double?
+    public var decryptFailures: Int
+    public var framesOpened: Int
+    public var cpuCores: Double
+    public var rssMB: Double
+    public var threads: Int
+}

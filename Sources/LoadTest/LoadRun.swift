@@ -1,0 +1,323 @@
+public import Foundation
+import Bot
+import FrameCrypto
+import GStreamerKit
+import Logging
+import Synchronization
+
+/// What the live display and the metrics endpoint see once a second.
+public struct LiveFigures: Sendable {
+    public var sample: TimelineSample
+    public var planned: Int
+    public var retries: Int
+    public var phase: String
+    public var packetsSent: UInt64
+    public var packetsReceived: UInt64
+}
+
+/// Runs one shard of a load test: starts the shared encoder and the room watcher, ramps the
+/// bots in (retrying failed joins), measures, and leaves. Cancelling it (Ctrl-C) ends the
+/// test early; the result still comes back with what was measured.
+public final class LoadRun: Sendable {
+    private let plan: LoadPlan
+    private let state = Mutex(State())
+    private let onSample: @Sendable (LiveFigures) -> Void
+
+    private struct State {
+        var records: [String: BotRecord] = [:]
+        var settled = 0
+        var retries = 0
+        var timeline: [TimelineSample] = []
+        /// Latest per-stream inbound statistics per subscriber (for loss, jitter, MOS).
+        var inbound: [String: [RTPStreamStats]] = [:]
+        var bytesOut: UInt64 = 0, bytesIn: UInt64 = 0
+        var packetsOut: UInt64 = 0, packetsIn: UInt64 = 0, lostIn: Int64 = 0
+        var mbpsOut = 0.0, mbpsIn = 0.0
+        var lossPercent: Double?
+        var phase = "starting"
+    }
+
+    public init(plan: LoadPlan, onSample: @escaping @Sendable (LiveFigures) -> Void = { _ in }) {
+        self.plan = plan
+        self.onSample = onSample
+    }
+
+    public func run() async throws -> LoadResult {
+        let log = plan.logger
+        let started = Date()
+        let groups = plan.fanOutGroups ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let source = try await LoadSource(file: plan.media, video: plan.video, groups: groups, library: plan.library)
+        let baseline = ProcessSample.now()
+        let watcher: RoomWatcher
+        do {
+            watcher = try await RoomWatcher.join(url: plan.janusURL, options: plan.janus, room: plan.room,
+                                                 display: "sfubot-load:watcher-\(plan.shard.index)", logger: log)
+        } catch {
+            source.stop()
+            throw error
+        }
+        let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
+                                  library: plan.library, logger: log, source: source, watcher: watcher,
+                                  subscribeLimit: plan.subscribeLimit, joinTimeout: plan.joinTimeout)
+        let publishers = plan.shard.indices(of: plan.publishers).map { PublisherBot(index: $0, display: "sfubot-load:p\($0)", context: context) }
+        let subscribers = plan.shard.indices(of: plan.subscribers).map { SubscriberBot(index: $0, display: "sfubot-load:s\($0)", context: context) }
+        state.withLock { s in
+            for p in publishers { s.records["p\(p.index)"] = BotRecord(role: .publisher, index: p.index, shard: plan.shard.index, display: p.display) }
+            for b in subscribers { s.records["s\(b.index)"] = BotRecord(role: .subscriber, index: b.index, shard: plan.shard.index, display: b.display) }
+            s.phase = "ramping"
+        }
+        let bots: [(key: String, join: @Sendable () async throws -> Void, leave: @Sendable () async -> Void)] =
+            publishers.map { p in ("p\(p.index)", { try await p.join() }, { await p.leave() }) }
+            + subscribers.map { b in ("s\(b.index)", { try await b.join() }, { await b.leave() }) }
+        log.info("load: shard \(plan.shard.index)/\(plan.shard.count): \(publishers.count) publishers, \(subscribers.count) subscribers at \(plan.ramp)/s")
+
+        // Ramp: bot k starts k/ramp seconds in; a failed join is retried with backoff.
+        let joining = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for (k, bot) in bots.enumerated() {
+                    group.addTask { [self] in
+                        try? await Task.sleep(until: .now + .milliseconds(Int(1000 * Double(k) / max(plan.ramp, 0.001))), clock: .continuous)
+                        await lifecycle(key: bot.key, join: bot.join, leave: bot.leave, runStart: started)
+                    }
+                }
+            }
+        }
+        let sampling = Task { [self] in
+            await sample(publishers: publishers, subscribers: subscribers, started: started)
+        }
+        let source2 = source
+        let encoder = Task { try await source2.follow() }
+
+        // Wait for every bot to settle, then hold the room for the duration.
+        var steadyStart: Date?, steadyEnd: Date?, steadyCPU: Double?, steadySent: UInt64?, steadyReceived: UInt64?
+        var sentAtStart: [Int: Int] = [:], openedAtStart: [Int: [Int64: Int]] = [:]
+        while !Task.isCancelled, state.withLock({ $0.settled }) < bots.count {
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        // Subscribers are in once ICE is up; give their streams up to 10 s to deliver a first
+        // frame, so the window measures a room in which media flows everywhere it can.
+        let settledAt = Date()
+        while !Task.isCancelled, Date().timeIntervalSince(settledAt) < 10,
+              subscribers.contains(where: { b in let c = b.feedCount; return c.subscribed == 0 || c.arriving < c.subscribed }) {
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        if !Task.isCancelled {
+            steadyStart = Date()
+            state.withLock { $0.phase = "steady" }
+            await statsPass(publishers: publishers, subscribers: subscribers)
+            let cpu0 = ProcessSample.now()
+            let (sent0, received0) = state.withLock { ($0.packetsOut, $0.packetsIn) }
+            for p in publishers { sentAtStart[p.index] = p.audioStats.snapshot.sealed }
+            for b in subscribers { openedAtStart[b.index] = b.framesByFeed }
+            log.info("load: all bots settled after \(String(format: "%.1f", Date().timeIntervalSince(started))) s; holding")
+            if let duration = plan.duration { try? await Task.sleep(for: duration) } else {
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            }
+            // Frames first (atomic counters), then the network counters.
+            for p in publishers {
+                let sent = p.audioStats.snapshot.sealed - (sentAtStart[p.index] ?? 0)
+                state.withLock { $0.records["p\(p.index)"]?.steadyFramesSent = sent }
+            }
+            for b in subscribers {
+                let now = b.framesByFeed, before = openedAtStart[b.index] ?? [:]
+                var byFeed: [String: Int] = [:]
+                for (feed, n) in now { byFeed[String(feed)] = n - (before[feed] ?? 0) }
+                state.withLock { $0.records["s\(b.index)"]?.steadyFramesByFeed = byFeed }
+            }
+            steadyEnd = Date()
+            let cpu1 = ProcessSample.now()
+            await statsPass(publishers: publishers, subscribers: subscribers)
+            let (sent1, received1) = state.withLock { ($0.packetsOut, $0.packetsIn) }
+            if let cpu0, let cpu1 { steadyCPU = cpu1.cpuSeconds - cpu0.cpuSeconds }
+            steadySent = sent1 &- sent0
+            steadyReceived = received1 &- received0
+        }
+        let interrupted = Task.isCancelled
+        // Leaving must not be cut short by the cancellation that may have brought us here.
+        let peak = await Task { [self] () -> (Int, Int) in
+            state.withLock { $0.phase = "stopping" }
+            joining.cancel()
+            await joining.value
+            if steadyEnd == nil { await statsPass(publishers: publishers, subscribers: subscribers) }
+            sampling.cancel()
+            await sampling.value
+            let peak = state.withLock { s in (s.timeline.map(\.rssMB).max() ?? 0, s.timeline.map(\.threads).max() ?? 0) }
+            finalizeRecords(publishers: publishers, subscribers: subscribers)
+            await withTaskGroup(of: Void.self) { group in
+                for bot in bots { group.addTask { await bot.leave() } }
+            }
+            await watcher.leave()
+            encoder.cancel()
+            source.stop()
+            return (Int(peak.0 * 1_048_576), peak.1)
+        }.value
+        let s = state.withLock { $0 }
+        let shard = LoadResult.Shard(
+            index: plan.shard.index, count: plan.shard.count, host: ProcessInfo.processInfo.hostName,
+            started: started, ended: Date(), steadyStart: steadyStart, steadyEnd: steadyEnd, interrupted: interrupted,
+            timeline: s.timeline, steadyCPUSeconds: steadyCPU, peakRSSBytes: peak.0, peakThreads: peak.1,
+            baselineThreads: baseline?.threads ?? 0, baselineRSSBytes: baseline?.residentBytes ?? 0,
+            steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups)
+        return LoadResult(
+            room: plan.room, janus: plan.janusURL, e2ee: plan.protection.isEncrypted, video: plan.video, media: plan.media,
+            publishers: plan.publishers, subscribers: plan.subscribers, subscribeLimit: plan.subscribeLimit,
+            shards: [shard], bots: s.records.values.sorted { ($0.role.rawValue, $0.index) < ($1.role.rawValue, $1.index) })
+    }
+
+    /// One bot: join (with retries and backoff) and mark how it went.
+    private func lifecycle(key: String, join: @Sendable () async throws -> Void, leave: @Sendable () async -> Void, runStart: Date) async {
+        defer { state.withLock { $0.settled += 1 } }
+        for attempt in 0...plan.retries {
+            if Task.isCancelled { return }
+            state.withLock {
+                $0.records[key]?.attempts = attempt + 1
+                if attempt > 0 { $0.retries += 1 }
+            }
+            let began = Date()
+            do {
+                try await join()
+                state.withLock {
+                    $0.records[key]?.state = .joined
+                    $0.records[key]?.error = nil
+                    $0.records[key]?.startedAt = began.timeIntervalSince(runStart)
+                }
+                return
+            } catch {
+                if Task.isCancelled { return }
+                plan.logger.warning("load: \(key) attempt \(attempt + 1) failed: \(error)")
+                state.withLock { $0.records[key]?.error = String(describing: error) }
+                if attempt < plan.retries { try? await Task.sleep(for: .seconds(min(30, 1 << attempt))) }
+            }
+        }
+        state.withLock { $0.records[key]?.state = .failed }
+    }
+
+    /// Reads every bot's webrtcbin statistics (a few at a time) into the records.
+    private func statsPass(publishers: [PublisherBot], subscribers: [SubscriberBot]) async {
+        var bytesOut: UInt64 = 0, bytesIn: UInt64 = 0, packetsOut: UInt64 = 0, packetsIn: UInt64 = 0, lost: Int64 = 0
+        for chunk in stride(from: 0, to: publishers.count, by: 16).map({ Array(publishers[$0..<min($0 + 16, publishers.count)]) }) {
+            let results = await withTaskGroup(of: (Int, (UInt64, UInt64, Double?, Double?)).self) { group in
+                for p in chunk { group.addTask { (p.index, await p.networkStats()) } }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            state.withLock { s in
+                for (index, r) in results where r.0 > 0 {
+                    s.records["p\(index)"]?.packetsSent = r.0
+                    s.records["p\(index)"]?.bytesSent = r.1
+                    if let rtt = r.2 { s.records["p\(index)"]?.rttMs = rtt }
+                    if let l = r.3 { s.records["p\(index)"]?.remoteLossPercent = l }
+                }
+            }
+            for r in results.values { packetsOut += r.0; bytesOut += r.1 }
+        }
+        for chunk in stride(from: 0, to: subscribers.count, by: 16).map({ Array(subscribers[$0..<min($0 + 16, subscribers.count)]) }) {
+            let results = await withTaskGroup(of: (Int, [RTPStreamStats]).self) { group in
+                for b in chunk { group.addTask { (b.index, await b.networkStats()) } }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            state.withLock { s in
+                for (index, list) in results where !list.isEmpty {
+                    s.inbound["s\(index)"] = list
+                    s.records["s\(index)"]?.packetsReceived = list.reduce(0) { $0 + $1.packets }
+                    s.records["s\(index)"]?.bytesReceived = list.reduce(0) { $0 + $1.bytes }
+                    s.records["s\(index)"]?.packetsLost = list.reduce(0) { $0 + max(0, $1.packetsLost) }
+                    let jitters = list.compactMap(\.jitter)
+                    if !jitters.isEmpty { s.records["s\(index)"]?.jitterMs = 1000 * jitters.reduce(0, +) / Double(jitters.count) }
+                }
+            }
+            for list in results.values {
+                packetsIn += list.reduce(0) { $0 + $1.packets }
+                bytesIn += list.reduce(0) { $0 + $1.bytes }
+                lost += list.reduce(0) { $0 + max(0, $1.packetsLost) }
+            }
+        }
+        let seconds = Double(plan.statsInterval.components.seconds) + Double(plan.statsInterval.components.attoseconds) / 1e18
+        state.withLock { s in
+            // Rates from the previous pass; counters only grow while the same bots run.
+            if bytesOut >= s.bytesOut { s.mbpsOut = Double(bytesOut - s.bytesOut) * 8 / 1e6 / seconds }
+            if bytesIn >= s.bytesIn { s.mbpsIn = Double(bytesIn - s.bytesIn) * 8 / 1e6 / seconds }
+            let dLost = lost - s.lostIn, dIn = Int64(packetsIn) - Int64(s.packetsIn)
+            s.lossPercent = dLost >= 0 && dIn + dLost > 0 ? 100 * Double(dLost) / Double(dIn + dLost) : nil
+            (s.bytesOut, s.bytesIn, s.packetsOut, s.packetsIn, s.lostIn) = (bytesOut, bytesIn, packetsOut, packetsIn, lost)
+        }
+    }
+
+    /// Once a second: counters and the process; every `statsInterval`: webrtcbin statistics.
+    private func sample(publishers: [PublisherBot], subscribers: [SubscriberBot], started: Date) async {
+        var last = ProcessSample.now()
+        var nextStats = Date()
+        let interval = Double(plan.statsInterval.components.seconds) + Double(plan.statsInterval.components.attoseconds) / 1e18
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            if Date() >= nextStats {
+                nextStats = Date().addingTimeInterval(interval)
+                await statsPass(publishers: publishers, subscribers: subscribers)
+            }
+            let now = ProcessSample.now()
+            let frames = subscribers.reduce(FrameStats.Snapshot.zero) { $0 + $1.frames }
+            let figures = state.withLock { s -> LiveFigures in
+                let joined = s.records.values.filter { $0.state == .joined }
+                let sample = TimelineSample(
+                    t: Date().timeIntervalSince(started),
+                    publishersJoined: joined.filter { $0.role == .publisher }.count,
+                    subscribersJoined: joined.filter { $0.role == .subscriber }.count,
+                    failed: s.records.values.filter { $0.state == .failed }.count,
+                    mbpsOut: s.mbpsOut, mbpsIn: s.mbpsIn, lossPercent: s.lossPercent,
+                    decryptFailures: frames.droppedTotal, framesOpened: frames.opened,
+                    cpuCores: last.flatMap { a in now.map { ProcessSample.cores(from: a, to: $0) } } ?? 0,
+                    rssMB: Double(now?.residentBytes ?? 0) / 1_048_576, threads: now?.threads ?? 0)
+                s.timeline.append(sample)
+                return LiveFigures(sample: sample, planned: s.records.count, retries: s.retries, phase: s.phase,
+                                   packetsSent: s.packetsOut, packetsReceived: s.packetsIn)
+            }
+            last = now
+            onSample(figures)
+        }
+    }
+
+    /// Frames, phases, lost bots and MOS into the records, before the bots leave.
+    private func finalizeRecords(publishers: [PublisherBot], subscribers: [SubscriberBot]) {
+        for p in publishers {
+            let audio = p.audioStats.snapshot, video = p.videoStats.snapshot
+            let phases = p.phases, feed = p.feedID, lost = p.lost
+            state.withLock { s in
+                guard var r = s.records["p\(p.index)"] else { return }
+                r.framesSealed = audio.sealed + video.sealed
+                r.sealFailures = audio.sealFailed + video.sealFailed
+                r.phases = phases
+                r.feedID = feed ?? r.feedID
+                if r.state == .joined, let lost { r.state = .lost; r.error = lost }
+                s.records["p\(p.index)"] = r
+            }
+        }
+        // One-way delay for the E-model: publisher → Janus → subscriber is two hops of about
+        // RTT/2 each; the publishers' median RTT to Janus stands for both (subscribers send
+        // no RTP, so webrtcbin measures no RTT for them).
+        let rtts = state.withLock { $0.records.values.compactMap(\.rttMs) }.sorted()
+        let oneWay = rtts.isEmpty ? 0 : rtts[rtts.count / 2]
+        let model = EModel()
+        for b in subscribers {
+            let frames = b.frames, phases = b.phases, feeds = b.feedCount, lost = b.lost
+            state.withLock { s in
+                guard var r = s.records["s\(b.index)"] else { return }
+                r.framesReceived = frames.received
+                r.framesOpened = frames.opened
+                r.decryptFailures = frames.dropped.filter { $0.value > 0 }
+                r.phases = phases
+                r.feeds = feeds.subscribed
+                r.feedsReceiving = feeds.receiving
+                let scores = (s.inbound["s\(b.index)"] ?? []).map { st -> Double in
+                    let total = Double(st.packets) + Double(max(0, st.packetsLost))
+                    let loss = total > 0 ? 100 * Double(max(0, st.packetsLost)) / total : 0
+                    return model.mos(oneWayDelayMs: oneWay, jitterMs: 1000 * (st.jitter ?? 0), lossPercent: loss)
+                }
+                if !scores.isEmpty {
+                    r.mos = scores.reduce(0, +) / Double(scores.count)
+                    r.mosWorst = scores.min()
+                }
+                if r.state == .joined, let lost { r.state = .lost; r.error = lost }
+                s.records["s\(b.index)"] = r
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Bot
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Janus
+import Logging
+import Synchronization
+
+/// A publisher bot: its own Janus session and webrtcbin; the shared encoder's frames are
+/// pushed into its payloaders, sealed on the way in (nothing leaves in the clear).
+final class PublisherBot: Sendable {
+    let index: Int
+    let display: String
+    private let context: LoadContext
+    let audioStats = FrameStats()
+    let videoStats = FrameStats()
+    private let live = Mutex<Live?>(nil)
+    private let lostReason = Mutex<String?>(nil)
+
+    /// What one successful (or in-progress) attempt holds.
+    private struct Live: @unchecked Sendable {
+        // @unchecked: the GStreamer objects are thread-safe references; set once per attempt.
+        var session: JanusSession
+        var pipeline: Pipeline
+        var webrtc: WebRTCBin
+        var clock: PhaseClock
+        var feedID: Int64?
+        var outlets: [(Outlet, FanOut)] = []
+        var probes: [PadProbe] = []
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    init(index: Int, display: String, context: LoadContext) {
+        self.index = index
+        self.display = display
+        self.context = context
+    }
+
+    var phases: JoinPhases { live.withLock { $0?.clock.snapshot } ?? lastPhases.withLock { $0 } }
+    var feedID: Int64? { live.withLock { $0?.feedID } }
+    var lost: String? { lostReason.withLock { $0 } }
+    var webrtc: WebRTCBin? { live.withLock { $0?.webrtc } }
+
+    /// Connects, joins, publishes and starts sending; returns once Janus reports the media
+    /// path up. On failure everything this attempt built is torn down before it throws.
+    func join() async throws {
+        let clock = PhaseClock()
+        let log = context.logger
+        let session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+        clock.mark(.socketOpen)
+        let library = context.library, source = context.source
+        let pipeline: Pipeline
+        do {
+            pipeline = try Pipeline(description: library.description(source.hasVideo ? "load-publisher-video" : "load-publisher"))
+        } catch {
+            await session.close()
+            throw error
+        }
+        let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+        live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock) }
+        lostReason.withLock { $0 = nil }
+        do throws(any Error) {
+            let handle = try await session.attach(plugin: VideoRoom.plugin)
+            let joined = try await VideoRoom.joinAsPublisher(handle, room: context.room, display: display)
+            clock.mark(.joined)
+            live.withLock { $0?.feedID = joined.id }
+
+            // Seal on the payloaders' sink pads: nothing reaches a payloader in the clear.
+            var probes: [PadProbe] = []
+            var outlets: [(Outlet, FanOut)] = []
+            let pay = try pipeline.element(named: "pay")
+            probes.append(try pay.staticPad("sink").attachSender(context.protection, AudioFormat.self, stats: audioStats))
+                        if let caps = source.caps[.audio], let fan = source.fanOut(.audio, for: index) {
+                outlets.append((try Outlet(to: pay.staticPad("sink"), caps: caps, streamID: "\(display)-audio"), fan))
+            }
+            if source.hasVideo {
+                let vpay = try pipeline.element(named: "vpay")
+                probes.append(try vpay.staticPad("sink").attachSender(context.protection, VideoFormat.self, stats: videoStats))
+                if let caps = source.caps[.video], let fan = source.fanOut(.video, for: index) {
+                    outlets.append((try Outlet(to: vpay.staticPad("sink"), caps: caps, streamID: "\(display)-video"), fan))
+                }
+            }
+            // Frames flow from now on but are dropped after the payloaders until Janus says the
+            // path is up: webrtcbin holds RTP until DTLS is up, which would stall the fan-out
+            // thread, and its DTLS handshake does not complete before RTP has reached it.
+            var gates: [Gate] = []
+            for name in source.hasVideo ? ["pay", "vpay"] : ["pay"] {
+                let (gate, probe) = try pipeline.element(named: name).staticPad("src").addGate()
+                gates.append(gate)
+                probes.append(probe)
+            }
+            live.withLock { $0?.probes = probes; $0?.outlets = outlets }
+            for (outlet, fan) in outlets { fan.attach(outlet) }
+
+            let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
+            let (negotiation, negotiationNeeded) = AsyncStream.makeStream(of: Void.self)
+            let (up, upContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
+            let ice = Task {
+                await link.pump(onNegotiationNeeded: { negotiationNeeded.yield() }, onState: { [weak self] (s: String) in
+                    if s == "connected" || s == "completed" { clock.mark(.iceConnected) }
+                    if s == "failed" {
+                        upContinuation.yield(.failure(LoadBotError("ICE failed")))
+                        self?.markLost("ICE failed")
+                    }
+                })
+            }
+            let remote = Task { [weak self] in
+                for await event in handle.events {
+                    switch event {
+                    case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
+                    case .webrtcUp: upContinuation.yield(.success(()))
+                    case .hangup(let reason):
+                        upContinuation.yield(.failure(LoadBotError("Janus hung up: \(reason)")))
+                        self?.markLost("Janus hung up: \(reason)")
+                    default: break
+                    }
+                }
+                upContinuation.yield(.failure(LoadBotError("Janus session ended")))
+                if !Task.isCancelled { self?.markLost("Janus session ended") }
+            }
+            live.withLock { $0?.tasks = [ice, remote] }
+            pipeline.shareClock(with: source.pipeline)
+            try pipeline.setState(.playing)
+            try await within(context.joinTimeout, "negotiation") {
+                for await _ in negotiation { return }
+                throw LoadBotError("webrtcbin never asked to negotiate")
+            }
+            try await within(context.joinTimeout, "publishing (offer/answer)") { try await link.publish(video: source.hasVideo) }
+            try await within(context.joinTimeout, "media path up (ICE + DTLS)") {
+                for await result in up { return try result.get() }
+                throw LoadBotError("no media path")
+            }
+            for gate in gates { gate.open() }
+            clock.mark(.firstRTP)
+        } catch {
+            await leave()
+            throw LoadBotError(error)
+        }
+    }
+
+    private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
+
+    /// Stops sending, leaves and tears down; safe to call more than once.
+    func leave() async {
+        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return }
+        for (outlet, fan) in l.outlets { fan.detach(outlet) }
+        for t in l.tasks { t.cancel() }
+        await l.session.close()
+        l.pipeline.setStateQuietly(.null)
+        l.probes.forEach { $0.remove() }
+        // Keep the phases of the last attempt for the report.
+        lastPhases.withLock { $0 = l.clock.snapshot }
+    }
+
+    private let lastPhases = Mutex(JoinPhases())
+
+    /// Sent counters and what Janus reports back (RTCP RR): packets, bytes, RTT, loss.
+    func networkStats() async -> (packets: UInt64, bytes: UInt64, rttMs: Double?, lossPercent: Double?) {
+        guard let webrtc, let stats = try? await webrtc.rtpStats() else { return (0, 0, nil, nil) }
+        let out = stats.filter { $0.kind == .outbound }
+        let remote = stats.filter { $0.kind == .remoteInbound }
+        let packets = out.reduce(0) { $0 + $1.packets }
+        let rtts = remote.compactMap(\.roundTripTime).filter { $0 > 0 }
+        let lost = remote.reduce(Int64(0)) { $0 + max(0, $1.packetsLost) }
+        return (packets, out.reduce(0) { $0 + $1.bytes },
+                rtts.isEmpty ? nil : 1000 * rtts.reduce(0, +) / Double(rtts.count),
+                packets > 0 && !remote.isEmpty ? 100 * Double(lost) / Double(packets) : nil)
+    }
+}

@@ -1,0 +1,157 @@
+import ArgumentParser
+import Bot
+import Foundation
+import Janus
+import LoadTest
+
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load-test a room with many encrypted bots in one process, and measure it.",
+        subcommands: [LoadRunCommand.self, LoadMerge.self],
+        defaultSubcommand: LoadRunCommand.self)
+}
+
+struct LoadRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run publisher and subscriber bots against a room (the default of `sfubot load`).",
+        discussion: """
+            Media is encoded once and shared: each publisher only seals its frames (its own nonces), \
+            packetizes and sends them; each subscriber is a multistream subscriber that opens every \
+            frame. Bots join at --ramp per second; a failed join is retried with backoff. Once every \
+            bot has joined or given up the room is held for --duration seconds, then the bots leave. \
+            Ctrl-C stops early and still writes the report. Exit status: 0 if the room held, 1 if \
+            not (the report says why), others as for every sfubot command.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var key: KeyOptions
+
+    @Option(help: "Publisher bots (over all shards).")
+    var publishers = 1
+    @Option(help: "Subscriber bots (over all shards).")
+    var subscribers = 0
+    @Flag(help: "Publishers also send H.264 video (a shared encoder, ECall's envelope).")
+    var video = false
+    @Option(help: ArgumentHelp("Audio file the publishers send, looped (default: a 440 Hz tone).", valueName: "file"))
+    var media: String?
+    @Option(help: ArgumentHelp("Seconds the room is held once every bot has joined; 0: until Ctrl-C.", valueName: "seconds"))
+    var duration = 60.0
+    @Option(help: ArgumentHelp("Bots started per second.", valueName: "per-second"))
+    var ramp = 10.0
+    @Option(help: ArgumentHelp("Feeds each subscriber takes (default: all).", valueName: "k"))
+    var subscribeLimit: Int?
+    @Option(help: ArgumentHelp("Run shard I of N (bots dealt round-robin); merge the reports with `sfubot load merge`.", valueName: "I/N"))
+    var shard = "0/1"
+    @Option(help: ArgumentHelp("Write summary.json, bots.csv, raw.json, report.html and PNG plots here.", valueName: "dir"))
+    var report: String?
+    @Option(help: ArgumentHelp("Serve Prometheus metrics on this port (GET /metrics).", valueName: "port"))
+    var metricsPort: Int?
+    @Option(help: ArgumentHelp("Address the metrics endpoint listens on.", valueName: "host"))
+    var metricsHost = "127.0.0.1"
+    @Option(help: "Retries for a bot that fails to join.")
+    var retries = 3
+    @Option(help: ArgumentHelp("Seconds a join may take before it is retried.", valueName: "seconds"))
+    var joinTimeout = 20.0
+    @Option(help: ArgumentHelp("Seconds between reads of each bot's webrtcbin statistics.", valueName: "seconds"))
+    var statsInterval = 2.0
+    @Option(help: ArgumentHelp("Threads that push the shared media to publishers (default: one per core).", valueName: "n"))
+    var fanOutThreads: Int?
+
+    func validate() throws {
+        guard LoadPlan.Shard(shard) != nil else { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4") }
+        guard publishers >= 0, subscribers >= 0, publishers + subscribers > 0 else { throw ValidationError("give at least one --publishers or --subscribers") }
+        guard ramp > 0 else { throw ValidationError("--ramp must be positive") }
+        guard duration >= 0 else { throw ValidationError("--duration must be 0 or more") }
+        if let k = subscribeLimit, k < 1 { throw ValidationError("--subscribe-limit must be at least 1") }
+        guard retries >= 0, joinTimeout > 0, statsInterval > 0 else { throw ValidationError("--retries, --join-timeout and --stats-interval must be positive") }
+    }
+
+    func run() async throws {
+        let logger = connection.logger("sfubot.load")
+        let library: PipelineLibrary
+        do { library = try PipelineLibrary(directory: connection.pipelines) } catch { CLIFailure(error).exit() }
+        if let media, !FileManager.default.isReadableFile(atPath: media) { CLIFailure(.inputNotFound(media)).exit() }
+        var plan: LoadPlan
+        do {
+            plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,
+                            protection: try key.protection(), library: library, logger: logger)
+        } catch let e as CLIFailure { e.exit() }
+        plan.janus = .init(apiSecret: connection.apiSecret, token: connection.token)
+        plan.video = video
+        plan.media = media
+        plan.duration = duration > 0 ? .milliseconds(Int64(duration * 1000)) : nil
+        plan.ramp = ramp
+        plan.subscribeLimit = subscribeLimit
+        plan.shard = LoadPlan.Shard(shard)!
+        plan.retries = retries
+        plan.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
+        plan.statsInterval = .milliseconds(Int64(statsInterval * 1000))
+        plan.fanOutGroups = fanOutThreads
+        let display = LiveDisplay()
+        let metrics = metricsPort.map { _ in MetricsEndpoint(shard: plan.shard.index) }
+        if let metrics, let metricsPort { metrics.start(host: metricsHost, port: metricsPort, logger: logger) }
+        let run = LoadRun(plan: plan) { figures in
+            display.show(figures)
+            metrics?.update(figures)
+        }
+        let result: LoadResult
+        do {
+            result = try await runCancellableOnSignals { try await run.run() }
+        } catch {
+            display.finish()
+            metrics?.stop()
+            CLIFailure("load test could not start: \(error)", code: .unreachable).exit()
+        }
+        display.finish()
+        metrics?.stop()
+        let summary: LoadSummary
+        if let report {
+            do { summary = try await LoadReport.write(result, to: URL(fileURLWithPath: report)) } catch {
+                CLIFailure("cannot write the report in \(report): \(error)", code: .cannotWrite).exit()
+            }
+            print("report: \(URL(fileURLWithPath: report).appendingPathComponent("report.html").path)")
+        } else {
+            summary = LoadSummary(result)
+        }
+        LoadVerdict.print(summary)
+        if !summary.held { throw ExitCode(1) }
+    }
+}
+
+struct LoadMerge: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Join the reports of several shards (`--shard I/N`) into one.")
+
+    @Argument(help: ArgumentHelp("Report folders of the shards.", valueName: "dir"))
+    var directories: [String]
+
+    @Option(help: ArgumentHelp("Folder for the merged report.", valueName: "dir"))
+    var out: String
+
+    func run() async throws {
+        do {
+            let merged = try LoadReport.merge(directories.map { URL(fileURLWithPath: $0) })
+            let summary = try await LoadReport.write(merged, to: URL(fileURLWithPath: out))
+            print("report: \(URL(fileURLWithPath: out).appendingPathComponent("report.html").path)")
+            LoadVerdict.print(summary)
+            if !summary.held { throw ExitCode(1) }
+        } catch let e as LoadReport.MergeError {
+            CLIFailure(e.description, code: .noInput).exit()
+        }
+    }
+}
+
+enum LoadVerdict {
+    static func print(_ s: LoadSummary) {
+        let first = s.joinSeconds["first_decrypted"].map { String(format: "%.2f s p50, %.2f s p95", $0.p50, $0.p95) } ?? "–"
+        Swift.print("bots: \(s.bots.joined) joined, \(s.bots.failed) failed, \(s.bots.lost) lost, \(s.bots.retries) retries; first decrypted frame \(first)")
+        Swift.print("frames: \(s.publishers.framesSealed) sent, \(s.subscribers.framesOpened) decrypted, \(s.subscribers.decryptFailuresTotal) failed to decrypt")
+        for p in s.process {
+            Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet, %.2f MB RSS/bot, %.1f threads/bot", p.shard,
+                               p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan))
+        }
+        Swift.print(s.held ? "the room held" : "the room did not hold: " + s.problems.joined(separator: "; "))
+    }
+}

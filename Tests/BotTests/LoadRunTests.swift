@@ -1,0 +1,121 @@
+import Bot
+import FrameCrypto
+import Foundation
+import Janus
+import LoadTest
+import Testing
+
+extension MediaScene {
+@Suite struct LoadRunTests {
+    static func plan(room: Int64, publishers: Int, subscribers: Int, ring: KeyRing, seconds: Int, shard: LoadPlan.Shard = .init(index: 0, count: 1)) throws -> LoadPlan {
+        var plan = LoadPlan(janusURL: Scene.janusURL!, room: room, publishers: publishers, subscribers: subscribers,
+                            protection: .e2ee(ring), library: try PipelineLibrary(), logger: Scene.logger)
+        plan.duration = .seconds(seconds)
+        plan.ramp = 20
+        plan.shard = shard
+        plan.statsInterval = .seconds(1)
+        return plan
+    }
+
+    static func summary(in dir: URL) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("summary.json"))) as! [String: Any]
+    }
+
+    /// bots.csv as a user reads it: one dictionary per row, by column name.
+    static func rows(in dir: URL) throws -> [[String: String]] {
+        let lines = try String(contentsOf: dir.appendingPathComponent("bots.csv"), encoding: .utf8).split(separator: "\n")
+        let header = lines[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        return lines.dropFirst().map { line in
+            Dictionary(uniqueKeysWithValues: zip(header, line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)))
+        }
+    }
+
+    @Test("5 publishers × 5 subscribers, E2EE: every subscriber decrypts every publisher, counts agree")
+    func fiveByFive() async throws {
+        let dir = try Scene.tempDirectory("load")
+        let result = try await LoadRun(plan: try Self.plan(room: try await Scene.createRoom(), publishers: 5, subscribers: 5,
+                                                           ring: KeyRing(current: .random()), seconds: 6)).run()
+        _ = try await LoadReport.write(result, to: dir)
+
+        let summary = try Self.summary(in: dir)
+        #expect(summary["held"] as? Bool == true, "problems: \(summary["problems"] ?? "")")
+        let rows = try Self.rows(in: dir)
+        #expect(rows.count == 10)
+        let publishers = rows.filter { $0["role"] == "publisher" }, subscribers = rows.filter { $0["role"] == "subscriber" }
+        for p in publishers {
+            #expect(p["state"] == "joined")
+            // Frames are sealed from the start but sent only once the path is up: sent ≤ sealed.
+            let sent = Int(p["packets_sent"]!)!, sealed = Int(p["frames_sealed"]!)!
+            #expect(sent > 200 && sent <= sealed, "publisher \(p["index"]!): \(sent) packets sent, \(sealed) frames sealed")
+        }
+        for s in subscribers {
+            #expect(s["state"] == "joined" && s["feeds"] == "5" && s["feeds_receiving"] == "5")
+            #expect(s["decrypt_failures"] == "0")
+            // One Opus frame per RTP packet: what webrtcbin counted ≈ what the bot decrypted.
+            let packets = Double(s["packets_received"]!)!, opened = Double(s["frames_opened"]!)!
+            #expect(opened > 1000 && abs(packets - opened) <= 0.02 * packets, "subscriber \(s["index"]!): \(packets) packets, \(opened) frames")
+            let mos = Double(s["mos"]!)!
+            #expect(mos > 4 && mos <= 4.5)
+        }
+        // Every bot's join phases come in order.
+        for r in rows {
+            let phases = ["socket_open_s", "joined_s", "ice_connected_s", "first_rtp_s"].compactMap { r[$0].flatMap(Double.init) }
+            #expect(phases.count == 4 && phases == phases.sorted(), "\(r["display"]!): \(phases)")
+        }
+        // In the steady window each subscriber got each publisher's frames, ±2 %.
+        let steady = try #require(summary["steady"] as? [String: Any])
+        let ratio = try #require(steady["receivedOverSent"] as? [String: Any])
+        #expect(ratio["n"] as? Int == 25)
+        #expect((ratio["min"] as! Double) > 0.98 && (ratio["max"] as! Double) < 1.02, "received/sent: \(ratio)")
+
+        let html = try String(contentsOf: dir.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(html.contains("The room held") && html.contains("<svg"))
+        for plot in ["join-time-cdf", "bitrate", "loss", "jitter", "mos", "cpu", "memory"] {
+            let png = try Data(contentsOf: dir.appendingPathComponent("\(plot).png"))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 2000, "\(plot).png")
+        }
+    }
+
+    @Test("subscribers with the wrong key: the report shows every frame failing, and the room not holding")
+    func wrongKey() async throws {
+        let room = try await Scene.createRoom()
+        let senders = Task { try await LoadRun(plan: try Self.plan(room: room, publishers: 2, subscribers: 0, ring: KeyRing(current: .random()), seconds: 9)).run() }
+        defer { senders.cancel() }
+        try await Task.sleep(for: .seconds(2))
+        let dir = try Scene.tempDirectory("load-wrongkey")
+        let result = try await LoadRun(plan: try Self.plan(room: room, publishers: 0, subscribers: 2, ring: KeyRing(current: .random()), seconds: 3)).run()
+        _ = try await LoadReport.write(result, to: dir)
+        let summary = try Self.summary(in: dir)
+        #expect(summary["held"] as? Bool == false)
+        let subs = try #require(summary["subscribers"] as? [String: Any])
+        #expect(subs["framesOpened"] as? Int == 0)
+        let failures = try #require(subs["decryptFailures"] as? [String: Int])
+        #expect((failures["no_key_opens"] ?? 0) > 200 && failures.count == 1, "failures by reason: \(failures)")
+        #expect((summary["problems"] as? [String] ?? []).contains { $0.contains("did not decrypt") })
+        _ = try await senders.value
+    }
+
+    @Test("two shards in one room, merged: every subscriber of either shard received all 4 publishers")
+    func shardsMerge() async throws {
+        let room = try await Scene.createRoom(), ring = KeyRing(current: .random())
+        let dirs = try (0..<2).map { try Scene.tempDirectory("shard\($0)") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<2 {
+                group.addTask {
+                    let r = try await LoadRun(plan: try Self.plan(room: room, publishers: 4, subscribers: 2, ring: ring, seconds: 4,
+                                                                  shard: .init(index: i, count: 2))).run()
+                    _ = try await LoadReport.write(r, to: dirs[i])
+                }
+            }
+            try await group.waitForAll()
+        }
+        let out = try Scene.tempDirectory("merged")
+        let summary = try await LoadReport.write(try LoadReport.merge(dirs), to: out)
+        #expect(summary.shards == 2 && summary.bots.joined == 6)
+        #expect(summary.subscribers.receivingEveryFeed == 2 && summary.subscribers.feedsReceiving == 8)
+        #expect(summary.subscribers.decryptFailuresTotal == 0)
+        #expect(try Self.rows(in: out).map { $0["shard"]! }.sorted() == ["0", "0", "0", "1", "1", "1"])
+        #expect(throws: LoadReport.MergeError.self) { try LoadReport.merge([dirs[0], dirs[0]]) }
+    }
+}
+}
