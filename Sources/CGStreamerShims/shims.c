@@ -170,3 +170,69 @@ int sfb_discover(const char *uri, guint timeout_seconds, char **audio_caps, char
   g_object_unref(d);
   return rc;
 }
+
+// An `identity` that also answers to the jitterbuffer properties rtpbin and webrtcbin set on
+// every jitterbuffer (`latency`, `do-retransmission`), which it ignores: without them GLib
+// warns on every stream.
+enum { PLAIN_JB_PROP_0, PLAIN_JB_PROP_LATENCY, PLAIN_JB_PROP_DO_RETRANSMISSION };
+
+static void sfb_plain_jb_set(GObject *o, guint id, const GValue *v, GParamSpec *p) { (void)o; (void)id; (void)v; (void)p; }
+
+static void sfb_plain_jb_get(GObject *o, guint id, GValue *v, GParamSpec *p) {
+  (void)o; (void)p;
+  if (id == PLAIN_JB_PROP_LATENCY) g_value_set_uint(v, 0);
+  else g_value_set_boolean(v, FALSE);
+}
+
+static void sfb_plain_jb_class_init(gpointer klass, gpointer data) {
+  (void)data;
+  GObjectClass *c = G_OBJECT_CLASS(klass);
+  c->set_property = sfb_plain_jb_set;
+  c->get_property = sfb_plain_jb_get;
+  g_object_class_install_property(c, PLAIN_JB_PROP_LATENCY,
+      g_param_spec_uint("latency", "Latency", "Ignored: packets are not held", 0, G_MAXUINT, 0, G_PARAM_READWRITE));
+  g_object_class_install_property(c, PLAIN_JB_PROP_DO_RETRANSMISSION,
+      g_param_spec_boolean("do-retransmission", "Retransmission", "Ignored", FALSE, G_PARAM_READWRITE));
+}
+
+static GType sfb_plain_jb_type(void) {
+  static gsize type = 0;
+  if (g_once_init_enter(&type)) {
+    GType t = 0;
+    GstElementFactory *f = gst_element_factory_find("identity");
+    GstPluginFeature *loaded = f ? gst_plugin_feature_load(GST_PLUGIN_FEATURE(f)) : NULL;
+    GType parent = loaded ? gst_element_factory_get_element_type(GST_ELEMENT_FACTORY(loaded)) : 0;
+    if (parent != 0) {
+      GTypeQuery q;
+      g_type_query(parent, &q);
+      GTypeInfo info = { (guint16)q.class_size, NULL, NULL, sfb_plain_jb_class_init, NULL, NULL, (guint16)q.instance_size, 0, NULL, NULL };
+      t = g_type_register_static(parent, "SfbPlainJitterBuffer", &info, 0);
+    }
+    if (loaded) gst_object_unref(loaded);
+    if (f) gst_object_unref(f);
+    g_once_init_leave(&type, t);
+  }
+  return (GType)type;
+}
+
+static GstElement *sfb_plain_jitterbuffer(GstElement *rtpbin, guint session, gpointer data) {
+  (void)rtpbin; (void)session; (void)data;
+  // No queue, no timer thread: packets go on in the thread that received them.
+  GType t = sfb_plain_jb_type();
+  if (t == 0) return NULL;  // rtpbin falls back to its rtpjitterbuffer
+  GstElement *e = GST_ELEMENT(g_object_new(t, NULL));
+  g_object_set(e, "silent", TRUE, NULL);
+  return e;
+}
+
+int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc) {
+  GstElement *rtpbin = gst_bin_get_by_name(GST_BIN(webrtc), "rtpbin");
+  if (rtpbin == NULL) return 1;
+  if (g_signal_lookup("request-jitterbuffer", G_OBJECT_TYPE(rtpbin)) == 0) {
+    gst_object_unref(rtpbin);
+    return 2;
+  }
+  g_signal_connect(rtpbin, "request-jitterbuffer", G_CALLBACK(sfb_plain_jitterbuffer), NULL);
+  gst_object_unref(rtpbin);
+  return 0;
+}

@@ -16,6 +16,12 @@ public struct CallKey: @unchecked Sendable, CustomStringConvertible {
         self.pool = GCMPool(key: bytes.withUnsafeBytes { Array($0) })
     }
 
+    /// The same key with a cipher pool of its own: for many threads (hundreds of load-test
+    /// bots) that would otherwise all queue on one pool's lock for every frame.
+    public func withOwnCiphers() -> CallKey {
+        symmetricKey.withUnsafeBytes { try! CallKey(bytes: $0) }  // 32 bytes: cannot fail
+    }
+
     /// A key from 64 hex characters (surrounding white space ignored).
     public init(hex: String) throws(KeyError) {
         let text = hex.trimmingCharacters(in: .whitespacesAndNewlines)

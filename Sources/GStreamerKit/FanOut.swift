@@ -16,9 +16,10 @@ public final class Outlet: @unchecked Sendable {
     public var refused: Int { refusedCount.load(ordering: .relaxed) }
 
     /// Links a new pad to `sink` and sends it the stream's sticky events (stream-start,
-    /// `caps`, a time segment from 0), so the element behind `sink` can negotiate before the
-    /// first buffer arrives.
-    public init(to sink: Pad, caps: String, streamID: String) throws(GStreamerError) {
+    /// `caps`, and the segment of `fanOut`'s source), so the element behind `sink` can
+    /// negotiate before the first buffer arrives, and reads the buffers' timestamps as the
+    /// source meant them (x264enc, for one, shifts its segment by 1000 hours).
+    public init(to sink: Pad, caps: String, streamID: String, from fanOut: FanOut) throws(GStreamerError) {
         GStreamer.initialize()
         guard let p = gst_pad_new("outlet", GST_PAD_SRC) else { throw .linkFailed("cannot create a pad") }
         gst_object_ref_sink(UnsafeMutableRawPointer(p))
@@ -30,11 +31,17 @@ public final class Outlet: @unchecked Sendable {
             throw .linkFailed("outlet → \(sink.name): \(String(cString: gst_pad_link_get_name(r)))")
         }
         guard let c = gst_caps_from_string(caps) else { throw .parse("bad caps: \(caps)") }
-        var segment = GstSegment()
-        gst_segment_init(&segment, GST_FORMAT_TIME)
+        let segmentEvent: UnsafeMutablePointer<GstEvent>
+        if let sticky = gst_pad_get_sticky_event(fanOut.source.pointer, GST_EVENT_SEGMENT, 0) {
+            segmentEvent = sticky
+        } else {
+            var segment = GstSegment()
+            gst_segment_init(&segment, GST_FORMAT_TIME)
+            segmentEvent = gst_event_new_segment(&segment)
+        }
         guard gst_pad_push_event(p, gst_event_new_stream_start(streamID)) != 0,
               gst_pad_push_event(p, gst_event_new_caps(c)) != 0,
-              gst_pad_push_event(p, gst_event_new_segment(&segment)) != 0 else {
+              gst_pad_push_event(p, segmentEvent) != 0 else {
             gst_mini_object_unref(UnsafeMutableRawPointer(c).assumingMemoryBound(to: GstMiniObject.self))
             throw .linkFailed("\(sink.name) refused the stream's caps \(caps)")
         }
@@ -67,8 +74,11 @@ public final class FanOut: Sendable {
     }
     private let outlets = Outlets()
     private let probe: PadProbe
+    /// Where the shared buffers come from (its sticky segment goes to each outlet).
+    let source: Pad
 
     public init(source: Pad) {
+        self.source = source
         let context = Unmanaged.passRetained(outlets).toOpaque()
         let id = gst_pad_add_probe(source.pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
             guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_DROP }

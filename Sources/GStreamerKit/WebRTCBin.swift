@@ -114,6 +114,18 @@ public final class WebRTCBin: @unchecked Sendable {
         }
     }
 
+    /// Receive streams skip rtpjitterbuffer (its queue, its thread and its timers): packets go
+    /// on, in arrival order, in the thread that received them. For receivers that only count
+    /// and decrypt (load-test subscribers); loss and jitter still come from the RTP session.
+    /// Call before the first remote description.
+    public func withoutJitterBuffers() throws(GStreamerError) {
+        switch sfb_webrtc_plain_jitterbuffers(element.pointer) {
+        case 0: return
+        case 1: throw .webrtc("no rtpbin inside \(element.name)")
+        default: throw .webrtc("rtpbin has no request-jitterbuffer signal (GStreamer ≥ 1.18 needed)")
+        }
+    }
+
     public var iceConnectionState: String { (try? element.get("ice-connection-state")) ?? "?" }
 
     // MARK: - Internals

@@ -55,15 +55,22 @@ public struct BotRecord: Codable, Sendable, Equatable {
     /// E-model MOS per received stream: mean and worst.
     public var mos: Double?
     public var mosWorst: Double?
-    /// Per feed (publisher id): decrypted frames in the steady window (all bots in).
+    /// Per feed (publisher id): decrypted audio frames in the steady window (all bots in).
     public var steadyFramesByFeed: [String: Int]?
-    /// Publishers: frames sent in the steady window.
+    /// Publishers: audio frames sent in the steady window.
     public var steadyFramesSent: Int?
 
+    /// Packets received and lost in the steady window (loss while streams start, before the
+    /// first packet counted, is left out).
+    public var steadyPacketsReceived: UInt64?
+    public var steadyPacketsLost: Int64?
+
     public var decryptFailuresTotal: Int { decryptFailures.values.reduce(0, +) }
+    /// Loss in the steady window, or over the whole run if there was none.
     public var lossPercent: Double? {
-        let total = Double(packetsReceived) + Double(max(0, packetsLost))
-        return total > 0 ? 100 * Double(max(0, packetsLost)) / total : nil
+        let received = steadyPacketsReceived ?? packetsReceived, lost = max(0, steadyPacketsLost ?? packetsLost)
+        let total = Double(received) + Double(lost)
+        return total > 0 ? 100 * Double(lost) / total : nil
     }
 
     public init(role: Role, index: Int, shard: Int, display: String, state: State = .notStarted) {

@@ -1,4 +1,6 @@
 import Bot
+import FrameCrypto
+import GStreamerKit
 import Foundation
 import Janus
 import Logging
@@ -17,6 +19,8 @@ struct LoadContext: Sendable {
     var watcher: RoomWatcher
     /// Feeds per subscriber (nil: all).
     var subscribeLimit: Int?
+    /// Subscribers without jitter buffers (see `WebRTCBin.withoutJitterBuffers`).
+    var plainReceive: Bool
     /// How long a join may take before it counts as failed (and is retried).
     var joinTimeout: Duration
 }
@@ -66,4 +70,42 @@ func within<T: Sendable>(_ timeout: Duration, _ what: String, _ body: @escaping 
         }
         return value
     }
+}
+
+extension FrameProtection {
+    /// The same protection for one bot: its own key ring holding the current key with its own
+    /// cipher pool, so hundreds of bots' streaming threads share no lock per frame.
+    func forOneBot() -> FrameProtection {
+        guard case .e2ee(let ring) = self else { return self }
+        return .e2ee(KeyRing(current: ring.sealingKey?.withOwnCiphers()))
+    }
+}
+
+/// Follows one bot's peer connection until its tasks are cancelled: candidates both ways, ICE
+/// state, and the ways it can be lost (ICE failed, Janus hung up, the session ended), which go
+/// to `lost` (the attempt's wait fails, the bot is marked lost). Everything else Janus says on
+/// the handle goes to `other`.
+func followPeer(link: PeerLink, handle: JanusHandle, clock: PhaseClock, onNegotiationNeeded: @escaping @Sendable () -> Void = {},
+                onICEConnected: @escaping @Sendable () -> Void = {}, lost: @escaping @Sendable (String) -> Void,
+                other: @escaping @Sendable (HandleEvent) async -> Void) -> [Task<Void, Never>] {
+    let ice = Task {
+        await link.pump(onNegotiationNeeded: onNegotiationNeeded, onState: { state in
+            if state == "connected" || state == "completed" {
+                clock.mark(.iceConnected)
+                onICEConnected()
+            }
+            if state == "failed" { lost("ICE failed") }
+        })
+    }
+    let remote = Task {
+        for await event in handle.events {
+            switch event {
+            case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
+            case .hangup(let reason): lost("Janus hung up: \(reason)")
+            default: await other(event)
+            }
+        }
+        if !Task.isCancelled { lost("Janus session ended") }
+    }
+    return [ice, remote]
 }

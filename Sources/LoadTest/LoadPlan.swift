@@ -25,6 +25,9 @@ public struct LoadPlan: Sendable {
     public var joinTimeout: Duration = .seconds(20)
     /// How often each bot's webrtcbin statistics are read.
     public var statsInterval: Duration = .seconds(2)
+    /// Subscribers skip rtpjitterbuffer: no thread or timers per stream (they only count and
+    /// decrypt; nothing is played out). Off: the receive graph a phone-like client has.
+    public var plainReceive = true
     /// Fan-out threads for the shared media (default: one per core).
     public var fanOutGroups: Int?
     public var library: PipelineLibrary

@@ -30,6 +30,8 @@ public final class LoadRun: Sendable {
         var timeline: [TimelineSample] = []
         /// Latest per-stream inbound statistics per subscriber (for loss, jitter, MOS).
         var inbound: [String: [RTPStreamStats]] = [:]
+        /// The same at the start of the steady window.
+        var inboundAtSteady: [String: [RTPStreamStats]] = [:]
         var bytesOut: UInt64 = 0, bytesIn: UInt64 = 0
         var packetsOut: UInt64 = 0, packetsIn: UInt64 = 0, lostIn: Int64 = 0
         var mbpsOut = 0.0, mbpsIn = 0.0
@@ -58,7 +60,7 @@ public final class LoadRun: Sendable {
         }
         let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
                                   library: plan.library, logger: log, source: source, watcher: watcher,
-                                  subscribeLimit: plan.subscribeLimit, joinTimeout: plan.joinTimeout)
+                                  subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout)
         let publishers = plan.shard.indices(of: plan.publishers).map { PublisherBot(index: $0, display: "sfubot-load:p\($0)", context: context) }
         let subscribers = plan.shard.indices(of: plan.subscribers).map { SubscriberBot(index: $0, display: "sfubot-load:s\($0)", context: context) }
         state.withLock { s in
@@ -96,15 +98,24 @@ public final class LoadRun: Sendable {
         }
         // Subscribers are in once ICE is up; give their streams up to 10 s to deliver a first
         // frame, so the window measures a room in which media flows everywhere it can.
+        // Each must also have subscribed to every publisher it should (they add feeds once a
+        // second as publishers appear).
         let settledAt = Date()
-        while !Task.isCancelled, Date().timeIntervalSince(settledAt) < 10,
-              subscribers.contains(where: { b in let c = b.feedCount; return c.subscribed == 0 || c.arriving < c.subscribed }) {
+        while !Task.isCancelled, Date().timeIntervalSince(settledAt) < 10 {
+            let expected = min(plan.subscribeLimit ?? Int.max, await watcher.current.count)
+            let waiting = subscribers.contains { b in
+                guard b.lost == nil, state.withLock({ $0.records["s\(b.index)"]?.state == .joined }) else { return false }
+                let c = b.feedCount
+                return c.subscribed < expected || c.arriving < c.subscribed
+            }
+            if !waiting { break }
             try? await Task.sleep(for: .milliseconds(200))
         }
         if !Task.isCancelled {
             steadyStart = Date()
             state.withLock { $0.phase = "steady" }
             await statsPass(publishers: publishers, subscribers: subscribers)
+            state.withLock { $0.inboundAtSteady = $0.inbound }
             let cpu0 = ProcessSample.now()
             let (sent0, received0) = state.withLock { ($0.packetsOut, $0.packetsIn) }
             for p in publishers { sentAtStart[p.index] = p.audioStats.snapshot.sealed }
@@ -306,10 +317,21 @@ public final class LoadRun: Sendable {
                 r.phases = phases
                 r.feeds = feeds.subscribed
                 r.feedsReceiving = feeds.receiving
+                // Loss over the steady window: what a stream lost while it started is not the room's.
+                let before = Dictionary((s.inboundAtSteady["s\(b.index)"] ?? []).map { ($0.ssrc, $0) }, uniquingKeysWith: { a, _ in a })
+                var windowReceived: UInt64 = 0, windowLost: Int64 = 0
                 let scores = (s.inbound["s\(b.index)"] ?? []).map { st -> Double in
-                    let total = Double(st.packets) + Double(max(0, st.packetsLost))
-                    let loss = total > 0 ? 100 * Double(max(0, st.packetsLost)) / total : 0
+                    let received = st.packets &- (before[st.ssrc]?.packets ?? 0)
+                    let lost = max(0, st.packetsLost - (before[st.ssrc]?.packetsLost ?? 0))
+                    windowReceived += received
+                    windowLost += lost
+                    let total = Double(received) + Double(lost)
+                    let loss = total > 0 ? 100 * Double(lost) / total : 0
                     return model.mos(oneWayDelayMs: oneWay, jitterMs: 1000 * (st.jitter ?? 0), lossPercent: loss)
+                }
+                if !before.isEmpty {
+                    r.steadyPacketsReceived = windowReceived
+                    r.steadyPacketsLost = windowLost
                 }
                 if !scores.isEmpty {
                     r.mos = scores.reduce(0, +) / Double(scores.count)

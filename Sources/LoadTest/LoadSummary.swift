@@ -77,6 +77,7 @@ public struct LoadSummary: Codable, Sendable {
         public var framesOpened: Int
         public var decryptFailures: [String: Int]
         public var decryptFailuresTotal: Int
+        /// In the steady window where there was one (else over the run).
         public var packetsReceived: UInt64
         public var packetsLost: Int64
         public var lossPercent: Double?
@@ -140,7 +141,8 @@ extension LoadSummary {
         let expected = min(joinedPublishers, r.subscribeLimit ?? Int.max)
         var failures: [String: Int] = [:]
         for s in subs { failures.merge(s.decryptFailures, uniquingKeysWith: +) }
-        let received = subs.reduce(UInt64(0)) { $0 + $1.packetsReceived }, lost = subs.reduce(Int64(0)) { $0 + $1.packetsLost }
+        let received = subs.reduce(UInt64(0)) { $0 + ($1.steadyPacketsReceived ?? $1.packetsReceived) }
+        let lost = subs.reduce(Int64(0)) { $0 + max(0, $1.steadyPacketsLost ?? $1.packetsLost) }
         subscribers = Subscribers(
             feedsSubscribed: subs.reduce(0) { $0 + $1.feeds }, feedsReceiving: subs.reduce(0) { $0 + $1.feedsReceiving },
             receivingEveryFeed: subs.filter { $0.state == .joined && $0.feedsReceiving >= expected }.count,

@@ -12,6 +12,8 @@ final class PublisherBot: Sendable {
     let index: Int
     let display: String
     private let context: LoadContext
+    /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
+    private let protection: FrameProtection
     let audioStats = FrameStats()
     let videoStats = FrameStats()
     private let live = Mutex<Live?>(nil)
@@ -34,6 +36,7 @@ final class PublisherBot: Sendable {
         self.index = index
         self.display = display
         self.context = context
+        self.protection = context.protection.forOneBot()
     }
 
     var phases: JoinPhases { live.withLock { $0?.clock.snapshot } ?? lastPhases.withLock { $0 } }
@@ -69,15 +72,15 @@ final class PublisherBot: Sendable {
             var probes: [PadProbe] = []
             var outlets: [(Outlet, FanOut)] = []
             let pay = try pipeline.element(named: "pay")
-            probes.append(try pay.staticPad("sink").attachSender(context.protection, AudioFormat.self, stats: audioStats))
+            probes.append(try pay.staticPad("sink").attachSender(protection, AudioFormat.self, stats: audioStats))
                         if let caps = source.caps[.audio], let fan = source.fanOut(.audio, for: index) {
-                outlets.append((try Outlet(to: pay.staticPad("sink"), caps: caps, streamID: "\(display)-audio"), fan))
+                outlets.append((try Outlet(to: pay.staticPad("sink"), caps: caps, streamID: "\(display)-audio", from: fan), fan))
             }
             if source.hasVideo {
                 let vpay = try pipeline.element(named: "vpay")
-                probes.append(try vpay.staticPad("sink").attachSender(context.protection, VideoFormat.self, stats: videoStats))
+                probes.append(try vpay.staticPad("sink").attachSender(protection, VideoFormat.self, stats: videoStats))
                 if let caps = source.caps[.video], let fan = source.fanOut(.video, for: index) {
-                    outlets.append((try Outlet(to: vpay.staticPad("sink"), caps: caps, streamID: "\(display)-video"), fan))
+                    outlets.append((try Outlet(to: vpay.staticPad("sink"), caps: caps, streamID: "\(display)-video", from: fan), fan))
                 }
             }
             // Frames flow from now on but are dropped after the payloaders until Janus says the
@@ -95,30 +98,13 @@ final class PublisherBot: Sendable {
             let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
             let (negotiation, negotiationNeeded) = AsyncStream.makeStream(of: Void.self)
             let (up, upContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
-            let ice = Task {
-                await link.pump(onNegotiationNeeded: { negotiationNeeded.yield() }, onState: { [weak self] (s: String) in
-                    if s == "connected" || s == "completed" { clock.mark(.iceConnected) }
-                    if s == "failed" {
-                        upContinuation.yield(.failure(LoadBotError("ICE failed")))
-                        self?.markLost("ICE failed")
-                    }
-                })
-            }
-            let remote = Task { [weak self] in
-                for await event in handle.events {
-                    switch event {
-                    case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
-                    case .webrtcUp: upContinuation.yield(.success(()))
-                    case .hangup(let reason):
-                        upContinuation.yield(.failure(LoadBotError("Janus hung up: \(reason)")))
-                        self?.markLost("Janus hung up: \(reason)")
-                    default: break
-                    }
-                }
-                upContinuation.yield(.failure(LoadBotError("Janus session ended")))
-                if !Task.isCancelled { self?.markLost("Janus session ended") }
-            }
-            live.withLock { $0?.tasks = [ice, remote] }
+            let tasks = followPeer(link: link, handle: handle, clock: clock, onNegotiationNeeded: { negotiationNeeded.yield() },
+                                   lost: { [weak self] reason in
+                                       upContinuation.yield(.failure(LoadBotError(reason)))
+                                       self?.markLost(reason)
+                                   },
+                                   other: { event in if case .webrtcUp = event { upContinuation.yield(.success(())) } })
+            live.withLock { $0?.tasks = tasks }
             pipeline.shareClock(with: source.pipeline)
             try pipeline.setState(.playing)
             try await within(context.joinTimeout, "negotiation") {

@@ -12,6 +12,8 @@ final class SubscriberBot: Sendable {
     let index: Int
     let display: String
     private let context: LoadContext
+    /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
+    private let protection: FrameProtection
     private let live = Mutex<Live?>(nil)
     private let lostReason = Mutex<String?>(nil)
     private let lastPhases = Mutex(JoinPhases())
@@ -57,6 +59,7 @@ final class SubscriberBot: Sendable {
         self.index = index
         self.display = display
         self.context = context
+        self.protection = context.protection.forOneBot()
     }
 
     var phases: JoinPhases {
@@ -83,6 +86,7 @@ final class SubscriberBot: Sendable {
         do {
             pipeline = try Pipeline(description: context.library.description("load-subscriber"))
             webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+            if context.plainReceive { try webrtc.withoutJitterBuffers() }
         } catch {
             await session.close()
             throw LoadBotError(error)
@@ -92,7 +96,7 @@ final class SubscriberBot: Sendable {
         do throws(any Error) {
             let handle = try await session.attach(plugin: VideoRoom.plugin)
             live.withLock { $0?.handle = handle }
-            let protection = context.protection, library = context.library, streams = self.streams
+            let protection = self.protection, library = context.library, streams = self.streams
             webrtc.onIncomingPad { incoming in
                 guard let mid = incoming.mid else { return }
                 Self.attach(incoming.pad, mid: mid, streams: streams, pipeline: pipeline, library: library, protection: protection, clock: clock, log: log)
@@ -102,38 +106,21 @@ final class SubscriberBot: Sendable {
             clock.mark(.joined)
             let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
-            let ice = Task { [weak self] in
-                await link.pump(onState: { [weak self] (s: String) in
-                    if s == "connected" || s == "completed" {
-                        clock.mark(.iceConnected)
-                        connectedContinuation.yield(.success(()))
-                    }
-                    if s == "failed" {
-                        connectedContinuation.yield(.failure(LoadBotError("ICE failed")))
-                        self?.markLost("ICE failed")
-                    }
-                })
-            }
-            let remote = Task { [weak self] in
-                for await event in handle.events {
-                    switch event {
-                    case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
-                    case .plugin(let data, let jsep):
-                        if case .updated(let list, let offer?) = VideoRoomEvent(data: data, jsep: jsep) {
-                            do { try await self?.negotiate(list, offer: offer, link: link) } catch {
-                                log.warning("subscriber \(self?.display ?? ""): renegotiation failed: \(error)")
-                            }
-                        }
-                    case .hangup(let reason):
-                        connectedContinuation.yield(.failure(LoadBotError("Janus hung up: \(reason)")))
-                        self?.markLost("Janus hung up: \(reason)")
-                    default: break
-                    }
-                }
-                connectedContinuation.yield(.failure(LoadBotError("Janus session ended")))
-                if !Task.isCancelled { self?.markLost("Janus session ended") }
-            }
-            live.withLock { $0?.tasks = [ice, remote] }
+            let display = self.display
+            let tasks = followPeer(link: link, handle: handle, clock: clock,
+                                   onICEConnected: { connectedContinuation.yield(.success(())) },
+                                   lost: { [weak self] reason in
+                                       connectedContinuation.yield(.failure(LoadBotError(reason)))
+                                       self?.markLost(reason)
+                                   },
+                                   other: { [weak self] event in
+                                       guard case .plugin(let data, let jsep) = event,
+                                             case .updated(let list, let offer?) = VideoRoomEvent(data: data, jsep: jsep) else { return }
+                                       do { try await self?.negotiate(list, offer: offer, link: link) } catch {
+                                           log.warning("subscriber \(display): renegotiation failed: \(error)")
+                                       }
+                                   })
+            live.withLock { $0?.tasks = tasks }
             try await negotiate(joined.streams, offer: joined.offer, link: link)
             try await within(context.joinTimeout, "ICE") {
                 for await result in connected { return try result.get() }
@@ -215,9 +202,9 @@ final class SubscriberBot: Sendable {
         }
     }
 
-    /// Frames by feed, and the totals including retired streams.
+    /// Decrypted audio frames by feed (compared with the audio frames publishers send).
     var framesByFeed: [Int64: Int] {
-        streams.withLock { m in m.values.reduce(into: [:]) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened } }
+        streams.withLock { m in m.values.filter { $0.kind == "audio" }.reduce(into: [:]) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened } }
     }
 
     var frames: FrameStats.Snapshot {

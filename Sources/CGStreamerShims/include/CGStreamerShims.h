@@ -33,6 +33,10 @@ GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRT
 /// The `mid` of the transceiver behind a webrtcbin pad (newly allocated, g_free it), or NULL.
 char *sfb_webrtc_pad_mid(GstPad *pad);
 
+/// Gives webrtcbin's rtpbin an `identity` instead of an rtpjitterbuffer for each new receive
+/// stream (signal `request-jitterbuffer`). Returns 0, or 1 (no rtpbin) / 2 (GStreamer too old).
+int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc);
+
 /// Turns off libnice's UPnP (SSDP multicast) and ICE-TCP on webrtcbin's agent.
 /// Returns 0 on success, or which step failed (1: no ice-agent, 2: no NiceAgent).
 int sfb_webrtc_lock_down_ice(GstElement *webrtc);
