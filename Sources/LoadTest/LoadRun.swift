@@ -35,6 +35,7 @@ public final class LoadRun: Sendable {
         var bytesOut: UInt64 = 0, bytesIn: UInt64 = 0
         var packetsOut: UInt64 = 0, packetsIn: UInt64 = 0, lostIn: Int64 = 0
         var mbpsOut = 0.0, mbpsIn = 0.0
+        var lastPass: Date?
         var lossPercent: Double?
         var phase = "starting"
     }
@@ -242,11 +243,16 @@ public final class LoadRun: Sendable {
                 lost += list.reduce(0) { $0 + max(0, $1.packetsLost) }
             }
         }
-        let seconds = Double(plan.statsInterval.components.seconds) + Double(plan.statsInterval.components.attoseconds) / 1e18
         state.withLock { s in
-            // Rates from the previous pass; counters only grow while the same bots run.
-            if bytesOut >= s.bytesOut { s.mbpsOut = Double(bytesOut - s.bytesOut) * 8 / 1e6 / seconds }
-            if bytesIn >= s.bytesIn { s.mbpsIn = Double(bytesIn - s.bytesIn) * 8 / 1e6 / seconds }
+            // Rates since the previous pass (passes also run at the window's edges); counters
+            // only grow while the same bots run.
+            let now = Date()
+            if let last = s.lastPass {
+                let seconds = max(0.1, now.timeIntervalSince(last))
+                if bytesOut >= s.bytesOut { s.mbpsOut = Double(bytesOut - s.bytesOut) * 8 / 1e6 / seconds }
+                if bytesIn >= s.bytesIn { s.mbpsIn = Double(bytesIn - s.bytesIn) * 8 / 1e6 / seconds }
+            }
+            s.lastPass = now
             let dLost = lost - s.lostIn, dIn = Int64(packetsIn) - Int64(s.packetsIn)
             s.lossPercent = dLost >= 0 && dIn + dLost > 0 ? 100 * Double(dLost) / Double(dIn + dLost) : nil
             (s.bytesOut, s.bytesIn, s.packetsOut, s.packetsIn, s.lostIn) = (bytesOut, bytesIn, packetsOut, packetsIn, lost)
