@@ -36,6 +36,27 @@ extension MediaScene {
 
     let key = String(repeating: "ab", count: 32)
 
+    @Test("sfubot load held until Ctrl-C: SIGINT stops it, the report is written and says so, exit 1")
+    func loadStopsOnSignalAndWritesReport() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("load-cli")
+        let (p, _, err) = try Self.start(["load", "--janus", Scene.janusURL!, "--room", "\(room)", "--publishers", "2", "--subscribers", "2",
+                                          "--duration", "0", "--key-hex", key, "--report", dir.path])
+        // Until the bots are in and frames flow (the live line counts decrypted frames).
+        try await Task.sleep(for: .seconds(6))
+        #expect(p.isRunning)
+        kill(p.processIdentifier, SIGINT)
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1, "\(String(decoding: e, as: UTF8.self))")
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("summary.json"))) as! [String: Any]
+        #expect(summary["interrupted"] as? Bool == true)
+        #expect((summary["problems"] as? [String] ?? []).contains { $0.contains("interrupted") })
+        let subs = try #require(summary["subscribers"] as? [String: Any])
+        #expect((subs["framesOpened"] as? Int ?? 0) > 200 && subs["decryptFailuresTotal"] as? Int == 0)
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("report.html").path))
+    }
+
     @Test func keysGenerateShowAndImport() throws {
         let dir = try Scene.tempDirectory("keys")
         let made = try Self.run(["keys", "generate", "--type", "p256", "--out", dir.appendingPathComponent("p").path])
