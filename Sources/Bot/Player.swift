@@ -306,10 +306,6 @@ extension BotError {
     }
 }
 
-extension Pipeline {
-    /// Stops without throwing: used on the way out, where a failure changes nothing.
-    func setStateQuietly(_ state: State) { try? setState(state) }
-}
 
 /// A one-way switch shared between tasks.
 final class Flag: Sendable {

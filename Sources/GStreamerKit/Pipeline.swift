@@ -72,6 +72,9 @@ public final class Pipeline: Bin, @unchecked Sendable {
     }
 
     /// Changes state; fails if GStreamer reports the change failed (e.g. a file that cannot be opened).
+    /// Changes state without throwing: for the way out, where a failure changes nothing.
+    public func setStateQuietly(_ state: State) { try? setState(state) }
+
     public func setState(_ state: State) throws(GStreamerError) {
         if gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE {
             throw .stateChange("\(name) refused state \(state); the bus error says why")

@@ -78,7 +78,3 @@ final class LoadSource: Sendable {
 
     func stop() { pipeline.setStateQuietly(.null) }
 }
-
-extension Pipeline {
-    func setStateQuietly(_ state: State) { try? setState(state) }
-}

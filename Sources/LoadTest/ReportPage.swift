@@ -7,7 +7,7 @@ enum ReportPage {
         func dist(_ d: LoadSummary.Distribution?, _ digits: Int = 2) -> String {
             d.map { "p50 \(f($0.p50, digits)) · p95 \(f($0.p95, digits)) · max \(f($0.max, digits)) (n=\($0.n))" } ?? "–"
         }
-        func esc(_ t: String) -> String { t.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;") }
+        func esc(_ t: String) -> String { t.markupEscaped }
         var rows: [(String, String)] = [
             ("Room", "\(s.room) on \(esc(s.janus))"),
             ("E2EE", s.e2ee ? "on (AES-256-GCM per frame)" : "off"),

@@ -90,7 +90,12 @@ struct SVGPlot {
     }
 
     private func f(_ v: Double) -> String { String(format: "%.1f", v) }
-    private func esc(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    private func esc(_ s: String) -> String { s.markupEscaped }
+}
+
+extension String {
+    /// Safe as text in HTML or SVG.
+    var markupEscaped: String {
+        replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
     }
 }
