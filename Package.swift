@@ -139,7 +139,7 @@ let package = Package(
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
-        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus"], swiftSettings: strict),
+        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",

@@ -45,6 +45,8 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var feedsReceiving = 0
     public var framesReceived = 0
     public var framesOpened = 0
+    /// Of those, video access units (with --video).
+    public var videoFramesOpened = 0
     /// Frames that did not open, by `DropReason` raw value.
     public var decryptFailures: [String: Int] = [:]
     public var packetsReceived: UInt64 = 0

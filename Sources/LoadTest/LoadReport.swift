@@ -49,7 +49,7 @@ public enum LoadReport {
         "role", "index", "shard", "display", "feed_id", "state", "attempts", "error", "started_at_s",
     ] + JoinPhases.names.map { "\($0)_s" } + [
         "frames_sealed", "seal_failures", "packets_sent", "bytes_sent", "rtt_ms", "remote_loss_pct",
-        "feeds", "feeds_receiving", "frames_received", "frames_opened", "decrypt_failures",
+        "feeds", "feeds_receiving", "frames_received", "frames_opened", "video_frames_opened", "decrypt_failures",
         "packets_received", "bytes_received", "packets_lost", "loss_pct", "jitter_ms", "mos", "mos_worst",
     ]
 
@@ -66,7 +66,7 @@ public enum LoadReport {
                 q(b.error), f(b.startedAt),
             ] + b.phases.values.map(f) + [
                 "\(b.framesSealed)", "\(b.sealFailures)", "\(b.packetsSent)", "\(b.bytesSent)", f(b.rttMs), f(b.remoteLossPercent),
-                "\(b.feeds)", "\(b.feedsReceiving)", "\(b.framesReceived)", "\(b.framesOpened)", "\(b.decryptFailuresTotal)",
+                "\(b.feeds)", "\(b.feedsReceiving)", "\(b.framesReceived)", "\(b.framesOpened)", "\(b.videoFramesOpened)", "\(b.decryptFailuresTotal)",
                 "\(b.packetsReceived)", "\(b.bytesReceived)", "\(b.packetsLost)", f(b.lossPercent), f(b.jitterMs), f(b.mos), f(b.mosWorst),
             ]
             lines.append(row.joined(separator: ","))

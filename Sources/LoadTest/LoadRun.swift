@@ -314,11 +314,12 @@ public final class LoadRun: Sendable {
         let oneWay = rtts.isEmpty ? 0 : rtts[rtts.count / 2]
         let model = EModel()
         for b in subscribers {
-            let frames = b.frames, phases = b.phases, feeds = b.feedCount, lost = b.lost
+            let frames = b.frames, video = b.videoFramesOpened, phases = b.phases, feeds = b.feedCount, lost = b.lost
             state.withLock { s in
                 guard var r = s.records["s\(b.index)"] else { return }
                 r.framesReceived = frames.received
                 r.framesOpened = frames.opened
+                r.videoFramesOpened = video
                 r.decryptFailures = frames.dropped.filter { $0.value > 0 }
                 r.phases = phases
                 r.feeds = feeds.subscribed

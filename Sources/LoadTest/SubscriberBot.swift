@@ -207,6 +207,11 @@ final class SubscriberBot: Sendable {
         streams.withLock { m in m.values.filter { $0.kind == "audio" }.reduce(into: [:]) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened } }
     }
 
+    /// Video access units decrypted on the current streams.
+    var videoFramesOpened: Int {
+        streams.withLock { m in m.values.filter { $0.kind == "video" }.reduce(0) { $0 + $1.stats.snapshot.opened } }
+    }
+
     var frames: FrameStats.Snapshot {
         streams.withLock { m in m.values.reduce(retired.withLock { $0 }) { $0 + $1.stats.snapshot } }
     }

@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 @testable import LoadTest
+import Logging
 import Testing
 
 @Suite struct LoadReportTests {
@@ -116,6 +120,24 @@ import Testing
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             #expect(line.split(separator: " ").count == 2 && Double(line.split(separator: " ")[1]) != nil, "\(line)")
         }
+    }
+
+    @Test("--metrics-port serves the text on GET /metrics over HTTP on 127.0.0.1")
+    func metricsOverHTTP() async throws {
+        let m = MetricsEndpoint(shard: 0)
+        m.update(LiveFigures(sample: TimelineSample(t: 1, publishersJoined: 3, subscribersJoined: 0, failed: 0, mbpsOut: 0, mbpsIn: 0,
+                                                    lossPercent: nil, decryptFailures: 0, framesOpened: 0, cpuCores: 0, rssMB: 1, threads: 1),
+                             planned: 3, retries: 0, phase: "steady", packetsSent: 0, packetsReceived: 0))
+        let port = Int.random(in: 20_000...29_999)
+        m.start(host: "127.0.0.1", port: port, logger: .init(label: "test"))
+        defer { m.stop() }
+        var body = ""
+        for _ in 0..<50 where body.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/metrics")!),
+               (response as? HTTPURLResponse)?.statusCode == 200 { body = String(decoding: data, as: UTF8.self) }
+        }
+        #expect(body.contains("sfubot_load_bots{shard=\"0\",role=\"publisher\",state=\"joined\"} 3.0"), "\(body)")
     }
 
     @Test("a plot with no data says so instead of drawing empty axes")
