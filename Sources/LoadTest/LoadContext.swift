@@ -80,32 +80,3 @@ extension FrameProtection {
         return .e2ee(KeyRing(current: ring.sealingKey?.withOwnCiphers()))
     }
 }
-
-/// Follows one bot's peer connection until its tasks are cancelled: candidates both ways, ICE
-/// state, and the ways it can be lost (ICE failed, Janus hung up, the session ended), which go
-/// to `lost` (the attempt's wait fails, the bot is marked lost). Everything else Janus says on
-/// the handle goes to `other`.
-func followPeer(link: PeerLink, handle: JanusHandle, clock: PhaseClock, onNegotiationNeeded: @escaping @Sendable () -> Void = {},
-                onICEConnected: @escaping @Sendable () -> Void = {}, lost: @escaping @Sendable (String) -> Void,
-                other: @escaping @Sendable (HandleEvent) async -> Void) -> [Task<Void, Never>] {
-    let ice = Task {
-        await link.pump(onNegotiationNeeded: onNegotiationNeeded, onState: { state in
-            if state == "connected" || state == "completed" {
-                clock.mark(.iceConnected)
-                onICEConnected()
-            }
-            if state == "failed" { lost("ICE failed") }
-        })
-    }
-    let remote = Task {
-        for await event in handle.events {
-            switch event {
-            case .trickle(let mline, let candidate): link.addRemote(mline: mline, candidate: candidate)
-            case .hangup(let reason): lost("Janus hung up: \(reason)")
-            default: await other(event)
-            }
-        }
-        if !Task.isCancelled { lost("Janus session ended") }
-    }
-    return [ice, remote]
-}

@@ -26,6 +26,7 @@ final class PublisherBot: Sendable {
         var pipeline: Pipeline
         var webrtc: WebRTCBin
         var clock: PhaseClock
+        var publisher: Publisher
         var feedID: Int64?
         var outlets: [(Outlet, FanOut)] = []
         var probes: [PadProbe] = []
@@ -59,12 +60,17 @@ final class PublisherBot: Sendable {
             await session.close()
             throw error
         }
-        let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-        live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock) }
+        let webrtc: WebRTCBin
+        do { webrtc = try WebRTCBin(pipeline.element(named: "webrtc")) } catch {
+            await session.close()
+            throw error
+        }
+        let publisher = Publisher(session: session, room: context.room, display: display, logger: log)
+        live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock, publisher: publisher) }
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
-            let handle = try await session.attach(plugin: VideoRoom.plugin)
-            let joined = try await VideoRoom.joinAsPublisher(handle, room: context.room, display: display)
+            // The run's room watcher checked the room: one round trip less per bot.
+            let joined = try await publisher.join(checkRoom: false)
             clock.mark(.joined)
             live.withLock { $0?.feedID = joined.id }
 
@@ -73,7 +79,7 @@ final class PublisherBot: Sendable {
             var outlets: [(Outlet, FanOut)] = []
             let pay = try pipeline.element(named: "pay")
             probes.append(try pay.staticPad("sink").attachSender(protection, AudioFormat.self, stats: audioStats))
-                        if let caps = source.caps[.audio], let fan = source.fanOut(.audio, for: index) {
+            if let caps = source.caps[.audio], let fan = source.fanOut(.audio, for: index) {
                 outlets.append((try Outlet(to: pay.staticPad("sink"), caps: caps, streamID: "\(display)-audio", from: fan), fan))
             }
             if source.hasVideo {
@@ -95,23 +101,24 @@ final class PublisherBot: Sendable {
             live.withLock { $0?.probes = probes; $0?.outlets = outlets }
             for (outlet, fan) in outlets { fan.attach(outlet) }
 
-            let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
-            let (negotiation, negotiationNeeded) = AsyncStream.makeStream(of: Void.self)
             let (up, upContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
-            let tasks = followPeer(link: link, handle: handle, clock: clock, onNegotiationNeeded: { negotiationNeeded.yield() },
-                                   lost: { [weak self] reason in
-                                       upContinuation.yield(.failure(LoadBotError(reason)))
-                                       self?.markLost(reason)
-                                   },
-                                   other: { event in if case .webrtcUp = event { upContinuation.yield(.success(())) } })
-            live.withLock { $0?.tasks = tasks }
+            await publisher.follow(webrtc)
+            let watch = Task { [weak self] in
+                for await event in publisher.events {
+                    switch event {
+                    case .ice(let s): if s == "connected" || s == "completed" { clock.mark(.iceConnected) }
+                    case .mediaUp: upContinuation.yield(.success(()))
+                    case .lost(let why):
+                        upContinuation.yield(.failure(LoadBotError(why.description)))
+                        self?.markLost(why.description)
+                    }
+                }
+            }
+            live.withLock { $0?.tasks = [watch] }
             pipeline.shareClock(with: source.pipeline)
             try pipeline.setState(.playing)
-            try await within(context.joinTimeout, "negotiation") {
-                for await _ in negotiation { return }
-                throw LoadBotError("webrtcbin never asked to negotiate")
-            }
-            try await within(context.joinTimeout, "publishing (offer/answer)") { try await link.publish(video: source.hasVideo) }
+            // webrtcbin asks to negotiate once RTP caps reach it; then offer/configure/answer.
+            try await within(context.joinTimeout, "negotiation and publishing (offer/answer)") { try await publisher.publish(video: source.hasVideo) }
             try await within(context.joinTimeout, "media path up (ICE + DTLS)") {
                 for await result in up { return try result.get() }
                 throw LoadBotError("no media path")
@@ -131,6 +138,8 @@ final class PublisherBot: Sendable {
         guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return }
         for (outlet, fan) in l.outlets { fan.detach(outlet) }
         for t in l.tasks { t.cancel() }
+        // Destroying the session ends its handles: no leave/detach per bot.
+        await l.publisher.leave(announce: false)
         await l.session.close()
         l.pipeline.setStateQuietly(.null)
         l.probes.forEach { $0.remove() }

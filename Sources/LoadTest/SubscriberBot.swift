@@ -25,7 +25,7 @@ final class SubscriberBot: Sendable {
     private struct Live: @unchecked Sendable {
         // @unchecked: GStreamer objects are thread-safe references; set once per attempt.
         var session: JanusSession
-        var handle: JanusHandle?
+        var subscription: Subscription
         var pipeline: Pipeline
         var webrtc: WebRTCBin
         var clock: PhaseClock
@@ -91,37 +91,37 @@ final class SubscriberBot: Sendable {
             await session.close()
             throw LoadBotError(error)
         }
-        live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock) }
+        let subscription = Subscription(
+            session: session, room: context.room, privateID: nil, webrtc: webrtc, logger: log,
+            hooks: .init(streams: { [weak self] list in
+                clock.mark(.joined)
+                self?.learn(list)
+            }))
+        live.withLock { $0 = Live(session: session, subscription: subscription, pipeline: pipeline, webrtc: webrtc, clock: clock) }
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
-            let handle = try await session.attach(plugin: VideoRoom.plugin)
-            live.withLock { $0?.handle = handle }
             let protection = self.protection, library = context.library, streams = self.streams
             webrtc.onIncomingPad { incoming in
                 guard let mid = incoming.mid else { return }
                 Self.attach(incoming.pad, mid: mid, streams: streams, pipeline: pipeline, library: library, protection: protection, clock: clock, log: log)
             }
             try pipeline.setState(.playing)
-            let joined = try await VideoRoom.subscribe(handle, room: context.room, feeds: feeds, privateID: nil)
-            clock.mark(.joined)
-            let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
-            let display = self.display
-            let tasks = followPeer(link: link, handle: handle, clock: clock,
-                                   onICEConnected: { connectedContinuation.yield(.success(())) },
-                                   lost: { [weak self] reason in
-                                       connectedContinuation.yield(.failure(LoadBotError(reason)))
-                                       self?.markLost(reason)
-                                   },
-                                   other: { [weak self] event in
-                                       guard case .plugin(let data, let jsep) = event,
-                                             case .updated(let list, let offer?) = VideoRoomEvent(data: data, jsep: jsep) else { return }
-                                       do { try await self?.negotiate(list, offer: offer, link: link) } catch {
-                                           log.warning("subscriber \(display): renegotiation failed: \(error)")
-                                       }
-                                   })
-            live.withLock { $0?.tasks = tasks }
-            try await negotiate(joined.streams, offer: joined.offer, link: link)
+            let watch = Task { [weak self] in
+                for await event in subscription.events {
+                    switch event {
+                    case .ice(let s):
+                        guard s == "connected" || s == "completed" else { break }
+                        clock.mark(.iceConnected)
+                        connectedContinuation.yield(.success(()))
+                    case .lost(let why):
+                        connectedContinuation.yield(.failure(LoadBotError(why.description)))
+                        self?.markLost(why.description)
+                    }
+                }
+            }
+            live.withLock { $0?.tasks = [watch] }
+            try await subscription.add(feeds)
             try await within(context.joinTimeout, "ICE") {
                 for await result in connected { return try result.get() }
                 throw LoadBotError("no ICE connection")
@@ -129,7 +129,7 @@ final class SubscriberBot: Sendable {
             let follow = Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
-                    do { try await self?.addNewFeeds(handle: handle, link: link) } catch {
+                    do { try await self?.addNewFeeds(subscription) } catch {
                         log.warning("subscriber: could not add feeds: \(error)")
                     }
                 }
@@ -143,8 +143,9 @@ final class SubscriberBot: Sendable {
 
     private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
 
-    /// Records which mid carries which feed, then answers Janus's offer.
-    private func negotiate(_ list: [SubscribedStream], offer: JSEP, link: PeerLink) async throws {
+    /// Which mid carries which feed (before each answer): a mid Janus gave to another feed
+    /// starts a new stream; the old one's counts are kept.
+    private func learn(_ list: [SubscribedStream]) {
         streams.withLock { m in
             for s in list {
                 guard let feed = s.feedID, s.active, s.type == "audio" || s.type == "video" else { continue }
@@ -153,7 +154,6 @@ final class SubscriberBot: Sendable {
                 m[s.mid] = Stream(mid: s.mid, feedID: feed, kind: s.type)
             }
         }
-        try await link.answer(offer)
     }
 
     private func retire(_ s: Stream) {
@@ -163,12 +163,11 @@ final class SubscriberBot: Sendable {
     }
 
     /// Subscribes to publishers that appeared since (up to the limit).
-    private func addNewFeeds(handle: JanusHandle, link: PeerLink) async throws {
+    private func addNewFeeds(_ subscription: Subscription) async throws {
         let have = Set(streams.withLock { $0.values.map(\.feedID) })
         let add = feedSelection(publishers: await context.watcher.current.map(\.id), have: have, index: index, limit: context.subscribeLimit)
         guard !add.isEmpty else { return }
-        let update = try await VideoRoom.add(handle, feeds: add)
-        if let offer = update.offer { try await negotiate(update.streams, offer: offer, link: link) }
+        try await subscription.add(add)
     }
 
     /// Links a new webrtcbin pad to a receive branch that opens every frame (pad-added thread).
@@ -239,7 +238,7 @@ final class SubscriberBot: Sendable {
         guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return }
         if let first = firstDecrypted { l.clock.mark(.firstDecrypted, at: first) }
         for t in l.tasks { t.cancel() }
-        if let handle = l.handle { await handle.detach() }
+        await l.subscription.leave()
         await l.session.close()
         l.pipeline.setStateQuietly(.null)
         streams.withLock { m in

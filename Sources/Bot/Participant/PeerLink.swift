@@ -1,0 +1,127 @@
+package import GStreamerKit
+public import Janus
+package import Logging
+
+/// Why a participant's PeerConnection or Janus handle went away.
+public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
+    /// Janus hung the PeerConnection up (`hangup`), with its reason.
+    case hungUp(String)
+    /// The handle was detached or the session ended (the WebSocket closed, Janus went away).
+    case sessionEnded
+    /// ICE found no working candidate pair.
+    case iceFailed
+
+    /// Short, for load reports and logs.
+    public var description: String {
+        switch self {
+        case .hungUp(let reason): "Janus hung up: \(reason)"
+        case .sessionEnded: "Janus session ended"
+        case .iceFailed: "ICE failed"
+        }
+    }
+
+    /// As the error that ends a one-job command.
+    public var error: BotError {
+        switch self {
+        case .hungUp(let reason): .negotiation("Janus hung up: \(reason)")
+        case .sessionEnded: .janus(.disconnected)
+        case .iceFailed: .negotiation("ICE failed: no candidate pair works")
+        }
+    }
+}
+
+/// What a participant's PeerConnection and its Janus handle report, merged in arrival order.
+public enum PeerEvent: Sendable {
+    /// webrtcbin wants an offer (a publisher's first RTP caps reached it).
+    case negotiationNeeded
+    /// webrtcbin's ICE connection state (`new`, `checking`, `connected`, `completed`, `failed` …).
+    case ice(String)
+    /// Janus: the PeerConnection is up (ICE and DTLS, `webrtcup`).
+    case mediaUp
+    /// A VideoRoom event on the handle (e.g. a subscription's `updated` offer).
+    case plugin(VideoRoomEvent)
+    /// The connection is gone; nothing more follows.
+    case lost(PeerLoss)
+}
+
+/// Carries ICE between one webrtcbin and one Janus handle, both ways, and merges what both
+/// report into one stream of `PeerEvent`s. The one copy of this loop: publishers and
+/// subscribers of every command use it.
+package struct PeerLink: Sendable {
+    let webrtc: WebRTCBin
+    let handle: JanusHandle
+    let logger: Logger
+
+    package init(webrtc: WebRTCBin, handle: JanusHandle, logger: Logger) {
+        self.webrtc = webrtc
+        self.handle = handle
+        self.logger = logger
+    }
+
+    /// Starts following both sides; the events end when the returned tasks are cancelled or
+    /// after a `.lost`. Local candidates go to Janus (`trickle`), remote ones to webrtcbin.
+    package func follow() -> (events: AsyncStream<PeerEvent>, tasks: [Task<Void, Never>]) {
+        let (events, sink) = AsyncStream.makeStream(of: PeerEvent.self)
+        let webrtc = self.webrtc, handle = self.handle, logger = self.logger
+        let local = Task {
+            for await event in webrtc.events {
+                switch event {
+                case .negotiationNeeded:
+                    sink.yield(.negotiationNeeded)
+                case .iceCandidate(let mline, let candidate):
+                    do { try await handle.trickle(mline: mline, candidate: candidate) } catch {
+                        logger.warning("trickle to Janus failed: \(error)")
+                    }
+                case .iceGatheringState("complete"):
+                    try? await handle.trickleCompleted()
+                case .iceConnectionState(let s):
+                    logger.debug("ICE \(s)")
+                    sink.yield(.ice(s))
+                    if s == "failed" { sink.yield(.lost(.iceFailed)) }
+                default:
+                    break
+                }
+            }
+        }
+        let remote = Task {
+            for await event in handle.events {
+                switch event {
+                // An empty candidate tells webrtcbin the remote side finished gathering.
+                case .trickle(let mline, let candidate): webrtc.addIceCandidate(mline: mline, candidate: candidate ?? "")
+                case .webrtcUp: sink.yield(.mediaUp)
+                case .hangup(let reason): sink.yield(.lost(.hungUp(reason)))
+                case .detached: sink.yield(.lost(.sessionEnded))
+                case .plugin(let data, let jsep): sink.yield(.plugin(VideoRoomEvent(data: data, jsep: jsep)))
+                default: break
+                }
+            }
+            // The handle's events end when the session does: unless we are stopping, Janus went away.
+            if !Task.isCancelled { sink.yield(.lost(.sessionEnded)) }
+        }
+        return (events, [local, remote])
+    }
+
+    /// Offer → configure → answer, for a publisher.
+    package func publish(video: Bool) async throws(BotError) {
+        do {
+            let offer = try await webrtc.createOffer()
+            try await webrtc.setLocalDescription(offer)
+            let answer = try await VideoRoom.publish(handle, offer: JSEP(type: "offer", sdp: offer.sdp), video: video)
+            try await webrtc.setRemoteDescription(SessionDescription(kind: .answer, sdp: answer.sdp))
+        } catch {
+            throw BotError(error)
+        }
+    }
+
+    /// Janus's offer → answer → `start`, for a subscriber (first join and every update).
+    package func answer(_ offer: JSEP) async throws(BotError) {
+        do {
+            try await webrtc.setRemoteDescription(SessionDescription(kind: .offer, sdp: offer.sdp))
+            let answer = try await webrtc.createAnswer()
+            try await webrtc.setLocalDescription(answer)
+            try await VideoRoom.start(handle, answer: JSEP(type: "answer", sdp: answer.sdp))
+        } catch {
+            throw BotError(error)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+public import GStreamerKit
+public import Janus
+public import Logging
+
+/// A VideoRoom publisher: join, then offer/configure/answer once webrtcbin asks to negotiate,
+/// candidates both ways, `webrtcup`, leave. The one copy of the publisher handshake: the
+/// player and the load test's publisher bots both use it.
+///
+/// Use: `join()`; `follow(webrtc)` before the pipeline plays (webrtcbin asks to negotiate once
+/// RTP caps reach it); `publish(video:)`; then watch `events` until `leave()`.
+public actor Publisher {
+    public enum State: Sendable, Equatable {
+        case idle
+        case joining
+        case joined(feedID: Int64)
+        case publishing(feedID: Int64)
+        /// Janus reported the media path up.
+        case live(feedID: Int64)
+        case leaving
+        case left
+    }
+
+    /// What the caller watches after `publish`.
+    public enum Event: Sendable {
+        case ice(String)
+        case mediaUp
+        case lost(PeerLoss)
+    }
+
+    public private(set) var state = State.idle
+    /// ICE states, media up, and loss; ends at `leave`.
+    public nonisolated let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let session: JanusSession
+    private let room: Int64
+    private let display: String
+    private var log: Logger
+    private var handle: JanusHandle?
+    private var link: PeerLink?
+    private var tasks: [Task<Void, Never>] = []
+    /// webrtcbin's requests to negotiate, consumed by `publish`.
+    private let negotiation = AsyncStream.makeStream(of: Void.self)
+
+    public init(session: JanusSession, room: Int64, display: String, logger: Logger) {
+        self.session = session
+        self.room = room
+        self.display = display
+        log = logger
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Attaches, checks that the room exists (unless the caller knows it does), and joins as a
+    /// publisher (`join`, `ptype: publisher`).
+    @discardableResult
+    public func join(checkRoom: Bool = true) async throws(BotError) -> VideoRoom.Joined {
+        guard state == .idle else { throw .negotiation("publisher \(display) joined twice") }
+        state = .joining
+        do {
+            let handle = try await session.attach(plugin: VideoRoom.plugin)
+            self.handle = handle
+            guard state == .joining else { throw BotError.janus(.disconnected) }
+            if checkRoom, try await !VideoRoom.exists(handle, room: room) { throw BotError.roomNotFound(room) }
+            guard state == .joining else { throw BotError.janus(.disconnected) }
+            let joined = try await VideoRoom.joinAsPublisher(handle, room: room, display: display)
+            guard state == .joining else { throw BotError.janus(.disconnected) }
+            state = .joined(feedID: joined.id)
+            log[metadataKey: "janus.feed"] = "\(joined.id)"
+            return joined
+        } catch {
+            if state == .joining { state = .idle }
+            throw BotError(error)
+        }
+    }
+
+    /// Starts carrying candidates and events between `webrtc` and the handle. Call before the
+    /// pipeline plays, so webrtcbin's first request to negotiate is seen.
+    public func follow(_ webrtc: WebRTCBin) {
+        guard case .joined = state, let handle, link == nil else { return }
+        let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
+        self.link = link
+        let (peer, peerTasks) = link.follow()
+        let sink = eventSink, negotiation = self.negotiation.continuation
+        tasks = peerTasks + [Task { [weak self] in
+            for await event in peer {
+                switch event {
+                case .negotiationNeeded: negotiation.yield()
+                case .ice(let s): sink.yield(.ice(s))
+                case .mediaUp:
+                    await self?.mediaUp()
+                    sink.yield(.mediaUp)
+                case .lost(let why): sink.yield(.lost(why))
+                case .plugin: break
+                }
+            }
+        }]
+    }
+
+    /// Waits until webrtcbin asks to negotiate, then offer → `configure` → answer.
+    public func publish(video: Bool) async throws(BotError) {
+        guard case .joined(let id) = state, let link else { throw .negotiation("publish before join and follow") }
+        for await _ in negotiation.stream { break }
+        guard state == .joined(feedID: id) else { throw .janus(.disconnected) }
+        state = .publishing(feedID: id)
+        try await link.publish(video: video)
+        guard state == .publishing(feedID: id) || state == .live(feedID: id) else { throw .janus(.disconnected) }
+    }
+
+    private func mediaUp() {
+        if case .publishing(let id) = state { state = .live(feedID: id) }
+    }
+
+    /// Leaves the room and detaches (with `announce`; without, it only stops following, for a
+    /// caller about to destroy the whole session). The session stays the caller's. Safe to call
+    /// more than once.
+    public func leave(announce: Bool = true) async {
+        guard state != .leaving, state != .left else { return }
+        let joined = switch state { case .joined, .publishing, .live: true; default: false }
+        state = .leaving
+        for t in tasks { t.cancel() }
+        tasks = []
+        negotiation.continuation.finish()
+        if let handle, announce {
+            if joined { await VideoRoom.leave(handle) }
+            await handle.detach()
+        }
+        state = .left
+        eventSink.finish()
+    }
+}

@@ -1,0 +1,183 @@
+public import GStreamerKit
+public import Janus
+public import Logging
+
+/// A multistream VideoRoom subscription: one handle and one PeerConnection carry every feed.
+/// Feeds are added and removed as the roster changes (`subscribe`/`unsubscribe`); every offer
+/// Janus sends, asked for or not (`updated`), is answered. The one copy of this logic: the
+/// recorder and the load test's subscriber bots both use it.
+///
+/// Operations run one at a time, in the order they were asked for: a feed added while the
+/// first join is still in flight waits for it and becomes an update, never a second join.
+public actor Subscription {
+    public enum State: Sendable, Equatable { case idle, joining, joined, leaving, left }
+
+    public enum Event: Sendable {
+        case ice(String)
+        case lost(PeerLoss)
+    }
+
+    /// Called inside each negotiation: `streams` before the answer (webrtcbin adds pads for new
+    /// mids while it answers), `negotiated` after it.
+    public struct Hooks: Sendable {
+        public var streams: @Sendable ([SubscribedStream]) -> Void
+        public var negotiated: @Sendable () -> Void
+        public init(streams: @escaping @Sendable ([SubscribedStream]) -> Void, negotiated: @escaping @Sendable () -> Void = {}) {
+            self.streams = streams
+            self.negotiated = negotiated
+        }
+    }
+
+    public private(set) var state = State.idle
+    /// Feeds asked for and not removed.
+    public private(set) var feeds: Set<Int64> = []
+    /// ICE states and loss; ends at `leave`.
+    public nonisolated let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let session: JanusSession
+    private let room: Int64
+    private let privateID: Int64?
+    private let webrtc: WebRTCBin
+    private let hooks: Hooks
+    private let log: Logger
+    private var handle: JanusHandle?
+    private var link: PeerLink?
+    private var tasks: [Task<Void, Never>] = []
+    /// The last operation asked for: the next one waits for it.
+    private var tail: Task<Void, Never>?
+
+    public init(session: JanusSession, room: Int64, privateID: Int64?, webrtc: WebRTCBin, logger: Logger, hooks: Hooks) {
+        self.session = session
+        self.room = room
+        self.privateID = privateID
+        self.webrtc = webrtc
+        self.hooks = hooks
+        log = logger
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Subscribes to `feeds` as well: the first call joins, later ones update.
+    public func add(_ feeds: [Int64]) async throws(BotError) {
+        let new = feeds.filter { !self.feeds.contains($0) }
+        guard !new.isEmpty else { return }
+        self.feeds.formUnion(new)
+        try await serially { (s: Subscription) async throws(BotError) in try await s.addNow(new) }
+    }
+
+    /// Drops `feeds` from the subscription (`unsubscribe`).
+    public func remove(_ feeds: [Int64]) async throws(BotError) {
+        let gone = feeds.filter { self.feeds.contains($0) }
+        guard !gone.isEmpty else { return }
+        self.feeds.subtract(gone)
+        try await serially { (s: Subscription) async throws(BotError) in try await s.removeNow(gone) }
+    }
+
+    /// Feeds Janus already dropped (their publisher left): no request, but a publisher who
+    /// comes back under the same id is added again.
+    public func forget(_ feeds: [Int64]) {
+        self.feeds.subtract(feeds)
+    }
+
+    /// Runs `operation` after every operation asked for before it.
+    private func serially(_ operation: @escaping @Sendable (Subscription) async throws(BotError) -> Void) async throws(BotError) {
+        let previous = tail
+        let task = Task<Void, any Error> {
+            await previous?.value
+            try await operation(self)
+        }
+        tail = Task { _ = try? await task.value }
+        do { try await task.value } catch { throw BotError(error) }
+    }
+
+    private func addNow(_ new: [Int64]) async throws(BotError) {
+        switch state {
+        case .joined:
+            guard let handle else { return }
+            let update: (streams: [SubscribedStream], offer: JSEP?)
+            do { update = try await VideoRoom.add(handle, feeds: new) } catch { throw .janus(error) }
+            if let offer = update.offer { try await negotiate(update.streams, offer: offer) }
+        case .idle:
+            try await join(new)
+        case .joining, .leaving, .left:
+            throw .janus(.disconnected)
+        }
+    }
+
+    private func removeNow(_ gone: [Int64]) async throws(BotError) {
+        guard state == .joined, let handle else { return }
+        let update: (streams: [SubscribedStream], offer: JSEP?)
+        do { update = try await VideoRoom.remove(handle, feeds: gone) } catch { throw .janus(error) }
+        if let offer = update.offer { try await negotiate(update.streams, offer: offer) }
+    }
+
+    /// Attach, `join` as a subscriber to the first feeds, answer.
+    private func join(_ first: [Int64]) async throws(BotError) {
+        state = .joining
+        let handle: JanusHandle
+        do { handle = try await session.attach(plugin: VideoRoom.plugin) } catch {
+            if state == .joining { state = .idle }
+            throw .janus(error)
+        }
+        guard state == .joining else {
+            await handle.detach()
+            throw .janus(.disconnected)
+        }
+        self.handle = handle
+        let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
+        self.link = link
+        startFollowing(link)
+        let joined: (streams: [SubscribedStream], offer: JSEP)
+        do { joined = try await VideoRoom.subscribe(handle, room: room, feeds: first, privateID: privateID) } catch {
+            if state == .joining { state = .idle }
+            throw .janus(error)
+        }
+        guard state == .joining else { throw .janus(.disconnected) }
+        state = .joined
+        try await negotiate(joined.streams, offer: joined.offer)
+    }
+
+    private func startFollowing(_ link: PeerLink) {
+        let (peer, peerTasks) = link.follow()
+        let sink = eventSink, log = self.log
+        tasks = peerTasks + [Task { [weak self] in
+            for await event in peer {
+                switch event {
+                case .ice(let s): sink.yield(.ice(s))
+                case .lost(let why): sink.yield(.lost(why))
+                case .plugin(.updated(let streams, let offer?)):
+                    // Janus renegotiates by itself (a publisher left, a stream changed).
+                    do { try await self?.serially { (s: Subscription) async throws(BotError) in try await s.negotiateIfJoined(streams, offer: offer) } } catch {
+                        log.error("renegotiation failed: \(error)")
+                    }
+                case .negotiationNeeded, .mediaUp, .plugin: break
+                }
+            }
+        }]
+    }
+
+    private func negotiateIfJoined(_ streams: [SubscribedStream], offer: JSEP) async throws(BotError) {
+        guard state == .joined else { return }
+        try await negotiate(streams, offer: offer)
+    }
+
+    /// Janus's offer for the current streams → answer → `start`.
+    private func negotiate(_ streams: [SubscribedStream], offer: JSEP) async throws(BotError) {
+        guard let link else { return }
+        hooks.streams(streams)
+        try await link.answer(offer)
+        hooks.negotiated()
+    }
+
+    /// Detaches the handle (with `announce`; without, it only stops, for a caller about to
+    /// destroy the whole session). Safe to call more than once.
+    public func leave(announce: Bool = true) async {
+        guard state != .leaving, state != .left else { return }
+        state = .leaving
+        tail?.cancel()
+        for t in tasks { t.cancel() }
+        tasks = []
+        if let handle, announce { await handle.detach() }
+        state = .left
+        eventSink.finish()
+    }
+}

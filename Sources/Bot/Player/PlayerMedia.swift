@@ -1,0 +1,113 @@
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Logging
+
+/// The player's pipeline: which graph a source gets, its seal/gate probes, and how media
+/// starts once the path to Janus is up.
+extension Player {
+    struct Media {
+        let pipeline: Pipeline
+        let webrtc: WebRTCBin
+        /// Seal, tap, end-of-stream and gate probes: they act as long as they are held.
+        let probes: [PadProbe]
+        /// EOS seen leaving the audio encoder: webrtcbin's sinks never post EOS on the bus.
+        let endOfFile: AsyncStream<Void>
+        /// Packets are dropped after the payloaders until the media path is up.
+        let audioGate: Gate
+        let videoGate: Gate?
+        /// Where a keyframe is asked of the video encoder when the media path comes up.
+        let videoEncoder: Pad?
+        /// For files: where the restart and loop seeks go upstream.
+        let pace: Pad?
+        /// For files: the pacing elements, which get one ts-offset at the restart.
+        let pacers: [Element]
+        /// How many tracks must reach their end before the file has.
+        let tracks: Int
+        var hasVideo: Bool { videoGate != nil }
+    }
+
+    func makeMedia() throws(BotError) -> Media {
+        do {
+            let description = switch source {
+            case .file(let file): try fileDescription(file)
+            case .testPattern: try config.pipelines.description("play-test-pattern")
+            }
+            let pipeline = try Pipeline(description: description)
+            let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+            for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+            let seal = try pipeline.element(named: "seal")
+            let sealPad = try seal.staticPad("src")
+            var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]
+            if let tap = config.frameTap {
+                probes.append(try seal.staticPad("sink").addBufferObserver { tap(.beforeSeal, 0, $0) })
+                probes.append(sealPad.addBufferObserver { tap(.afterSeal, 0, $0) })
+            }
+            let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
+            probes.append(sealPad.onEndOfStream { ended.yield() })
+            var tracks = 1
+            let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
+            probes.append(audioGateProbe)
+            var videoGate: Gate?, videoEncoder: Pad?
+            // Fail closed: a video branch must pass a sealer; a pipeline with a video payloader
+            // (`vpay`) but no `vseal` would send plaintext video.
+            let vpay = try? pipeline.element(named: "vpay")
+            if vpay != nil, (try? pipeline.element(named: "vseal")) == nil { throw GStreamerError.missingElement("vseal") }
+            if let vseal = try? pipeline.element(named: "vseal") {
+                let vsealPad = try vseal.staticPad("src")
+                probes.append(vsealPad.attachSender(config.protection, VideoFormat.self, stats: videoStats))
+                probes.append(vsealPad.onEndOfStream { ended.yield() })
+                tracks += 1
+                let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
+                videoGate = gate
+                videoEncoder = try pipeline.element(named: "vpay").staticPad("sink")
+                probes.append(probe)
+            }
+            let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
+            let pace = try pacers.first?.staticPad("sink")
+            return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
+                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks)
+        } catch let e as GStreamerError {
+            throw .media(e)
+        } catch {
+            throw BotError(error)
+        }
+    }
+
+    /// The pipeline for a file: audio only, or video and audio transcoded to the envelope.
+    private func fileDescription(_ file: String) throws -> String {
+        let info = try MediaInfo.discover(file)
+        guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
+        guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
+        if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
+            config.logger.info("video \(capsString("profile", in: video) ?? "") H.264 level \(capsString("level", in: video) ?? "?"): sent as it is")
+            return try config.pipelines.description("play-av-h264", ["file": file])
+        }
+        let size = envelope.fit(width: capsInt("width", in: video) ?? envelope.maxWidth, height: capsInt("height", in: video) ?? envelope.maxHeight)
+        config.logger.info("video \(capsInt("width", in: video) ?? 0)x\(capsInt("height", in: video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
+        return try config.pipelines.description("play-av", [
+            "file": file, "width": "\(size.width)", "height": "\(size.height)",
+            "fps": "\(envelope.maxFPS)", "video_kbps": "\(envelope.kilobitsPerSecond)",
+        ])
+    }
+
+    /// Starts media once the path is up: a file from its first sample (what was encoded while
+    /// DTLS came up is dropped and the file sought back), a live source from now.
+    func startMedia(_ media: Media) -> Bool {
+        guard let pace = media.pace else {
+            media.audioGate.open()
+            media.videoGate?.open()
+            // Start on a keyframe: the one Janus asked for when this publisher came up was
+            // encoded while the gate was still closed.
+            media.videoEncoder?.requestKeyFrame()
+            return true
+        }
+        // Every track is paced from 200 ms from now: one offset for all, so they stay together.
+        if let now = media.pipeline.runningTime {
+            for pacer in media.pacers { try? pacer.set("ts-offset", String(Int64(now) + 200_000_000)) }
+        }
+        media.audioGate.openAfterNextFlush()
+        media.videoGate?.openAfterNextFlush()
+        return pace.seekUpstream(flush: true, segment: loop)
+    }
+}

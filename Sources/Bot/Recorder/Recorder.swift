@@ -1,0 +1,47 @@
+public import Foundation
+import Janus
+import Logging
+
+/// Records a room: every publisher present and future, each to its own file, decrypted,
+/// without transcoding, with `manifest.json`.
+///
+/// One publisher handle hears the room (`RoomRoster`); one multistream subscription
+/// (`Subscription`, one PeerConnection) carries every feed.
+public struct Recorder: Sendable {
+    public let config: BotConfig
+    public let directory: URL
+    public let duration: Duration?
+    /// Also write one mixed audio track of the whole call here (Ogg Opus).
+    public let mixFile: URL?
+
+    public init(config: BotConfig, directory: URL, duration: Duration? = nil, mixFile: URL? = nil) {
+        self.config = config
+        self.directory = directory
+        self.duration = duration
+        self.mixFile = mixFile
+    }
+
+    /// Records until `duration` elapses or the task is cancelled; then finishes every file and
+    /// returns the final manifest.
+    public func run() async throws(BotError) -> RecordingManifest {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch { throw .output("cannot create \(directory.path): \(error.localizedDescription)") }
+        let session: JanusSession
+        do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: config.logger) } catch { throw .janus(error) }
+        let room = RoomRecording(config: config, directory: directory, session: session, mixFile: mixFile)
+        do {
+            try await room.start()
+            try await room.follow(for: duration)
+        } catch {
+            let manifest = await room.finish()
+            await session.close()
+            if let manifest, !(error is CancellationError) { config.logger.info("kept \(manifest.feeds.count) recording(s) in \(directory.path)") }
+            throw BotError(error)
+        }
+        let manifest = await room.finish()
+        await session.close()
+        guard let manifest else { throw .output("could not write manifest.json in \(directory.path)") }
+        return manifest
+    }
+}
