@@ -2,18 +2,68 @@ public import Janus
 public import GStreamerKit
 
 /// What stopped a bot, in one line that says what to do.
-public enum BotError: Error, CustomStringConvertible, Sendable {
-    case janus(JanusError)
-    case media(GStreamerError)
-    case pipelinesNotFound(String)
-    case inputNotFound(String)
-    case roomNotFound(Int64)
-    case negotiation(String)
-    case pipelineFailed(String)
-    case output(String)
+public struct BotError: Error, CustomStringConvertible, Sendable {
+    private enum Kind: Sendable {
+        case janus(JanusError)
+        case media(GStreamerError)
+        case pipelinesNotFound(String)
+        case inputNotFound(String)
+        case roomNotFound(Int64)
+        case negotiation(String)
+        case pipelineFailed(String)
+        case output(String)
+    }
+    private let kind: Kind
+
+    public static func janus(_ e: JanusError) -> Self { .init(kind: .janus(e)) }
+    public static func media(_ e: GStreamerError) -> Self { .init(kind: .media(e)) }
+    public static func pipelinesNotFound(_ path: String) -> Self { .init(kind: .pipelinesNotFound(path)) }
+    public static func inputNotFound(_ path: String) -> Self { .init(kind: .inputNotFound(path)) }
+    public static func roomNotFound(_ room: Int64) -> Self { .init(kind: .roomNotFound(room)) }
+    public static func negotiation(_ m: String) -> Self { .init(kind: .negotiation(m)) }
+    public static func pipelineFailed(_ m: String) -> Self { .init(kind: .pipelineFailed(m)) }
+    public static func output(_ m: String) -> Self { .init(kind: .output(m)) }
+
+    /// Any error from a bot's steps, as a BotError.
+    public init(_ error: any Error) {
+        switch error {
+        case let e as BotError: self = e
+        case let e as JanusError: self = .janus(e)
+        case let e as GStreamerError: self = .media(e)
+        default: self = .negotiation(String(describing: error))
+        }
+    }
+
+    private init(kind: Kind) { self.kind = kind }
+
+    /// Which kind of failure, for exit codes and callers that react to one kind.
+    public enum Category: Sendable, Equatable {
+        /// Talking to Janus failed (see `janusError`).
+        case janus
+        case roomMissing
+        case inputMissing
+        case output
+        case media
+    }
+
+    public var category: Category {
+        switch kind {
+        case .janus: .janus
+        case .roomNotFound: .roomMissing
+        case .inputNotFound, .pipelinesNotFound: .inputMissing
+        case .output: .output
+        case .media, .pipelineFailed, .negotiation: .media
+        }
+    }
+
+    /// The Janus error behind it, if that is what it was.
+    public var janusError: JanusError? {
+        if case .janus(let e) = kind { return e }
+        return nil
+    }
 
     public var description: String {
-        switch self {
+        switch kind {
         case .janus(let e): e.description
         case .media(let e): e.description
         case .pipelinesNotFound(let p): "pipeline descriptions not found (looked in \(p)); pass --pipelines DIR or set SFUBOT_PIPELINES"

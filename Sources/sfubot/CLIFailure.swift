@@ -25,13 +25,21 @@ struct CLIFailure: Error, CustomStringConvertible {
 
     init(_ error: BotError) {
         description = error.description
-        switch error {
-        case .janus(.unreachable), .janus(.disconnected), .janus(.timeout): code = .unreachable
-        case .janus(.plugin(426, _)), .roomNotFound: code = .roomMissing
-        case .janus: code = .protocolError
-        case .inputNotFound, .pipelinesNotFound: code = .noInput
+        switch error.category {
+        case .janus: code = error.janusError.map(Self.code(for:)) ?? .protocolError
+        case .roomMissing: code = .roomMissing
+        case .inputMissing: code = .noInput
         case .output: code = .cannotWrite
-        case .media, .pipelineFailed, .negotiation: code = .media
+        case .media: code = .media
+        }
+    }
+
+    /// 69 when Janus cannot be reached or went away, 68 for VideoRoom's "no such room", else 76.
+    static func code(for error: JanusError) -> Code {
+        switch error {
+        case .unreachable, .disconnected, .timeout: .unreachable
+        case .plugin(426, _): .roomMissing
+        default: .protocolError
         }
     }
 

@@ -68,6 +68,6 @@ struct KeyOptions: ParsableArguments {
 }
 
 extension LoggingSystem {
-    private static let once: Void = LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+    private static let once: Void = LoggingSystem.bootstrap { ComponentLogHandler(label: $0) }
     static func bootstrapOnce() { _ = once }
 }

@@ -39,8 +39,7 @@ extension MediaScene {
             await #expect {
                 _ = try await recorder.value
             } throws: { error in
-                guard case BotError.janus(.disconnected) = error else { return false }
-                return true
+                (error as? BotError)?.janusError == .disconnected
             }
             #expect(clock.now - t0 < .seconds(5), "noticed the dead Janus in \(clock.now - t0)")
 

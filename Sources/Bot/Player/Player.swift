@@ -173,19 +173,6 @@ public struct Player: Sendable {
     }
 }
 
-extension BotError {
-    /// Any error from a bot's steps, as a BotError.
-    init(_ error: any Error) {
-        switch error {
-        case let e as BotError: self = e
-        case let e as JanusError: self = .janus(e)
-        case let e as GStreamerError: self = .media(e)
-        default: self = .negotiation(String(describing: error))
-        }
-    }
-}
-
-
 /// A one-way switch shared between tasks.
 final class Flag: Sendable {
     private let value = Atomic<Bool>(false)

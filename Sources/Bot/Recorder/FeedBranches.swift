@@ -106,6 +106,8 @@ final class FeedBranches: Sendable {
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
             } catch {
                 log.error("cannot record feed \(feed): \(error)", metadata: ["janus.feed": "\(feed)"])
+                // An unlinked pad would stop the whole PeerConnection (not-linked): discard instead.
+                discard(pad: pad, mid: mid, pipeline: pipeline, &m)
             }
         }
     }

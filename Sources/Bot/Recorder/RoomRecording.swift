@@ -13,7 +13,6 @@ actor RoomRecording {
     struct Media: Sendable {
         let pipeline: Pipeline
         let subscription: Subscription
-        let bus: AsyncStream<BusMessage>
         let mix: CallMix?
     }
 
@@ -90,10 +89,12 @@ actor RoomRecording {
             group.addTask {
                 for await _ in lost { throw BotError.janus(.disconnected) }
             }
+            let log = self.log
             group.addTask {
+                // Logged, not fatal: one feed's branch must not end everyone's recording.
                 for await bus in mediaStarted {
                     for await m in bus {
-                        if case .error(let source, let text, _) = m { throw BotError.pipelineFailed("\(source): \(text)") }
+                        if case .error(let source, let text, let debug) = m { log.error("pipeline error from \(source): \(text)", metadata: ["gst.debug": "\(debug ?? "")"]) }
                     }
                 }
                 try await Task.sleep(for: .seconds(1 << 30))
@@ -155,7 +156,7 @@ actor RoomRecording {
         let subscription = Subscription(
             session: session, room: config.room, privateID: roster?.privateID, webrtc: webrtc, logger: log,
             hooks: .init(streams: { branches.learn($0) }, negotiated: { branches.reattachReused(pipeline: pipeline, mix: mix) }))
-        let media = Media(pipeline: pipeline, subscription: subscription, bus: bus, mix: mix)
+        let media = Media(pipeline: pipeline, subscription: subscription, mix: mix)
         self.media = media
         mediaStarted.continuation.yield(bus)
         return media
