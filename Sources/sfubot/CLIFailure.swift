@@ -26,8 +26,9 @@ struct CLIFailure: Error, CustomStringConvertible {
     init(_ error: BotError) {
         description = error.description
         switch error {
-        case .janus(.unreachable), .janus(.disconnected), .janus(.timeout): code = .unreachable
-        case .janus(.plugin(426, _)), .roomNotFound: code = .roomMissing
+        case .janus(let e) where e.isConnectionProblem: code = .unreachable
+        case .janus(let e) where e.pluginCode == 426: code = .roomMissing
+        case .roomNotFound: code = .roomMissing
         case .janus: code = .protocolError
         case .inputNotFound, .pipelinesNotFound: code = .noInput
         case .output: code = .cannotWrite
