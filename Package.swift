@@ -69,6 +69,8 @@ let package = Package(
             dependencies: ["TextWebSocket", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // A scriptable fake Janus (a JanusTransport whose far end a test drives): tests only.
+        .target(name: "JanusTesting", dependencies: ["Janus"], swiftSettings: strict),
         // The ECall backend's REST API (request signing, tokens, calls).
         .target(
             name: "ECall",
@@ -138,12 +140,12 @@ let package = Package(
             name: "FrameCryptoTests",
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        .testTarget(name: "JanusTests", dependencies: ["Janus"], swiftSettings: strict),
+        .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting"], swiftSettings: strict),
         .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallAgent", "ECallStandIn", "LoadTest"],
+            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest"],
             swiftSettings: strict
         ),
     ]

@@ -36,11 +36,8 @@ struct CLIFailure: Error, CustomStringConvertible {
 
     /// 69 when Janus cannot be reached or went away, 68 for VideoRoom's "no such room", else 76.
     static func code(for error: JanusError) -> Code {
-        switch error {
-        case .unreachable, .disconnected, .timeout: .unreachable
-        case .plugin(426, _): .roomMissing
-        default: .protocolError
-        }
+        if error.isConnectionProblem { return .unreachable }
+        return error.pluginCode == 426 ? .roomMissing : .protocolError
     }
 
     /// Prints the line and exits with the code.

@@ -62,7 +62,7 @@ extension MediaScene {
             await #expect {
                 _ = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
             } throws: { error in
-                guard case JanusError.janus(403, _) = error else { return false }
+                guard (error as? JanusError)?.janusCode == 403 else { return false }
                 return String(describing: error).contains("--api-secret")
             }
             let session = try await JanusSession.connect(url: janus.url, options: .init(apiSecret: "s3cret-for-test"), logger: Scene.logger)

@@ -30,7 +30,7 @@ struct JanusLiveTests {
         await #expect {
             _ = try await JanusSession.connect(url: "ws://127.0.0.1:1", logger: log)
         } throws: { error in
-            guard case JanusError.unreachable = error else { return false }
+            guard let e = error as? JanusError, e.isUnreachable, e.isConnectionProblem else { return false }
             return String(describing: error).contains("Janus unreachable")
         }
     }
