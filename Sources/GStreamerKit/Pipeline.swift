@@ -14,6 +14,9 @@ public class Bin: Element, @unchecked Sendable {
 
 /// A top-level pipeline built from a gst-launch description (`gst_parse_launch`).
 public final class Pipeline: Bin, @unchecked Sendable {
+    /// Every bus message from creation on (see `BusDispatch`).
+    private let busDispatch = BusDispatch()
+
     public enum State: Sendable {
         case null, ready, paused, playing
         var gst: GstState {
@@ -45,6 +48,10 @@ public final class Pipeline: Bin, @unchecked Sendable {
             e = p
         }
         super.init(takingOwnership: e)
+        // Before anything can run: no streaming thread exists until the first state change.
+        let bus = gst_element_get_bus(pointer)!
+        busDispatch.install(on: bus)
+        gst_object_unref(UnsafeMutableRawPointer(bus))
     }
 
     /// Parses `description` as a bin whose unlinked pads become ghost pads, adds it to the
@@ -82,7 +89,7 @@ public final class Pipeline: Bin, @unchecked Sendable {
     }
 
     /// The pipeline's bus.
-    public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
+    public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!, dispatch: busDispatch) }
 
     /// Plays a finite pipeline (files in, files out) to its end; throws the first error.
     public func runToEnd() async throws(GStreamerError) {
