@@ -78,14 +78,18 @@ public final class Pipeline: Bin, @unchecked Sendable {
         gst_bin_remove(binPointer, child.pointer)
     }
 
-    /// Changes state; fails if GStreamer reports the change failed (e.g. a file that cannot be opened).
     /// Changes state without throwing: for the way out, where a failure changes nothing.
     public func setStateQuietly(_ state: State) { try? setState(state) }
 
+    /// Changes state (`gst_element_set_state`); if GStreamer reports the change failed (e.g. a
+    /// file that cannot be opened), throws with the failing element and its bus error.
     public func setState(_ state: State) throws(GStreamerError) {
-        if gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE {
-            throw .stateChange("\(name) refused state \(state); the bus error says why")
-        }
+        let mark = busDispatch.errorMark
+        guard gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE else { return }
+        // An element that refuses posts its error before the call returns, on this thread.
+        let failure = busDispatch.firstError(after: mark)
+        throw .stateChangeFailed(pipeline: name, state: "\(state)", element: failure?.source,
+                                 message: failure?.message, debug: failure?.debug)
     }
 
     /// The pipeline's bus.
