@@ -131,6 +131,10 @@ gboolean sfb_is_pipeline(GstElement *element) {
   return GST_IS_PIPELINE(element);
 }
 
+guint sfb_object_refcount(gpointer object) {
+  return (guint)g_atomic_int_get((gint *)&G_OBJECT(object)->ref_count);
+}
+
 #include <gst/pbutils/pbutils.h>
 
 static char *sfb_first_caps(GList *streams) {

@@ -23,48 +23,26 @@ public enum BusMessage: Sendable, CustomStringConvertible {
     }
 }
 
-/// Owns a GstBus. Its messages are an `AsyncStream` fed by a sync handler: no polling and no
-/// GMainLoop thread.
+/// A pipeline's GstBus. Its messages are an `AsyncStream` fed by a sync handler: no polling
+/// and no GMainLoop thread.
 public final class Bus: @unchecked Sendable {
-    // @unchecked: GstBus is thread-safe; the handler box is only touched by GStreamer.
+    // @unchecked: GstBus is thread-safe; `dispatch` is Sendable.
     let pointer: UnsafeMutablePointer<GstBus>
+    private let dispatch: BusDispatch
 
-    init(takingOwnership pointer: UnsafeMutablePointer<GstBus>) { self.pointer = pointer }
+    init(takingOwnership pointer: UnsafeMutablePointer<GstBus>, dispatch: BusDispatch) {
+        self.pointer = pointer
+        self.dispatch = dispatch
+    }
     deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
 
-    private final class Sink: Sendable {
-        let continuation: AsyncStream<BusMessage>.Continuation
-        init(_ c: AsyncStream<BusMessage>.Continuation) { continuation = c }
-    }
-
-    /// The bus's messages from now on, including any already queued. One consumer at a time:
-    /// starting a second stream finishes the first. Ending the stream removes the handler.
-    public func messages() -> AsyncStream<BusMessage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self, bufferingPolicy: .bufferingNewest(4096))
-        // Messages posted before the handler existed sit in the queue: deliver them first.
-        while let m = gst_bus_pop(pointer) {
-            continuation.yield(Self.convert(m))
-            gst_mini_object_unref(UnsafeMutableRawPointer(m).assumingMemoryBound(to: GstMiniObject.self))
-        }
-        let sink = Unmanaged.passRetained(Sink(continuation)).toOpaque()
-        gst_bus_set_sync_handler(pointer, { _, message, data in
-            guard let message, let data else { return GST_BUS_PASS }
-            let sink = Unmanaged<Sink>.fromOpaque(data).takeUnretainedValue()
-            sink.continuation.yield(Bus.convert(message))
-            return GST_BUS_DROP
-        }, sink, { data in
-            guard let data else { return }
-            let sink = Unmanaged<Sink>.fromOpaque(data).takeRetainedValue()
-            sink.continuation.finish()
-        })
-        let bus = UnsafeSendable(pointer)
-        let owner = self
-        continuation.onTermination = { _ in
-            // Clearing the handler runs the destroy notify above, which releases the sink.
-            withExtendedLifetime(owner) { gst_bus_set_sync_handler(bus.value, nil, nil, nil) }
-        }
-        return stream
-    }
+    /// Every message not yet handed to a stream (including those posted before this call,
+    /// oldest first), then each new one as it is posted. None is lost between streams or
+    /// while one starts.
+    ///
+    /// One consumer at a time: starting a second stream finishes the first (messages already
+    /// handed to it go with it). The stream ends when the pipeline is gone.
+    public func messages() -> AsyncStream<BusMessage> { dispatch.messages() }
 
     static func convert(_ m: UnsafeMutablePointer<GstMessage>) -> BusMessage {
         let source = objectName(m.pointee.src)

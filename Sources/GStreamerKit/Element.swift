@@ -1,13 +1,13 @@
 internal import CGStreamer
 internal import CGStreamerShims
 
-/// Owns one reference to a GstElement; floating references are sunk on wrap, the
-/// reference is dropped in deinit.
+/// Owns exactly one reference to a GstElement, dropped in deinit.
 public class Element: @unchecked Sendable {
     // @unchecked: GstObject reference counting and property access are thread-safe in GStreamer.
     let pointer: UnsafeMutablePointer<GstElement>
 
-    /// Wraps a reference the caller owns (full or floating).
+    /// Takes over a reference the caller hands over: a full one (`gst_bin_get_by_name`), or a
+    /// floating one (`gst_element_factory_make`), which is sunk so the wrapper holds a full one.
     init(takingOwnership pointer: UnsafeMutablePointer<GstElement>) {
         if g_object_is_floating(UnsafeMutableRawPointer(pointer)) != 0 {
             gst_object_ref_sink(UnsafeMutableRawPointer(pointer))
@@ -15,9 +15,11 @@ public class Element: @unchecked Sendable {
         self.pointer = pointer
     }
 
-    /// Wraps a borrowed pointer by taking a new reference.
-    init(borrowing pointer: UnsafeMutablePointer<GstElement>) {
-        gst_object_ref_sink(UnsafeMutableRawPointer(pointer))
+    /// Takes a reference of its own to an element it was only lent (a signal argument, a
+    /// pointer someone else owns). `gst_object_ref`, never `ref_sink`: a floating reference
+    /// stays the caller's, to hand to a bin.
+    init(retaining pointer: UnsafeMutablePointer<GstElement>) {
+        gst_object_ref(UnsafeMutableRawPointer(pointer))
         self.pointer = pointer
     }
 

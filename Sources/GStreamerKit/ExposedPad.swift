@@ -11,9 +11,11 @@ extension Bin {
         }
         defer { gst_object_unref(UnsafeMutableRawPointer(target)) }
         guard let ghost = gst_ghost_pad_new(nil, target) else { throw .linkFailed("cannot expose \(element).\(template) on \(name)") }
+        // The wrapper sinks the new pad's floating reference; the bin takes one of its own, so
+        // a pad the bin refuses is freed with the wrapper instead of leaking.
+        let pad = Pad(takingOwnership: ghost)
         // A running bin does not activate pads added to it.
         _ = gst_pad_set_active(ghost, 1)
-        let pad = Pad(borrowing: ghost)  // the bin takes the floating reference below
         guard gst_element_add_pad(pointer, ghost) != 0 else { throw .linkFailed("cannot expose \(element).\(template) on \(name)") }
         return pad
     }

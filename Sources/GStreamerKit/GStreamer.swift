@@ -37,6 +37,7 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
         case missingPad(element: String, pad: String)
         case linkFailed(String)
         case stateChange(String)
+        case stateChangeFailed(pipeline: String, state: String, element: String?, message: String?, debug: String?)
         case promise(String)
         case sdp(String)
         case webrtc(String)
@@ -54,9 +55,20 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
     public static func missingPad(element: String, pad: String) -> Self { .init(kind: .missingPad(element: element, pad: pad)) }
     public static func linkFailed(_ m: String) -> Self { .init(kind: .linkFailed(m)) }
     public static func stateChange(_ m: String) -> Self { .init(kind: .stateChange(m)) }
+    /// A refused state change, with the error the failing element posted (if it did).
+    static func stateChangeFailed(pipeline: String, state: String, element: String?, message: String?, debug: String?) -> Self {
+        .init(kind: .stateChangeFailed(pipeline: pipeline, state: state, element: element, message: message, debug: debug))
+    }
     public static func promise(_ m: String) -> Self { .init(kind: .promise(m)) }
     public static func sdp(_ m: String) -> Self { .init(kind: .sdp(m)) }
     public static func webrtc(_ m: String) -> Self { .init(kind: .webrtc(m)) }
+
+    /// The useful end of GStreamer's debug text (its first line is a source location),
+    /// e.g. " (system error: No such file or directory)".
+    private static func detail(_ debug: String?) -> String {
+        guard let debug, let last = debug.split(whereSeparator: \.isNewline).last, debug.contains(where: \.isNewline) else { return "" }
+        return " (\(last))"
+    }
 
     public var description: String {
         switch kind {
@@ -67,6 +79,10 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
         case .missingPad(let e, let p): "element '\(e)' has no pad '\(p)'"
         case .linkFailed(let m): "cannot link: \(m)"
         case .stateChange(let m): "pipeline did not start: \(m)"
+        case .stateChangeFailed(let p, let s, let e?, let m, let d):
+            "pipeline '\(p)' cannot go to \(s): element '\(e)' failed: \(m ?? "no reason given")" + Self.detail(d)
+        case .stateChangeFailed(let p, let s, nil, _, _):
+            "pipeline '\(p)' cannot go to \(s): an element refused without posting an error (GST_DEBUG=3 shows which)"
         case .promise(let m): "webrtcbin request failed: \(m)"
         case .sdp(let m): "bad SDP: \(m)"
         case .webrtc(let m): "webrtcbin: \(m)"

@@ -1,12 +1,22 @@
 internal import CGStreamer
 
-/// Owns one reference to a GstPad.
+/// Owns exactly one reference to a GstPad, dropped in deinit.
 public final class Pad: @unchecked Sendable {
     // @unchecked: GstPad reference counting, linking and probes are thread-safe.
     let pointer: UnsafeMutablePointer<GstPad>
 
-    init(takingOwnership pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }
-    init(borrowing pointer: UnsafeMutablePointer<GstPad>) {
+    /// Takes over a reference the caller hands over: a full one (`gst_element_get_static_pad`),
+    /// or a floating one (`gst_pad_new`, `gst_ghost_pad_new`), which is sunk.
+    init(takingOwnership pointer: UnsafeMutablePointer<GstPad>) {
+        if g_object_is_floating(UnsafeMutableRawPointer(pointer)) != 0 {
+            gst_object_ref_sink(UnsafeMutableRawPointer(pointer))
+        }
+        self.pointer = pointer
+    }
+
+    /// Takes a reference of its own to a pad it was only lent (e.g. `pad-added`'s argument);
+    /// a floating reference stays the caller's.
+    init(retaining pointer: UnsafeMutablePointer<GstPad>) {
         gst_object_ref(UnsafeMutableRawPointer(pointer))
         self.pointer = pointer
     }

@@ -14,6 +14,9 @@ public class Bin: Element, @unchecked Sendable {
 
 /// A top-level pipeline built from a gst-launch description (`gst_parse_launch`).
 public final class Pipeline: Bin, @unchecked Sendable {
+    /// Every bus message from creation on (see `BusDispatch`).
+    private let busDispatch = BusDispatch()
+
     public enum State: Sendable {
         case null, ready, paused, playing
         var gst: GstState {
@@ -45,6 +48,10 @@ public final class Pipeline: Bin, @unchecked Sendable {
             e = p
         }
         super.init(takingOwnership: e)
+        // Before anything can run: no streaming thread exists until the first state change.
+        let bus = gst_element_get_bus(pointer)!
+        busDispatch.install(on: bus)
+        gst_object_unref(UnsafeMutableRawPointer(bus))
     }
 
     /// Parses `description` as a bin whose unlinked pads become ghost pads, adds it to the
@@ -71,18 +78,22 @@ public final class Pipeline: Bin, @unchecked Sendable {
         gst_bin_remove(binPointer, child.pointer)
     }
 
-    /// Changes state; fails if GStreamer reports the change failed (e.g. a file that cannot be opened).
     /// Changes state without throwing: for the way out, where a failure changes nothing.
     public func setStateQuietly(_ state: State) { try? setState(state) }
 
+    /// Changes state (`gst_element_set_state`); if GStreamer reports the change failed (e.g. a
+    /// file that cannot be opened), throws with the failing element and its bus error.
     public func setState(_ state: State) throws(GStreamerError) {
-        if gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE {
-            throw .stateChange("\(name) refused state \(state); the bus error says why")
-        }
+        let mark = busDispatch.errorMark
+        guard gst_element_set_state(pointer, state.gst) == GST_STATE_CHANGE_FAILURE else { return }
+        // An element that refuses posts its error before the call returns, on this thread.
+        let failure = busDispatch.firstError(after: mark)
+        throw .stateChangeFailed(pipeline: name, state: "\(state)", element: failure?.source,
+                                 message: failure?.message, debug: failure?.debug)
     }
 
     /// The pipeline's bus.
-    public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!) }
+    public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!, dispatch: busDispatch) }
 
     /// Plays a finite pipeline (files in, files out) to its end; throws the first error.
     public func runToEnd() async throws(GStreamerError) {

@@ -175,7 +175,8 @@ public final class WebRTCBin: @unchecked Sendable {
         }
         let padAdded: PadAdded = { _, pad, data in
             guard let pad, gst_pad_get_direction(pad) == GST_PAD_SRC else { return }
-            let incoming = IncomingPad(pad: Pad(borrowing: pad), mid: takeGString(sfb_webrtc_pad_mid(pad)))
+            // The pad is lent for the call; webrtcbin keeps its own reference.
+            let incoming = IncomingPad(pad: Pad(retaining: pad), mid: takeGString(sfb_webrtc_pad_mid(pad)))
             Sink.from(data).padHandler.withLock { $0 }?(incoming)
         }
         let notify: Notify = { object, spec, data in

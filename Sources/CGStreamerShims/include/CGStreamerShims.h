@@ -62,4 +62,8 @@ int sfb_discover(const char *uri, guint timeout_seconds, char **audio_caps, char
 /// GST_IS_PIPELINE.
 gboolean sfb_is_pipeline(GstElement *element);
 
+/// GST_OBJECT_REFCOUNT_VALUE for any GObject, read atomically: lets tests check that each
+/// wrapper owns exactly one reference.
+guint sfb_object_refcount(gpointer object);
+
 #endif
