@@ -24,6 +24,7 @@ extension Agent {
         do {
             guard let p = try await c.backend.participants(callID: session.callID).first(where: { $0.userId == userID }), let device = p.deviceId else { return }
             let key = try await c.backend.publicKeys(userIDs: [userID])["\(userID)_\(device)"]
+            guard isActive(session) else { return }
             session.host = .init(userID: userID, deviceID: device, publicKey: key.flatMap { try? DevicePublicKey(wire: $0) })
             session.setRotation(nil)
         } catch {
@@ -61,7 +62,7 @@ extension Agent {
     /// As host: `request_aes_key` is answered with `send_aes_key` carrying the current key.
     func answerKeyRequest(_ m: SignalMessage, _ session: CallSession) async {
         guard isHost(session), let me = connections?.me, let user = m.senderId, let device = m.senderDeviceId, let key = session.ring.sealingKey,
-              let box = await wrapped(key, for: user, device: device) else { return }
+              let box = await wrapped(key, for: user, device: device), isActive(session) else { return }
         await send(keyMessage(.sendAESKey, box, to: user, device: device, session, from: me))
         counters.keysSent += 1
         log.info("call \(session.callID): sent the call key to user \(user) (request_aes_key)")
@@ -70,7 +71,7 @@ extension Agent {
     /// Every connected participant answers a rejoin request with the key for the rejoiner.
     func acceptRejoin(_ m: SignalMessage, _ session: CallSession) async {
         guard let me = connections?.me, let user = m.participantId, let device = m.calleeDeviceId ?? m.participantDeviceId, user != me.userId,
-              let key = session.ring.sealingKey, let box = await wrapped(key, for: user, device: device) else { return }
+              let key = session.ring.sealingKey, let box = await wrapped(key, for: user, device: device), isActive(session) else { return }
         var answer = keyMessage(.participantAcceptRejoin, box, to: user, device: device, session, from: me)
         answer.calleeId = user
         answer.calleeDeviceId = device
@@ -84,15 +85,17 @@ extension Agent {
         let every = Duration.milliseconds(Int64((config.rotationSeconds ?? 300) * 1000))
         while !Task.isCancelled {
             try? await Task.sleep(for: every)
-            guard !Task.isCancelled, isHost(session), let c = connections else { return }
+            guard !Task.isCancelled, isActive(session), isHost(session), let c = connections else { return }
             let key = CallKey.random(), at = Date().timeIntervalSince1970 + 10
             do {
                 for p in try await c.backend.participants(callID: session.callID) where p.userId != c.me.userId && p.status != "left" {
                     guard let device = p.deviceId, let box = await wrapped(key, for: p.userId, device: device) else { continue }
+                    guard isActive(session) else { return }
                     var m = keyMessage(.keyRotation, box, to: p.userId, device: device, session, from: c.me)
                     m.keyRotationTimestamp = at
                     await send(m)
                 }
+                guard isActive(session) else { return }
                 session.ring.schedule(key, at: at)
                 counters.rotationsMade += 1
                 log.info("call \(session.callID): rotated the call key (current from \(Date(timeIntervalSince1970: at)))")

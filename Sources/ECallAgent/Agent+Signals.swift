@@ -41,7 +41,10 @@ extension Agent {
     /// embedded in a P-256 wrapping, so it must be the host's published key.
     func takeKey(_ m: SignalMessage, _ session: CallSession, rotation: Bool) async {
         guard let identity = connections?.identity, let wrapped = m.encryptedAESKey else { return }
-        if session.host == nil { await refreshHost(session) }
+        if session.host == nil {
+            await refreshHost(session)
+            guard isActive(session) else { return }
+        }
         let unwrapped: KeyWrap.Unwrapped
         do { unwrapped = try KeyWrap.unwrap(wrapped, with: identity) } catch {
             refuse(m, session, "\(error)")

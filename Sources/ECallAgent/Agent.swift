@@ -38,20 +38,45 @@ public actor Agent {
         let turnServers: [String]
     }
 
+    /// idle → connecting → running → stopping → stopped. Calls are joined only while running;
+    /// every method checks the state again after each `await`.
+    enum State {
+        case idle
+        case connecting
+        case running(Connections)
+        /// Leaving every call; no new one is joined.
+        case stopping(Connections)
+        case stopped
+    }
+
     public let config: AgentConfig
     let pipelines: PipelineLibrary
     let media: any CallMedia
     let log: Logger
-    var connections: Connections?
+    var state = State.idle
     var calls: [Int64: CallSession] = [:]
     /// Calls left (ended, cancelled): never joined again, even if still listed as active.
     var left: Set<Int64> = []
     public internal(set) var counters = Counters()
     /// Who the agent is logged in as, once it is.
     public var device: (userID: Int64, deviceID: Int64)? { connections.map { ($0.me.userId, $0.me.deviceId) } }
-    /// Yields each call id the agent joined, and -id when it left it.
+    /// Yields each call id the agent joined, and -id when it left it (a call that ended while
+    /// being joined yields nothing: it was never joined).
     public nonisolated let events: AsyncStream<Int64>
     let eventSink: AsyncStream<Int64>.Continuation
+
+    /// The connections while running (or stopping: keys and signals still flow while leaving).
+    var connections: Connections? {
+        switch state {
+        case .running(let c), .stopping(let c): c
+        case .idle, .connecting, .stopped: nil
+        }
+    }
+
+    /// Whether calls may be joined now.
+    var isRunning: Bool {
+        if case .running = state { true } else { false }
+    }
 
     public init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger) {
         self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia())
@@ -66,30 +91,62 @@ public actor Agent {
         (events, eventSink) = AsyncStream.makeStream(of: Int64.self)
     }
 
-    /// Runs until cancelled; then leaves every call (finishing its files).
+    /// Runs until cancelled; then leaves every call (finishing its files). Called once.
     public func run(readOTP: @Sendable () -> String? = { readLine() }) async throws(AgentError) {
-        let c = try await connect(readOTP: readOTP)
-        connections = c
-        guard let stomp = c.stomp else { return }
-        let inbox = await stomp.subscribe("/exchange/ecall.signal.out/\(c.me.deviceId)")
-        let poll = Duration.milliseconds(Int64((config.pollSeconds ?? 5) * 1000))
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await frame in inbox { await self.received(frame.body) } }
-            group.addTask {
-                while !Task.isCancelled {
-                    await self.pollActiveCalls()
-                    try? await Task.sleep(for: poll)
-                }
-            }
-            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
-            await group.next()
-            group.cancelAll()
+        guard case .idle = state else { preconditionFailure("Agent.run() called twice (state \(state))") }
+        state = .connecting
+        let c: Connections
+        do {
+            // A bad on_invite fails now (a config error), not at the first invitation.
+            _ = try config.action
+            c = try await connect(readOTP: readOTP)
+        } catch {
+            finish()
+            throw error
         }
-        for id in Array(calls.keys) { await leave(id, reason: "agent stopping") }
-        await stomp.close()
+        // Cancelled while logging in: nothing was joined yet, only STOMP to close.
+        guard case .connecting = state, !Task.isCancelled else {
+            await c.stomp?.close()
+            return finish()
+        }
+        state = .running(c)
+        if let stomp = c.stomp {
+            let inbox = await stomp.subscribe("/exchange/ecall.signal.out/\(c.me.deviceId)")
+            let poll = Duration.milliseconds(Int64((config.pollSeconds ?? 5) * 1000))
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await frame in inbox { await self.received(frame.body) } }
+                group.addTask {
+                    while !Task.isCancelled {
+                        await self.pollActiveCalls()
+                        try? await Task.sleep(for: poll)
+                    }
+                }
+                group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        await stop()
+    }
+
+    /// Leaves every call, joined or being joined, then closes STOMP.
+    func stop() async {
+        guard case .running(let c) = state else { return }
+        state = .stopping(c)
+        // A call's leave awaits its files; the loop takes whatever is left after each.
+        while let id = calls.keys.first { await leave(id, reason: "agent stopping") }
+        await c.stomp?.close()
+        finish()
+    }
+
+    private func finish() {
+        state = .stopped
         eventSink.finish()
     }
 
-    /// Tests: be logged in with these connections, with no STOMP loop and no polling.
-    func attach(_ c: Connections) { connections = c }
+    /// Tests: be running with these connections, with no STOMP loop and no polling.
+    func attach(_ c: Connections) {
+        guard case .idle = state else { return }
+        state = .running(c)
+    }
 }
