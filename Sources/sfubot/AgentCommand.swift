@@ -39,7 +39,7 @@ struct AgentCommand: AsyncParsableCommand {
             try await runCancellableOnSignals { try await agent.run() }
             print("agent: \(await agent.counters)")
         } catch let e as AgentError {
-            let code: CLIFailure.Code = switch e {
+            let code: CLIFailure.Code = switch e.area {
             case .config: .config
             case .identity: .badKey
             case .backend, .stomp: .unreachable
