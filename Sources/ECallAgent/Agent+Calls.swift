@@ -82,7 +82,7 @@ extension Agent {
             guard isActive(session) else { return }
             session.host = .init(userID: host.userId, deviceID: device, publicKey: keys["\(host.userId)_\(device)"].flatMap { try? DevicePublicKey(wire: $0) })
         } catch {
-            log.warning("call \(session.callID): could not learn the key host: \(error)")
+            session.log.warning("call \(session.callID): could not learn the key host: \(error)")
         }
     }
 }

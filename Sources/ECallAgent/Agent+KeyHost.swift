@@ -17,7 +17,7 @@ extension Agent {
         guard let userID, let c = connections else { return }
         if userID == c.me.userId {
             session.host = .init(userID: c.me.userId, deviceID: c.me.deviceId, publicKey: c.identity.publicKey)
-            log.info("call \(session.callID): this agent is the key host now")
+            session.log.info("call \(session.callID): this agent is the key host now")
             session.setRotation(Task { [weak self] in await self?.rotateKeys(session) })
             return
         }
@@ -28,7 +28,7 @@ extension Agent {
             session.host = .init(userID: userID, deviceID: device, publicKey: key.flatMap { try? DevicePublicKey(wire: $0) })
             session.setRotation(nil)
         } catch {
-            log.warning("call \(session.callID): could not learn the new key host: \(error)")
+            session.log.warning("call \(session.callID): could not learn the new key host: \(error)")
         }
     }
 
@@ -65,7 +65,7 @@ extension Agent {
               let box = await wrapped(key, for: user, device: device), isActive(session) else { return }
         await send(keyMessage(.sendAESKey, box, to: user, device: device, session, from: me))
         counters.keysSent += 1
-        log.info("call \(session.callID): sent the call key to user \(user) (request_aes_key)")
+        session.log.info("call \(session.callID): sent the call key to user \(user) (request_aes_key)")
     }
 
     /// Every connected participant answers a rejoin request with the key for the rejoiner.
@@ -98,9 +98,9 @@ extension Agent {
                 guard isActive(session) else { return }
                 session.ring.schedule(key, at: at)
                 counters.rotationsMade += 1
-                log.info("call \(session.callID): rotated the call key (current from \(Date(timeIntervalSince1970: at)))")
+                session.log.info("call \(session.callID): rotated the call key (current from \(Date(timeIntervalSince1970: at)))")
             } catch {
-                log.warning("call \(session.callID): key rotation failed: \(error)")
+                session.log.warning("call \(session.callID): key rotation failed: \(error)")
             }
         }
     }

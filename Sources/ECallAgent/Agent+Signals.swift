@@ -20,7 +20,8 @@ extension Agent {
         }
         guard let id = m.callId, let session = calls[id] else {
             counters.otherCalls += 1
-            log.info("\(m.type) for call \(m.callId.map(String.init) ?? "none"), which the agent is not in: ignored")
+            log.info("\(m.type) for call \(m.callId.map(String.init) ?? "none"), which the agent is not in: ignored",
+                     metadata: m.callId.map { ["call.id": "\($0)"] })
             return
         }
         switch kind {
@@ -57,18 +58,18 @@ extension Agent {
             let at = m.keyRotationTimestamp ?? Date().timeIntervalSince1970
             session.ring.schedule(unwrapped.key, at: at)
             counters.rotationsApplied += 1
-            log.info("call \(session.callID): key rotation accepted, current from \(Date(timeIntervalSince1970: at))")
+            session.log.info("call \(session.callID): key rotation accepted, current from \(Date(timeIntervalSince1970: at))")
         } else {
             session.ring.setCurrent(unwrapped.key)
             session.keyArrived()
             counters.keysReceived += 1
-            log.info("call \(session.callID): call key received from the key host")
+            session.log.info("call \(session.callID): call key received from the key host")
         }
     }
 
     func refuse(_ m: SignalMessage, _ session: CallSession, _ why: String) {
         counters.rotationsRefused += 1
-        log.warning("call \(session.callID): refused \(m.type) from user \(m.senderId.map(String.init) ?? "?"): \(why); the key did not change")
+        session.log.warning("call \(session.callID): refused \(m.type) from user \(m.senderId.map(String.init) ?? "?"): \(why); the key did not change")
     }
 
     /// A frame of the call did not open with any key: ask the key host (`request_aes_key`).
@@ -83,7 +84,7 @@ extension Agent {
         m.senderDeviceId = me.deviceId
         await send(m)
         counters.keyRequestsSent += 1
-        log.info("call \(callID): frames do not open, asked the key host for the call key")
+        session.log.info("call \(callID): frames do not open, asked the key host for the call key")
     }
 
     func send(_ m: SignalMessage) async {

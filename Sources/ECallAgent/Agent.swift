@@ -52,7 +52,9 @@ public actor Agent {
     public let config: AgentConfig
     let pipelines: PipelineLibrary
     let media: any CallMedia
-    let log: Logger
+    /// Tagged `component: agent`, and `ecall.user`/`ecall.device` once logged in; each call's
+    /// session adds `call.id`. Keys and tokens are never logged.
+    var log: Logger
     var state = State.idle
     var calls: [Int64: CallSession] = [:]
     /// Calls left (ended, cancelled): never joined again, even if still listed as active.
@@ -88,6 +90,7 @@ public actor Agent {
         self.pipelines = pipelines
         self.media = media
         log = logger
+        log[metadataKey: "component"] = "agent"
         (events, eventSink) = AsyncStream.makeStream(of: Int64.self)
     }
 
@@ -109,7 +112,7 @@ public actor Agent {
             await c.stomp?.close()
             return finish()
         }
-        state = .running(c)
+        becomeRunning(c)
         if let stomp = c.stomp {
             let inbox = await stomp.subscribe("/exchange/ecall.signal.out/\(c.me.deviceId)")
             let poll = Duration.milliseconds(Int64((config.pollSeconds ?? 5) * 1000))
@@ -147,6 +150,12 @@ public actor Agent {
     /// Tests: be running with these connections, with no STOMP loop and no polling.
     func attach(_ c: Connections) {
         guard case .idle = state else { return }
+        becomeRunning(c)
+    }
+
+    private func becomeRunning(_ c: Connections) {
         state = .running(c)
+        log[metadataKey: "ecall.user"] = "\(c.me.userId)"
+        log[metadataKey: "ecall.device"] = "\(c.me.deviceId)"
     }
 }
