@@ -115,6 +115,8 @@ public actor Agent {
         becomeRunning(c)
         if let stomp = c.stomp {
             let inbox = await stomp.subscribe("/exchange/ecall.signal.out/\(c.me.deviceId)")
+            // Stopped meanwhile (tests call stop()): it leaves the calls and closes STOMP.
+            guard isRunning else { return }
             let poll = Duration.milliseconds(Int64((config.pollSeconds ?? 5) * 1000))
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await frame in inbox { await self.received(frame.body) } }

@@ -18,7 +18,7 @@ struct AgentCommand: AsyncParsableCommand {
 
             Config (JSON; paths relative to it): api, api_id, api_secret, identity, session, email \
             or phone_number, display_name, janus, and optionally otp, janus_api_secret, stomp, \
-            on_invite, play_file, recordings, poll_seconds.
+            on_invite, play_file, recordings, poll_seconds, rotation_seconds.
             """)
 
     @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
