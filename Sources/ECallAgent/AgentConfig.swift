@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `sfubot agent --config FILE`: a JSON file. Relative paths are relative to the file.
 public struct AgentConfig: Codable, Sendable {
@@ -63,22 +63,5 @@ public struct AgentConfig: Codable, Sendable {
         c.playFile = c.playFile.map(resolve)
         c.recordings = resolve(c.recordings ?? "recordings")
         return c
-    }
-}
-
-/// Why the agent stopped, in words that say what to do.
-public enum AgentError: Error, CustomStringConvertible {
-    case config(String)
-    case identity(String)
-    case backend(String)
-    case stomp(String)
-
-    public var description: String {
-        switch self {
-        case .config(let why): "agent config: \(why)"
-        case .identity(let why): "identity key: \(why)"
-        case .backend(let why): "ECall backend: \(why)"
-        case .stomp(let why): "STOMP: \(why)"
-        }
     }
 }

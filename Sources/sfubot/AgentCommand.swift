@@ -18,7 +18,7 @@ struct AgentCommand: AsyncParsableCommand {
 
             Config (JSON; paths relative to it): api, api_id, api_secret, identity, session, email \
             or phone_number, display_name, janus, and optionally otp, janus_api_secret, stomp, \
-            on_invite, play_file, recordings, poll_seconds.
+            on_invite, play_file, recordings, poll_seconds, rotation_seconds.
             """)
 
     @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
@@ -39,7 +39,7 @@ struct AgentCommand: AsyncParsableCommand {
             try await runCancellableOnSignals { try await agent.run() }
             print("agent: \(await agent.counters)")
         } catch let e as AgentError {
-            let code: CLIFailure.Code = switch e {
+            let code: CLIFailure.Code = switch e.area {
             case .config: .config
             case .identity: .badKey
             case .backend, .stomp: .unreachable
