@@ -49,7 +49,7 @@ final class PublisherBot: Sendable {
     /// path up. On failure everything this attempt built is torn down before it throws.
     func join() async throws {
         let clock = PhaseClock()
-        let log = context.logger
+        let log = context.logger(bot: display)
         let session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
         clock.mark(.socketOpen)
         let library = context.library, source = context.source

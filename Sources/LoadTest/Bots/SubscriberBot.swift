@@ -72,7 +72,7 @@ final class SubscriberBot: Sendable {
     /// Waits for publishers, subscribes, answers and returns once ICE is connected; frames
     /// and later feeds are handled by its tasks until `leave`.
     func join() async throws {
-        let log = context.logger
+        let log = context.logger(bot: display)
         // The attempt's clock starts once there is something to subscribe to.
         var feeds: [Int64] = []
         while feeds.isEmpty {

@@ -25,6 +25,15 @@ struct LoadContext: Sendable {
     var joinTimeout: Duration
 }
 
+extension LoadContext {
+    /// The run's logger with the bot's name, so `-v` output can be filtered per bot.
+    func logger(bot display: String) -> Logger {
+        var log = logger
+        log[metadataKey: "load.bot"] = "\(display)"
+        return log
+    }
+}
+
 /// The join phases of one attempt, marked from any thread.
 final class PhaseClock: Sendable {
     let start = Date()
