@@ -1,0 +1,177 @@
+@testable import Janus
+import JanusTesting
+import Logging
+import Testing
+
+/// The session's lifecycle against the scripted fake: each test forces one interleaving of
+/// replies, close(), Janus's timeout and a lost connection, with no network.
+@Suite struct JanusSessionLifecycleTests {
+    let log = Logger(label: "test.janus")
+
+    /// Short, so that a request wrongly left waiting fails the test instead of hanging it.
+    var options: JanusSession.Options {
+        var o = JanusSession.Options(apiSecret: "s3cret")
+        o.requestTimeout = .seconds(2)
+        return o
+    }
+
+    func open(_ fake: FakeJanus) async throws -> JanusSession {
+        try await JanusSession.open(over: fake, url: "fake", options: options, logger: log)
+    }
+
+    /// Race: an attach whose reply arrives after close() began must not register a handle
+    /// (its event stream would never finish) and must say the session is gone.
+    @Test func attachReplyArrivingWhileClosingThrowsDisconnected() async throws {
+        let fake = FakeJanus(autoReply: .create)
+        let session = try await open(fake)
+        let attaching = Task { try await session.attach(plugin: VideoRoom.plugin) }
+        let attach = try await fake.nextRequest("attach")  // held back
+        let closing = Task { await session.close() }
+        let destroy = try await fake.nextRequest("destroy")  // close() has begun
+        fake.acceptAttach(attach)
+
+        await #expect(throws: JanusError.disconnected) {
+            let handle = try await attaching.value
+            // Today's code returned a handle here; make the test end either way.
+            for await _ in handle.events {}
+        }
+        fake.reply(to: destroy, .success())
+        await closing.value
+        #expect(await session.openHandleCount == 0, "no handle stream is left open")
+        #expect(fake.isClosed)
+    }
+
+    /// Race: nothing but `destroy` goes out once close() has begun.
+    @Test func noRequestIsSentOnAClosingSession() async throws {
+        let fake = FakeJanus(autoReply: [.create, .attach])
+        let session = try await open(fake)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let closing = Task { await session.close() }
+        let destroy = try await fake.nextRequest("destroy")
+
+        await #expect(throws: JanusError.disconnected) { _ = try await session.attach(plugin: VideoRoom.plugin) }
+        await #expect(throws: JanusError.disconnected) { _ = try await handle.message(["request": "leave"]) }
+        await #expect(throws: JanusError.disconnected) { try await handle.trickleCompleted() }
+        #expect(fake.received.map(\.janus) == ["create", "attach", "destroy"], "requests were sent on a closing session")
+
+        fake.reply(to: destroy, .success())
+        await closing.value
+    }
+
+    @Test func requestsAfterCloseFailAtOnce() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        let session = try await open(fake)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        await session.close()
+        #expect(await session.id == 0)
+
+        let clock = ContinuousClock(), t0 = clock.now
+        await #expect(throws: JanusError.disconnected) { _ = try await session.attach(plugin: VideoRoom.plugin) }
+        await #expect(throws: JanusError.disconnected) { _ = try await handle.message(["request": "leave"]) }
+        await handle.detach()
+        #expect(clock.now - t0 < .seconds(1))
+        #expect(fake.received.map(\.janus) == ["create", "attach", "destroy"])
+        await session.close()  // again: returns at once
+    }
+
+    @Test func concurrentClosesAllReturnAfterTheTransportClosed() async throws {
+        let fake = FakeJanus(autoReply: .create)
+        let session = try await open(fake)
+        let first = Task { await session.close() }
+        let destroy = try await fake.nextRequest("destroy")
+        let second = Task { await session.close(); return fake.isClosed }
+        fake.reply(to: destroy, .success())
+        await first.value
+        #expect(await second.value, "the second close() waited for the transport")
+        #expect(fake.received.map(\.janus) == ["create", "destroy"], "one destroy only")
+    }
+
+    @Test func janusTimeoutClosesTheSessionAndEndsHandleStreams() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        let session = try await open(fake)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let pending = Task { try await handle.message(["request": "configure"]) }
+        _ = try await fake.nextRequest("message")
+
+        fake.pushTimeout()
+        for await _ in handle.events {}  // ends
+        await #expect(throws: JanusError.disconnected) { _ = try await pending.value }
+        await fake.closed()  // the session closed its transport
+        await #expect(throws: JanusError.disconnected) { _ = try await session.attach(plugin: VideoRoom.plugin) }
+        await session.close()
+        #expect(!fake.received.contains { $0.janus == "destroy" }, "Janus already dropped the session")
+    }
+
+    @Test func pendingRequestsFailWhenTheConnectionDrops() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        let session = try await open(fake)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let pending = Task { try await handle.message(["request": "join"]) }
+        _ = try await fake.nextRequest("message")
+
+        let clock = ContinuousClock(), t0 = clock.now
+        fake.drop()
+        await #expect(throws: JanusError.disconnected) { _ = try await pending.value }
+        for await _ in handle.events {}
+        #expect(clock.now - t0 < .seconds(1), "failed at once, not by timeout")
+        await session.close()
+    }
+
+    @Test func lostConnectionWhileCreatingFailsOpen() async throws {
+        let fake = FakeJanus()
+        let o = options, log = log
+        let opening = Task { try await JanusSession.open(over: fake, url: "fake", options: o, logger: log) }
+        let create = try await fake.nextRequest("create")
+        #expect(create.json["apisecret"] == "s3cret" && create.sessionID == nil)
+        fake.drop()
+        await #expect(throws: JanusError.disconnected) { _ = try await opening.value }
+    }
+
+    @Test func unansweredRequestTimesOutAndTheSessionStaysOpen() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        var o = options
+        o.requestTimeout = .milliseconds(200)
+        let session = try await JanusSession.open(over: fake, url: "fake", options: o, logger: log)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        await #expect(throws: JanusError.timeout(request: "message")) { _ = try await handle.message(["request": "join"]) }
+        _ = try await session.attach(plugin: VideoRoom.plugin)
+        await session.close()
+    }
+
+    @Test func errorsAreClassified() async throws {
+        let fake = FakeJanus(autoReply: .create)
+        let session = try await open(fake)
+        let refused = Task { try await session.attach(plugin: "janus.plugin.nope") }
+        fake.reply(to: try await fake.nextRequest("attach"), .error(code: 460, reason: "No such plugin"))
+        await #expect { _ = try await refused.value } throws: { ($0 as? JanusError)?.janusCode == 460 }
+
+        fake.autoReply = .lifecycle
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let joining = Task { try await VideoRoom.joinAsPublisher(handle, room: 9, display: "1:x") }
+        fake.reply(to: try await fake.nextRequest("message"), .pluginError(code: 426, reason: "No such room (9)"))
+        await #expect(throws: JanusError.plugin(code: 426, reason: "No such room (9)")) { _ = try await joining.value }
+        await session.close()
+
+        let lost = JanusError.disconnected
+        #expect(lost.isConnectionProblem && lost.janusCode == nil && lost.pluginCode == nil)
+        #expect(JanusError.timeout(request: "x").isConnectionProblem)
+        #expect(JanusError.unreachable(url: "ws://h", reason: "refused").isUnreachable)
+        #expect(!JanusError.plugin(code: 426, reason: "").isConnectionProblem)
+        #expect(JanusError.plugin(code: 426, reason: "r").pluginCode == 426)
+        #expect(JanusError.janus(code: 403, reason: "Unauthorized").description.contains("--api-secret"))
+        #expect(JanusError.protocolViolation("a") != .protocolViolation("b"))
+    }
+
+    @Test func keepalivesCarryTheSessionAndStopAtClose() async throws {
+        let fake = FakeJanus(autoReply: [.create, .destroy])
+        var o = options
+        o.keepaliveInterval = .milliseconds(50)
+        let session = try await JanusSession.open(over: fake, url: "fake", options: o, logger: log)
+        let keepalive = try await fake.nextRequest("keepalive")
+        #expect(keepalive.sessionID == fake.sessionID)
+        fake.reply(to: keepalive, .ack)
+        await session.close()
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(fake.received.last?.janus == "destroy", "no keepalive after close")
+    }
+}
