@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .executable(name: "sfubot", targets: ["sfubot"]),
         .executable(name: "sfubot-bench", targets: ["sfubot-bench"]),
+        // The ECall backend stand-in as a process, for local runs (`swift run ecall-standin`).
+        .executable(name: "ecall-standin", targets: ["ecall-standin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -98,10 +100,9 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            path: "deploy/dev/ECallStandIn",
             swiftSettings: strict
         ),
-        .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], path: "deploy/dev/ecall-standin", swiftSettings: strict),
+        .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], swiftSettings: strict),
         .target(
             name: "Bot",
             dependencies: [

@@ -1,9 +1,6 @@
 public import AsyncHTTPClient
-public import Foundation
+import Foundation
 public import Logging
-import NIOCore
-import NIOFoundationCompat
-import NIOHTTP1
 
 /// The ECall backend's REST API (ECALL-WIRE §7): every request signed, bearer tokens refreshed
 /// once on `ErrAccessTokenExpired`, the session kept in a 0600 file. Tokens never reach the log.
@@ -27,18 +24,27 @@ public actor ECallClient {
 
     public let configuration: Configuration
     private let signer: RequestSigner
-    private let http: HTTPClient
+    private let transport: any ECallTransport
     private let log: Logger
     private let store: SessionStore?
     public private(set) var session: SessionState?
     /// Token refreshes done (after an expired access token or on request).
     public private(set) var refreshes = 0
+    private var refreshing = Refresh.idle
 
+    /// Talks to the backend over `http` (AsyncHTTPClient).
     public init(configuration: Configuration, logger: Logger, http: HTTPClient = .shared) throws(ECallError) {
+        try self.init(configuration: configuration, logger: logger, transport: AsyncHTTPClientTransport(http: http))
+    }
+
+    /// Talks to the backend through `transport` (tests script it).
+    public init(configuration: Configuration, logger: Logger, transport: any ECallTransport) throws(ECallError) {
         self.configuration = configuration
         signer = RequestSigner(apiID: configuration.apiID, secret: configuration.apiSecret)
-        self.http = http
-        log = logger
+        self.transport = transport
+        var log = logger
+        log[metadataKey: "component"] = "ecall"
+        self.log = log
         store = configuration.sessionFile.map(SessionStore.init(path:))
         session = try store?.load()
     }
@@ -71,17 +77,45 @@ public actor ECallClient {
         return state
     }
 
-    /// `POST /refresh-token`: a new access token (and refresh token) for the session.
+    /// `POST /refresh-token`: a new access token (and refresh token) for the session. The refresh
+    /// token is single-use: while one refresh is in flight, every other caller awaits it.
     public func refresh() async throws(ECallError) {
-        guard var state = session else { throw .notLoggedIn }
+        _ = try await refreshOnce()
+    }
+
+    /// Token refreshing: at most one `/refresh-token` in flight.
+    private enum Refresh {
+        case idle
+        case running(Task<Result<SessionState, ECallError>, Never>)
+    }
+
+    private func refreshOnce() async throws(ECallError) -> SessionState {
+        if case .running(let inFlight) = refreshing { return try await inFlight.value.get() }
+        guard let state = session else { throw .notLoggedIn }
+        let task = Task { await self.exchangeRefreshToken(state) }
+        refreshing = .running(task)
+        let result = await task.value
+        // Only the caller that started it ends it (a later refresh may have begun meanwhile).
+        if case .running(let t) = refreshing, t == task { refreshing = .idle }
+        return try result.get()
+    }
+
+    private func exchangeRefreshToken(_ old: SessionState) async -> Result<SessionState, ECallError> {
         struct Body: Encodable { let refreshToken: String }
         struct Answer: Decodable { let accessToken: String; let refreshToken: String? }
-        let a: Answer = try await send("POST", "/refresh-token", body: Body(refreshToken: state.refreshToken), authorized: false)
-        state.accessToken = a.accessToken
-        if let r = a.refreshToken { state.refreshToken = r }
-        try keep(state)
-        refreshes += 1
-        log.debug("ECall access token refreshed")
+        do throws(ECallError) {
+            let a: Answer = try await send("POST", "/refresh-token", body: Body(refreshToken: old.refreshToken), authorized: false)
+            // Re-checked after the await: a logout or a new login meanwhile is not overwritten.
+            guard var state = session, state.userId == old.userId, state.deviceId == old.deviceId else { throw .notLoggedIn }
+            state.accessToken = a.accessToken
+            if let r = a.refreshToken { state.refreshToken = r }
+            try keep(state)
+            refreshes += 1
+            log.debug("ECall access token refreshed")
+            return .success(state)
+        } catch {
+            return .failure(error)
+        }
     }
 
     private func keep(_ state: SessionState) throws(ECallError) {
@@ -142,37 +176,32 @@ public actor ECallClient {
                                            authorized: Bool = true) async throws(ECallError) -> Response {
         let data: Data
         do { data = try body.map { try JSONEncoder().encode($0) } ?? Data() } catch { throw .badResponse("cannot encode the request: \(error)") }
+        let token = session?.accessToken
         do {
             return try await exchange(method, path, data, authorized: authorized)
-        } catch .rejected(401, "ErrAccessTokenExpired", _) where authorized {
-            // Once: refresh, then the same request again.
-            try await refresh()
+        } catch where authorized && error.isAccessTokenExpired {
+            // Once: refresh (unless another request already did since this one was sent), then
+            // the same request again.
+            if session?.accessToken == token { _ = try await refreshOnce() }
             return try await exchange(method, path, data, authorized: authorized)
         }
     }
 
     private func exchange<Response: Decodable>(_ method: String, _ path: String, _ body: Data, authorized: Bool) async throws(ECallError) -> Response {
         guard let url = URL(string: configuration.baseURL + path) else { throw .badResponse("bad URL \(configuration.baseURL + path)") }
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = .init(rawValue: method)
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "Accept", value: "application/json")
-        for (name, value) in signer.headers(method: method, path: url.path, body: body) { request.headers.add(name: name, value: value) }
+        var headers = ["Content-Type": "application/json", "Accept": "application/json"]
+        for (name, value) in signer.headers(method: method, path: url.path, body: body) { headers[name] = value }
         if authorized {
             guard let token = session?.accessToken else { throw .notLoggedIn }
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            headers["Authorization"] = "Bearer \(token)"
         }
-        if !body.isEmpty { request.body = .bytes(ByteBuffer(data: body)) }
-        let status: Int, bytes: ByteBuffer
-        do {
-            let response = try await http.execute(request, timeout: .seconds(configuration.timeout.components.seconds))
-            status = Int(response.status.code)
-            bytes = try await response.body.collect(upTo: 4 << 20)
-        } catch {
+        let request = ECallHTTPRequest(method: method, url: url.absoluteString, path: url.path, headers: headers, body: body)
+        let response: ECallHTTPResponse
+        do { response = try await transport.send(request, timeout: configuration.timeout) } catch {
             throw .unreachable("\(method) \(path): \(error)")
         }
+        let status = response.status, data = response.body
         log.debug("ECall \(method) \(path) → \(status)")
-        let data = Data(buffer: bytes)
         guard (200..<300).contains(status) else {
             let e = try? JSONDecoder().decode(ErrorBody.self, from: data)
             throw .rejected(status: status, code: e?.error.code ?? "HTTP\(status)", detail: e?.error.detail ?? e?.error.title ?? "no detail")

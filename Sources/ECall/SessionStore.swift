@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The session file: tokens and ids, written 0600 by rename so a reader never sees half of it.
 public struct SessionStore: Sendable {

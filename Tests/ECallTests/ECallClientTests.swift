@@ -131,7 +131,7 @@ import Testing
         // The HTTP client retries a refused connection until the request's deadline.
         let c = try client("http://127.0.0.1:1/app/api", timeout: .seconds(2))
         await #expect { _ = try await c.login(identity("bot", key: try DeviceIdentity.generate(.p256).publicKey)) } throws: { error in
-            guard case .unreachable = error as? ECallError else { return false }
+            guard let error = error as? ECallError, error.isUnreachable else { return false }
             return "\(error)".contains("unreachable")
         }
         await #expect(throws: ECallError.notLoggedIn) { _ = try await c.credentials() }

@@ -1,6 +1,6 @@
 // The ECall backend STAND-IN as a process, for local runs: `swift run ecall-standin [PORT]`
 // serves http://127.0.0.1:PORT/app/api (default 8480) until Ctrl-C. Not the real backend: see
-// deploy/dev/README.md for what it checks and what it leaves out.
+// deploy/dev/README.md for what it checks and what it leaves out; the code is in Sources/ECallStandIn.
 import ECallStandIn
 import Foundation
 

@@ -1,0 +1,89 @@
+public import Foundation
+import Hummingbird
+public import Logging
+import Synchronization
+import ECall
+
+/// A STAND-IN for the ECall backend, for tests and local runs: nobody can run the real one here.
+/// It serves the REST subset sfubot uses (ECALL-WIRE §7) and checks what the real one checks:
+/// the request signature (`X-Api-Id`, `X-Nonce` within 5 minutes, `X-Signature`), bearer tokens
+/// and their expiry (`ErrAccessTokenExpired`), the OTP, and that a registered key's hash matches.
+/// State lives in memory.
+public final class ECallStandIn: Sendable {
+    public struct Configuration: Sendable {
+        public var apiID = "sfubot-dev"
+        public var apiSecret = "sfubot-dev-secret"
+        /// The one-time code every login accepts.
+        public var otp = "123456"
+        public var accessTokenLifetime: TimeInterval = 900
+        /// Where `/credentials` points STOMP clients.
+        public var stompURL = "ws://127.0.0.1:15674/ws/"
+        /// How long a RabbitMQ token from `/credentials` is good for.
+        public var rabbitTokenLifetime: TimeInterval = 3600
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    let state = Mutex(State())
+    let log: Logger
+    private let server = Mutex<Task<Void, any Error>?>(nil)
+    /// The STOMP client that routes signal messages (`startRouting`).
+    let router = Mutex<StompClient?>(nil)
+
+    /// What a test can look at afterwards.
+    public struct Counters: Sendable, Equatable {
+        public var badSignatures = 0
+        public var expiredTokens = 0
+        public var refreshes = 0
+        /// RabbitMQ logins the backend refused (unknown or expired token).
+        public var refusedBrokerLogins = 0
+        /// Signal messages passed from ecall.signal.in to a device, and refused (no valid bearer
+        /// token, not JSON, no recipient).
+        public var signalsRouted = 0
+        public var signalsRefused = 0
+    }
+
+    public var counters: Counters { state.withLock { $0.counters } }
+
+    public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "ecall-standin")) {
+        self.configuration = configuration
+        log = logger
+    }
+
+    /// Serves on 127.0.0.1 (port 0: any free one) and returns the API base URL, `…/app/api`.
+    public func start(port: Int = 0) async throws -> String {
+        let (ports, bound) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            responder: CallbackResponder { [self] (request: Request, _: BasicRequestContext) in try await self.respond(request) },
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "ecall-standin"),
+            onServerRunning: { channel in bound.yield(channel.localAddress?.port ?? port); bound.finish() },
+            logger: Self.quiet(log))
+        let task = Task {
+            // If the server ends before it runs (port taken), `start` must not wait forever.
+            defer { bound.finish() }
+            try await app.run()
+        }
+        server.withLock { $0 = task }
+        for await p in ports { return "http://127.0.0.1:\(p)/app/api" }
+        if case .failure(let error) = await task.result { throw error }
+        throw CancellationError()
+    }
+
+    /// Hummingbird logs a cancelled server at error level; stopping the stand-in is not an error.
+    static func quiet(_ log: Logger) -> Logger {
+        var l = log
+        l.logLevel = .critical
+        return l
+    }
+
+    public func stop() async {
+        let task = server.withLock { t in defer { t = nil }; return t }
+        task?.cancel()
+        _ = await task?.result
+    }
+
+    /// Makes every access token issued so far expire now (to test refreshing).
+    public func expireAccessTokens() {
+        state.withLock { s in for k in s.tokens.keys { s.tokens[k]?.expires = .distantPast } }
+    }
+}
