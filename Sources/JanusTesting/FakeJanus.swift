@@ -265,6 +265,14 @@ public final class FakeJanus: JanusTransport {
         }
     }
 
+    /// Waits until the transport closed, at most `timeout`; false if it is still open (so a
+    /// test of a session that wrongly keeps it open fails instead of hanging).
+    public func waitUntilClosed(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !isClosed, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return isClosed
+    }
+
     private func finish() {
         let (waiters, closers) = state.withLock { $0.close() }
         inbound.finish()
