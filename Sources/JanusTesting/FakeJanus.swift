@@ -99,7 +99,8 @@ public final class FakeJanus: JanusTransport {
         set { state.withLock { $0.auto = newValue } }
     }
 
-    /// Every request the session sent, answered automatically or not, in order.
+    /// Every request the session sent, answered automatically or not, in order (what it sends
+    /// after the transport closed is dropped, as a closed WebSocket drops it).
     public var received: [Request] { state.withLock { $0.received } }
     /// Handle ids given out by `acceptAttach` or the auto-reply, in order.
     public var attachedHandles: [Int64] { state.withLock { $0.handles.map(\.id) } }
