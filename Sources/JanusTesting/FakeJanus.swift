@@ -99,7 +99,8 @@ public final class FakeJanus: JanusTransport {
         set { state.withLock { $0.auto = newValue } }
     }
 
-    /// Every request the session sent, answered automatically or not, in order.
+    /// Every request the session sent, answered automatically or not, in order (what it sends
+    /// after the transport closed is dropped, as a closed WebSocket drops it).
     public var received: [Request] { state.withLock { $0.received } }
     /// Handle ids given out by `acceptAttach` or the auto-reply, in order.
     public var attachedHandles: [Int64] { state.withLock { $0.handles.map(\.id) } }
@@ -263,6 +264,14 @@ public final class FakeJanus: JanusTransport {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             if state.withLock({ $0.waitForClose(c) }) { c.resume() }
         }
+    }
+
+    /// Waits until the transport closed, at most `timeout`; false if it is still open (so a
+    /// test of a session that wrongly keeps it open fails instead of hanging).
+    public func waitUntilClosed(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !isClosed, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return isClosed
     }
 
     private func finish() {

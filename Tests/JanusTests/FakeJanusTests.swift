@@ -35,4 +35,16 @@ import Testing
         #expect(fake.received.map(\.janus) == ["create", "attach", "message", "destroy"])
         #expect(await events.next() == nil, "the handle's events end with the session")
     }
+
+    @Test func waitingForARequestFailsInsteadOfHanging() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        let session = try await JanusSession.open(over: fake, url: "fake", logger: log)
+        await #expect(throws: FakeJanusError.noRequest(within: .milliseconds(50))) { _ = try await fake.nextRequest(timeout: .milliseconds(50)) }
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let leaving = Task { await VideoRoom.leave(handle) }
+        await #expect(throws: FakeJanusError.unexpected(expected: "attach", got: "message")) { _ = try await fake.nextRequest("attach") }
+        await session.close()
+        await leaving.value
+        await #expect(throws: FakeJanusError.closed) { _ = try await fake.nextRequest() }
+    }
 }

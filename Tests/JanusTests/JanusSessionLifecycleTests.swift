@@ -30,11 +30,7 @@ import Testing
         let destroy = try await fake.nextRequest("destroy")  // close() has begun
         fake.acceptAttach(attach)
 
-        await #expect(throws: JanusError.disconnected) {
-            let handle = try await attaching.value
-            // Today's code returned a handle here; make the test end either way.
-            for await _ in handle.events {}
-        }
+        await #expect(throws: JanusError.disconnected) { _ = try await attaching.value }
         fake.reply(to: destroy, .success())
         await closing.value
         #expect(await session.openHandleCount == 0, "no handle stream is left open")
@@ -95,8 +91,9 @@ import Testing
 
         fake.pushTimeout()
         for await _ in handle.events {}  // ends
+        #expect(await session.openHandleCount == 0)
         await #expect(throws: JanusError.disconnected) { _ = try await pending.value }
-        await fake.closed()  // the session closed its transport
+        #expect(await fake.waitUntilClosed(timeout: .seconds(1)), "the session closed its transport")
         await #expect(throws: JanusError.disconnected) { _ = try await session.attach(plugin: VideoRoom.plugin) }
         await session.close()
         #expect(!fake.received.contains { $0.janus == "destroy" }, "Janus already dropped the session")
