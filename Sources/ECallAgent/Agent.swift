@@ -96,7 +96,8 @@ public actor Agent {
 
     /// Runs until cancelled; then leaves every call (finishing its files). Called once.
     public func run(readOTP: @Sendable () -> String? = { readLine() }) async throws(AgentError) {
-        guard case .idle = state else { preconditionFailure("Agent.run() called twice (state \(state))") }
+        // One agent, one run: a second call is a programming error, reported, never a crash.
+        guard case .idle = state else { throw .config("this agent has already run (state \(state)): make a new Agent") }
         state = .connecting
         let c: Connections
         do {
