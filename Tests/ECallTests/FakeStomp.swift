@@ -163,7 +163,7 @@ final class Flag: Sendable {
 }
 
 /// Waits until `condition` holds; false after `timeout` (the caller's #expect then fails).
-func eventually(within timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
+func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
