@@ -32,7 +32,7 @@ struct Record: AsyncParsableCommand {
     var display = "0:sfubot recorder"
 
     func validate() throws {
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        try OptionCheck.seconds(duration, "--duration")
     }
 
     func run() async throws {
@@ -40,9 +40,9 @@ struct Record: AsyncParsableCommand {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.record")
             let recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
-                duration: duration.map { .milliseconds(Int64($0 * 1000)) },
+                duration: try OptionCheck.seconds(duration, "--duration"),
                 mixFile: mix.map { URL(fileURLWithPath: $0) })
-            let manifest = try await runCancellableOnSignals { () async throws(BotError) in try await recorder.run() }
+            let manifest = try await runCancellableOnSignals(grace: .seconds(10)) { () async throws(BotError) in try await recorder.run() }
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }
