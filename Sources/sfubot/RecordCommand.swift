@@ -13,7 +13,8 @@ struct Record: AsyncParsableCommand {
             sync), and DIR/manifest.json (per track: display, codec, first/last frame time, frames \
             opened and dropped by reason; joins and leaves). --mix FILE adds one Ogg Opus track of \
             the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
-            still leaves files that play up to their last half second.
+            still leaves files that play up to their last half second. A stop still busy 10 s after the signal (a server that \
+            never answers) ends anyway; a second signal ends it at once.
             """)
 
     @OptionGroup var connection: ConnectionOptions
