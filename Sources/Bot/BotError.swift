@@ -8,6 +8,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case media(GStreamerError)
         case pipelinesNotFound(String)
         case inputNotFound(String)
+        case notMedia(String)
         case roomNotFound(Int64)
         case negotiation(String)
         case pipelineFailed(String)
@@ -19,6 +20,8 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
     public static func media(_ e: GStreamerError) -> Self { .init(kind: .media(e)) }
     public static func pipelinesNotFound(_ path: String) -> Self { .init(kind: .pipelinesNotFound(path)) }
     public static func inputNotFound(_ path: String) -> Self { .init(kind: .inputNotFound(path)) }
+    /// The input exists but is no media GStreamer can decode (a folder, an empty or random file).
+    public static func notMedia(_ path: String) -> Self { .init(kind: .notMedia(path)) }
     public static func roomNotFound(_ room: Int64) -> Self { .init(kind: .roomNotFound(room)) }
     public static func negotiation(_ m: String) -> Self { .init(kind: .negotiation(m)) }
     public static func pipelineFailed(_ m: String) -> Self { .init(kind: .pipelineFailed(m)) }
@@ -50,7 +53,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         switch kind {
         case .janus: .janus
         case .roomNotFound: .roomMissing
-        case .inputNotFound, .pipelinesNotFound: .inputMissing
+        case .inputNotFound, .notMedia, .pipelinesNotFound: .inputMissing
         case .output: .output
         case .media, .pipelineFailed, .negotiation: .media
         }
@@ -68,6 +71,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .media(let e): e.description
         case .pipelinesNotFound(let p): "pipeline descriptions not found (looked in \(p)); pass --pipelines DIR or set SFUBOT_PIPELINES"
         case .inputNotFound(let p): "cannot read \(p): check the path"
+        case .notMedia(let p): "not a media file GStreamer can decode: \(p)"
         case .roomNotFound(let r): "room \(r) does not exist on this Janus: create it first (or check --room)"
         case .negotiation(let m): "WebRTC negotiation with Janus failed: \(m)"
         case .pipelineFailed(let m): "media pipeline failed: \(m)"

@@ -36,7 +36,8 @@ struct AgentCommand: AsyncParsableCommand {
         log.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
         do {
             let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log)
-            try await runCancellableOnSignals { try await agent.run() }
+            // Calls in progress finish their files before it ends.
+            try await runCancellableOnSignals(grace: .seconds(30)) { try await agent.run() }
             print("agent: \(await agent.counters)")
         } catch let e as AgentError {
             let code: CLIFailure.Code = switch e.area {
@@ -47,6 +48,8 @@ struct AgentCommand: AsyncParsableCommand {
             CLIFailure(e.description, code: code).exit()
         } catch let e as BotError {
             CLIFailure(e).exit()
+        } catch let e as CLIFailure {
+            e.exit()
         }
     }
 }

@@ -14,6 +14,8 @@ struct CLIFailure: Error, CustomStringConvertible {
         case cannotWrite = 73   // EX_CANTCREAT
         case protocolError = 76 // EX_PROTOCOL
         case config = 78        // EX_CONFIG
+        case interrupted = 130  // 128 + SIGINT, as a shell reports a process the signal ended
+        case terminated = 143   // 128 + SIGTERM
     }
     let description: String
     let code: Code
@@ -32,6 +34,11 @@ struct CLIFailure: Error, CustomStringConvertible {
         case .output: code = .cannotWrite
         case .media: code = .media
         }
+    }
+
+    /// A run that a signal stopped before it got to the end (e.g. while connecting).
+    static func stopped(by sig: Int32) -> Self {
+        Self("stopped by \(signalName(sig)) before it finished", code: sig == SIGINT ? .interrupted : .terminated)
     }
 
     /// 69 when Janus cannot be reached or went away, 68 for VideoRoom's "no such room", else 76.

@@ -25,6 +25,10 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace).")
     var verbose: Int
 
+    func validate() throws {
+        try OptionCheck.url(janus, "--janus")
+    }
+
     func logger(_ label: String) -> Logger {
         LoggingSystem.bootstrapOnce()
         var l = Logger(label: label)
@@ -59,10 +63,85 @@ struct KeyOptions: ParsableArguments {
     func protection() throws -> FrameProtection {
         if noE2ee { return .none }
         do {
-            let key = try keyHex.map { hex throws(KeyError) in try CallKey(hex: hex) } ?? CallKey(contentsOfFile: keyFile!)
+            let key: CallKey
+            if let keyHex {
+                // Said here, with the option's name: CallKey only knows bytes.
+                let hex = keyHex.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard hex.count == 64 else {
+                    throw CLIFailure("--key-hex has \(hex.count) characters; a call key is 64 hex characters (32 bytes)", code: .badKey)
+                }
+                guard hex.utf8.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                    throw CLIFailure("--key-hex is not hexadecimal: a call key is 64 characters 0-9a-f", code: .badKey)
+                }
+                key = try CallKey(hex: hex)
+            } else {
+                let path = keyFile!
+                key = try CallKey(contentsOfFile: path)
+                warnIfOthersCanRead(path)
+            }
             return .e2ee(KeyRing(current: key))
+        } catch let e as CLIFailure {
+            throw e
+        } catch KeyError.badFile(let path) {
+            // Say what the file holds, not only what it should.
+            let size = FileManager.default.contents(atPath: path)?.count ?? 0
+            throw CLIFailure("key file \(path) holds \(size) bytes; a call key file holds 32 raw bytes or 64 hex characters", code: .badKey)
         } catch {
             throw CLIFailure(String(describing: error), code: .badKey)
+        }
+    }
+
+    /// A call key decrypts the whole call: a key file others can read deserves a word.
+    private func warnIfOthersCanRead(_ path: String) {
+        guard let mode = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue,
+              mode & 0o077 != 0 else { return }
+        let octal = String(mode & 0o777, radix: 8)
+        FileHandle.standardError.write(Data("sfubot: warning: key file \(path) is open to other users (mode \(octal)); chmod 600 it\n".utf8))
+    }
+}
+
+/// Numbers and ports from the command line, checked before anything runs: a value out of
+/// range would trap where it becomes a `Duration` or an `Int`, or wrap where it becomes a
+/// port (99999 was 34463). Each failure is a usage error (exit 64) naming the option and its range.
+enum OptionCheck {
+    /// The longest time any option takes: 365 days.
+    static let maxSeconds: Double = 365 * 24 * 3600
+
+    /// A number of seconds: finite, above 0 (or 0 too, where 0 means "until stopped"), at most
+    /// `maxSeconds`. Returns it as a `Duration` (nil for an absent option).
+    @discardableResult
+    static func seconds(_ value: Double?, _ option: String, zeroAllowed: Bool = false) throws(ValidationError) -> Duration? {
+        guard let value else { return nil }
+        guard value.isFinite, zeroAllowed ? value >= 0 : value > 0, value <= maxSeconds else {
+            throw ValidationError("\(option) takes \(zeroAllowed ? "0" : "more than 0") to \(Int(maxSeconds)) seconds (365 days), got \(value)")
+        }
+        return .seconds(value)
+    }
+
+    /// A whole number within `range`.
+    static func count(_ value: Int?, _ option: String, in range: ClosedRange<Int>) throws(ValidationError) {
+        guard let value, !range.contains(value) else { return }
+        throw ValidationError("\(option) takes \(range.lowerBound) to \(range.upperBound), got \(value)")
+    }
+
+    /// A TCP port: 1–65535.
+    static func port(_ value: Int?, _ option: String) throws(ValidationError) {
+        try count(value, option, in: 1...65535)
+    }
+
+    /// The port of a URL, if it names one: `scheme://[user@]host[:port][/path]`.
+    static func url(_ text: String, _ option: String) throws(ValidationError) {
+        guard let schemeEnd = text.range(of: "://") else { return }
+        let rest = text[schemeEnd.upperBound...]
+        var authority = rest.prefix { !"/?#".contains($0) }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        // An IPv6 host is bracketed: the port follows the "]".
+        let hostEnd = authority.hasPrefix("[") ? authority.firstIndex(of: "]") : authority.startIndex
+        guard let hostEnd, let colon = authority[hostEnd...].lastIndex(of: ":") else { return }
+        let port = authority[authority.index(after: colon)...]
+        guard !port.isEmpty else { return }
+        guard port.allSatisfy(\.isASCII) && port.allSatisfy(\.isNumber), let n = Int(port), (1...65535).contains(n) else {
+            throw ValidationError("\(option): the port takes 1 to 65535, got \(port)")
         }
     }
 }

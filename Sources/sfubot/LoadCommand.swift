@@ -58,13 +58,23 @@ struct LoadRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Threads that push the shared media to publishers (default: one per core).", valueName: "n"))
     var fanOutThreads: Int?
 
+    /// Most bots of each role one run may plan (over all shards).
+    static let maxBots = 100_000
+
     func validate() throws {
         guard LoadPlan.Shard(shard) != nil else { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4") }
-        guard publishers >= 0, subscribers >= 0, publishers + subscribers > 0 else { throw ValidationError("give at least one --publishers or --subscribers") }
-        guard ramp > 0 else { throw ValidationError("--ramp must be positive") }
-        guard duration >= 0 else { throw ValidationError("--duration must be 0 or more") }
-        if let k = subscribeLimit, k < 1 { throw ValidationError("--subscribe-limit must be at least 1") }
-        guard retries >= 0, joinTimeout > 0, statsInterval > 0 else { throw ValidationError("--retries, --join-timeout and --stats-interval must be positive") }
+        try OptionCheck.count(publishers, "--publishers", in: 0...Self.maxBots)
+        try OptionCheck.count(subscribers, "--subscribers", in: 0...Self.maxBots)
+        guard publishers + subscribers > 0 else { throw ValidationError("give at least one --publishers or --subscribers") }
+        guard ramp.isFinite, ramp > 0 else { throw ValidationError("--ramp takes a number of bots per second above 0, got \(ramp)") }
+        try OptionCheck.seconds(duration, "--duration", zeroAllowed: true)
+        try OptionCheck.count(subscribeLimit, "--subscribe-limit", in: 1...Self.maxBots)
+        try OptionCheck.count(retries, "--retries", in: 0...1000)
+        try OptionCheck.seconds(joinTimeout, "--join-timeout")
+        try OptionCheck.seconds(statsInterval, "--stats-interval")
+        try OptionCheck.port(metricsPort, "--metrics-port")
+        // Each is a thread of its own; 0 would leave the shared media with no thread to push it.
+        try OptionCheck.count(fanOutThreads, "--fan-out-threads", in: 1...256)
     }
 
     func run() async throws {
@@ -80,24 +90,34 @@ struct LoadRunCommand: AsyncParsableCommand {
         plan.janus = .init(apiSecret: connection.apiSecret, token: connection.token)
         plan.video = video
         plan.media = media
-        plan.duration = duration > 0 ? .milliseconds(Int64(duration * 1000)) : nil
+        plan.duration = try duration > 0 ? OptionCheck.seconds(duration, "--duration") : nil
         plan.ramp = ramp
         plan.subscribeLimit = subscribeLimit
         plan.shard = LoadPlan.Shard(shard)!
         plan.retries = retries
-        plan.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
-        plan.statsInterval = .milliseconds(Int64(statsInterval * 1000))
+        plan.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout")!
+        plan.statsInterval = try OptionCheck.seconds(statsInterval, "--stats-interval")!
         plan.fanOutGroups = fanOutThreads
         let display = LiveDisplay()
         let metrics = metricsPort.map { _ in MetricsEndpoint(shard: plan.shard.index) }
-        if let metrics, let metricsPort { metrics.start(host: metricsHost, port: metricsPort, logger: logger) }
+        if let metrics, let metricsPort {
+            // Asked for and not served would look like a run with no figures: fail before joining.
+            do { try await metrics.start(host: metricsHost, port: metricsPort, logger: logger) } catch {
+                CLIFailure(error.description, code: .config).exit()
+            }
+        }
         let run = LoadRun(plan: plan) { figures in
             display.show(figures)
             metrics?.update(figures)
         }
         let result: LoadResult
         do {
-            result = try await runCancellableOnSignals { try await run.run() }
+            // Bots leave together at the end; the report needs them all to have left.
+            result = try await runCancellableOnSignals(grace: .seconds(60)) { try await run.run() }
+        } catch let e as CLIFailure {
+            display.finish()
+            metrics?.stop()
+            e.exit()
         } catch {
             display.finish()
             metrics?.stop()

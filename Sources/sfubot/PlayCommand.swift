@@ -49,10 +49,12 @@ struct Play: AsyncParsableCommand {
 
     func validate() throws {
         guard (file != nil) != testPattern else { throw ValidationError("give a FILE or --test-pattern") }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
-        guard maxWidth >= 16, maxHeight >= 16, maxFps >= 1, videoKbps >= 16 else {
-            throw ValidationError("--max-width/--max-height must be at least 16, --max-fps at least 1, --video-kbps at least 16")
-        }
+        try OptionCheck.seconds(duration, "--duration")
+        // Upper bounds: what x264enc and caps take (8K, 120 fps, 100 Mbit/s).
+        try OptionCheck.count(maxWidth, "--max-width", in: 16...7680)
+        try OptionCheck.count(maxHeight, "--max-height", in: 16...4320)
+        try OptionCheck.count(maxFps, "--max-fps", in: 1...120)
+        try OptionCheck.count(videoKbps, "--video-kbps", in: 16...100_000)
     }
 
     func run() async throws {
@@ -60,14 +62,15 @@ struct Play: AsyncParsableCommand {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.play")
             var player = Player(
                 config: config, source: file.map { .file($0) } ?? .testPattern, loop: loop,
-                duration: duration.map { .milliseconds(Int64($0 * 1000)) })
+                duration: try OptionCheck.seconds(duration, "--duration"))
             player.envelope.maxWidth = maxWidth
             player.envelope.maxHeight = maxHeight
             player.envelope.maxFPS = maxFps
             player.envelope.kilobitsPerSecond = videoKbps
             player.transcodeVideo = transcode
             let configured = player
-            let report = try await runCancellableOnSignals { () async throws(BotError) in try await configured.run() }
+            // Nothing to save: leaving the room is all a stop has to do.
+            let report = try await runCancellableOnSignals(grace: .seconds(5)) { () async throws(BotError) in try await configured.run() }
             print(Counters.sent(report, encrypted: config.protection.isEncrypted))
         } catch let e as BotError {
             CLIFailure(e).exit()

@@ -13,7 +13,8 @@ struct Record: AsyncParsableCommand {
             sync), and DIR/manifest.json (per track: display, codec, first/last frame time, frames \
             opened and dropped by reason; joins and leaves). --mix FILE adds one Ogg Opus track of \
             the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
-            still leaves files that play up to their last half second.
+            still leaves files that play up to their last half second. A stop still busy 10 s after the signal (a server that \
+            never answers) ends anyway; a second signal ends it at once.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -32,7 +33,7 @@ struct Record: AsyncParsableCommand {
     var display = "0:sfubot recorder"
 
     func validate() throws {
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        try OptionCheck.seconds(duration, "--duration")
     }
 
     func run() async throws {
@@ -40,9 +41,9 @@ struct Record: AsyncParsableCommand {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.record")
             let recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
-                duration: duration.map { .milliseconds(Int64($0 * 1000)) },
+                duration: try OptionCheck.seconds(duration, "--duration"),
                 mixFile: mix.map { URL(fileURLWithPath: $0) })
-            let manifest = try await runCancellableOnSignals { () async throws(BotError) in try await recorder.run() }
+            let manifest = try await runCancellableOnSignals(grace: .seconds(10)) { () async throws(BotError) in try await recorder.run() }
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }

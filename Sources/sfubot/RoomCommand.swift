@@ -20,6 +20,10 @@ struct Room: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
         var apiSecret: String?
 
+        func validate() throws {
+            try OptionCheck.url(janus, "--janus")
+        }
+
         func run() async throws {
             LoggingSystem.bootstrapOnce()
             var log = Logger(label: "sfubot.room")

@@ -129,7 +129,7 @@ import Testing
                                                     lossPercent: nil, decryptFailures: 0, framesOpened: 0, cpuCores: 0, rssMB: 1, threads: 1),
                              planned: 3, retries: 0, phase: "steady", packetsSent: 0, packetsReceived: 0))
         let port = Int.random(in: 20_000...29_999)
-        m.start(host: "127.0.0.1", port: port, logger: .init(label: "test"))
+        try await m.start(host: "127.0.0.1", port: port, logger: .init(label: "test"))
         defer { m.stop() }
         var body = ""
         for _ in 0..<50 where body.isEmpty {

@@ -76,7 +76,10 @@ extension Player {
 
     /// The pipeline for a file: audio only, or video and audio transcoded to the envelope.
     private func fileDescription(_ file: String) throws -> String {
-        let info = try MediaInfo.discover(file)
+        // A folder, an empty or a random file is the input's fault, not the pipeline's.
+        let info: MediaInfo
+        do { info = try MediaInfo.discover(file) } catch { throw BotError.notMedia(file) }
+        guard info.hasAudio || info.hasVideo else { throw BotError.notMedia(file) }
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
         guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
         if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {

@@ -8,22 +8,49 @@ import Synchronization
 public final class MetricsEndpoint: Sendable {
     private let latest = Mutex<LiveFigures?>(nil)
     private let shard: Int
-    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     public init(shard: Int) { self.shard = shard }
 
     public func update(_ f: LiveFigures) { latest.withLock { $0 = f } }
 
-    /// Serves on host:port until `stop`.
-    public func start(host: String, port: Int, logger: Logger) {
+    /// Serves on host:port until `stop`. Returns once it listens; throws if it cannot (the port
+    /// is taken, the host does not resolve), so a run never goes on without the endpoint asked for.
+    public func start(host: String, port: Int, logger: Logger) async throws(StartError) {
         let router = Router()
         router.get("metrics") { [self] _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: .init(string: render())))
         }
         var quiet = logger
         quiet.logLevel = .warning
-        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port)), logger: quiet)
-        task.withLock { $0 = Task { try await app.runService() } }
+        // First element: nil once the server listens, or the error that ended it before.
+        let (ready, readyContinuation) = AsyncStream.makeStream(of: (any Error)?.self)
+        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port)),
+                              onServerRunning: { _ in readyContinuation.yield(nil) }, logger: quiet)
+        task.withLock {
+            $0 = Task {
+                do { try await app.runService() } catch { readyContinuation.yield(error) }
+                readyContinuation.finish()
+            }
+        }
+        var outcome: (any Error)?? = .none
+        for await first in ready {
+            outcome = first
+            break
+        }
+        switch outcome {
+        case .some(.none): return
+        case .some(.some(let error)): throw StartError(host: host, port: port, reason: String(describing: error))
+        case .none: throw StartError(host: host, port: port, reason: "the server stopped before it listened")
+        }
+    }
+
+    /// The endpoint could not listen.
+    public struct StartError: Error, CustomStringConvertible {
+        public let host: String, port: Int, reason: String
+        public var description: String {
+            "cannot serve metrics on \(host):\(port): \(reason); pick another --metrics-port or stop what uses it"
+        }
     }
 
     public func stop() { task.withLock { $0?.cancel() } }
