@@ -1,7 +1,7 @@
-import Bot
 import FrameCrypto
 import Foundation
 import Testing
+@testable import Bot
 
 /// Issue 16: one feed's name, branch or output failing never stops the others; outputs are
 /// checked before joining; what a recording writes is private.
@@ -65,6 +65,7 @@ extension MediaScene {
         }
         let long = try #require(manifest.feeds.first { $0.display == name })
         #expect(long.file.contains("\u{1D538}"), "the name is truncated, not dropped: \(long.file)")
+        #expect(manifest.errors.isEmpty, "\(manifest.errors.map(\.error))")
     }
 
     /// A copy of the pipelines whose audio branch fails (as a full disk or bad caps would) at
@@ -98,6 +99,10 @@ extension MediaScene {
         // What the failed branch wrote before it failed is kept.
         let (kept, keptF) = try await heard(out.appendingPathComponent(failed.file))
         #expect(kept >= 1 && abs(keptF - 440) <= 9, "\(kept) s at \(keptF) Hz kept")
+        // Counted in the manifest, against the feed that failed.
+        #expect(failed.error != nil && later.error == nil)
+        #expect(manifest.errors.count == 1 && manifest.errors.first?.feedID == failed.feedID && manifest.errors.first?.file == failed.file,
+                "\(manifest.errors)")
     }
 
     @Test func aMixThatCannotBeWrittenMidCallKeepsEveryPublishersOwnFile() async throws {
@@ -116,6 +121,8 @@ extension MediaScene {
             let (seconds, f) = try await heard(out.appendingPathComponent(feed.file))
             #expect(seconds >= 0.75 * length && abs(f - tone) <= tone * 0.02, "\(feed.file): \(seconds) s at \(f) Hz")
         }
+        #expect(manifest.errors.count == 1 && manifest.errors.first?.feedID == nil && manifest.errors.first?.file == "/dev/full",
+                "the mix's failure is counted: \(manifest.errors)")
     }
 
     @Test func everythingARecordingWritesIsPrivate() async throws {
@@ -138,7 +145,8 @@ extension MediaScene {
         let written = try FileManager.default.contentsOfDirectory(atPath: out.path)
         #expect(written.contains("manifest.json") && written.count >= 3, "\(written)")
         for name in written {
-            #expect(try mode(out.appendingPathComponent(name)) == 0o600, "\(name): \(String(try mode(out.appendingPathComponent(name)), radix: 8))")
+            let m = try mode(out.appendingPathComponent(name))
+            #expect(m == 0o600, "\(name): \(String(m, radix: 8))")
         }
     }
 
@@ -164,4 +172,27 @@ extension MediaScene {
         #expect(r.err.contains("/proc/mix.opus") && r.err.split(separator: "\n").count == 1, "\(r.err)")
     }
 }
+}
+
+/// File names from display names, and which branch an error came from: no I/O.
+@Suite struct RecordingNameTests {
+    @Test func namesAreCutToAByteLimitOnCharacterBoundaries() {
+        let long = FeedBranches.safe(String(repeating: "\u{1D538}", count: 64))
+        #expect(long.utf8.count <= FeedBranches.nameBytes && long == String(repeating: "\u{1D538}", count: FeedBranches.nameBytes / 4))
+        // "é" as e + a combining accent (3 bytes): never cut between the two.
+        let accented = FeedBranches.safe(String(repeating: "e\u{301}", count: 40))
+        #expect(accented.utf8.count <= FeedBranches.nameBytes && accented.unicodeScalars.count % 2 == 0)
+        #expect(accented.unicodeScalars.last == "\u{301}")
+        #expect(FeedBranches.safe("../../etc/passwd") == "______etc_passwd")
+        #expect(FeedBranches.safe("") == "unknown")
+    }
+
+    @Test func anErrorsBranchIsReadFromItsElementPath() {
+        let debug = "../plugins/elements/gstfilesink.c(703): gst_file_sink_render (): /GstPipeline:pipeline0/GstBin:feed-12-3/GstFileSink:file:\nsystem error: No space left on device"
+        #expect(RoomRecording.branch(inPath: debug) == "feed-12-3")
+        #expect(RoomRecording.branch(inPath: "x.c(1): f (): /GstPipeline:pipeline0/GstBin:mix") == "mix")
+        #expect(RoomRecording.branch(inPath: "x.c(1): f (): /GstPipeline:pipeline0/GstBin:feed-1-0-mix2:\nreason") == "feed-1-0-mix2")
+        #expect(RoomRecording.branch(inPath: "no path here") == nil)
+        #expect(CallMix.owns(branch: "mix") && CallMix.owns(branch: "feed-1-0-mix2") && !CallMix.owns(branch: "feed-1-0"))
+    }
 }
