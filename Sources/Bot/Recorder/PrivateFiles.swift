@@ -34,7 +34,7 @@ enum PrivateFiles {
     /// Whether files can be created in `folder` (permissions alone do not say, for root or a
     /// read-only mount): creates one and removes it.
     static func checkWritable(_ folder: URL) throws(BotError) {
-        let probe = folder.appendingPathComponent(".sfubot-write-check-\(getpid())")
+        let probe = folder.appendingPathComponent(".sfubot-write-check-\(UUID().uuidString)")
         let fd = open(probe.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
         guard fd >= 0 else {
             let code = errno
