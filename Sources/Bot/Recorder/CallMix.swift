@@ -11,16 +11,30 @@ final class CallMix: Sendable {
     private let finished: AsyncStream<Void>
     private let endProbe: PadProbe
     private let inputs = Atomic<Int>(0)
+    private let failed = Atomic<Bool>(false)
+    /// The name of the mix's branch in the pipeline (its inputs are `<feed branch>-mix<n>`).
+    static let branchName = "mix"
 
     /// Adds the mixer to the (running) subscriber pipeline and starts it.
     init(file: URL, pipeline: Pipeline, library: PipelineLibrary) throws {
         self.file = file
         self.library = library
-        bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.path]), name: "mix")
+        bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.path]), name: Self.branchName)
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
         endProbe = try bin.element(named: "file").staticPad("sink").onEndOfStream { done.yield(); done.finish() }
-        bin.syncStateWithParent()
+        guard bin.syncStateWithParent() else { throw BotError.output("the mix \(file.path) could not be started") }
+    }
+
+    /// Whether writing the mix failed: recordings stop feeding it and go on without it.
+    var hasFailed: Bool { failed.load(ordering: .relaxed) }
+
+    /// Marks the mix failed; true the first time.
+    func markFailed() -> Bool { !failed.exchange(true, ordering: .relaxed) }
+
+    /// Whether the pipeline child `branch` is the mix or one of its inputs.
+    static func owns(branch: String) -> Bool {
+        branch == branchName || branch.wholeMatch(of: /.+-mix[0-9]+/) != nil
     }
 
     /// Feeds a recording's decrypted Opus frames (its `split` tee) into the mix until `Input.remove`.

@@ -8,6 +8,8 @@ import Synchronization
 /// pad-added handler (a GStreamer thread) and the recorder's actor both work on it.
 final class FeedBranches: Sendable {
     private let state = Mutex(Map())
+    /// Outputs that failed while the others went on, for the manifest (kept across `reset`).
+    private let failures = Mutex<[RecordingManifest.OutputError]>([])
     private let config: BotConfig
     private let directory: URL
     private let log: Logger
@@ -23,6 +25,9 @@ final class FeedBranches: Sendable {
         var idle: [String: PadProbe] = [:]
         var discards: [String: Bin] = [:]
         var files: Set<String> = []
+        /// mid → the feed whose branch on it failed: not given a new branch while Janus still
+        /// sends that feed there (it would fail again).
+        var failed: [String: Int64] = [:]
     }
 
     init(config: BotConfig, directory: URL, logger: Logger) {
@@ -38,11 +43,32 @@ final class FeedBranches: Sendable {
 
     /// After a negotiation: mids Janus reused for a new feed already have a pad; give them a branch.
     func reattachReused(pipeline: Pipeline, mix: CallMix?) {
-        let reused = state.withLock { m in m.pads.filter { m.recordings[$0.key] == nil && m.idle[$0.key] != nil } }
+        let reused = state.withLock { m in
+            m.pads.filter { mid, _ in
+                m.recordings[mid] == nil && m.idle[mid] != nil && (m.failed[mid] == nil || m.failed[mid] != m.streams[mid]?.feedID)
+            }
+        }
         for (mid, pad) in reused { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
     }
 
     var liveEntries: [RecordingManifest.Feed] { state.withLock { $0.recordings.values.map(\.entry) } }
+
+    var errors: [RecordingManifest.OutputError] { failures.withLock { $0 } }
+
+    func note(_ error: RecordingManifest.OutputError) { failures.withLock { $0.append(error) } }
+
+    /// The recording whose branch is the pipeline child `bin`, detached (its pad gets a drop
+    /// probe) so that one feed's failing branch leaves the others alone; nil if no live
+    /// recording has that branch.
+    func fail(bin: String) -> FeedRecording? {
+        state.withLock { m in
+            guard let hit = m.recordings.first(where: { $0.value.branchName == bin }) else { return nil }
+            let (mid, recording) = (hit.key, hit.value)
+            m.failed[mid] = recording.feedID
+            Self.unfeed(mid, &m)
+            return recording
+        }
+    }
 
     /// Stops feeding `feed`'s branches (their pads get a drop probe); returns them to finish.
     func detach(feed: Int64) -> [FeedRecording] {
@@ -90,6 +116,7 @@ final class FeedBranches: Sendable {
             }
             let display = stream.feedDisplay ?? ""
             let userID = RecordingManifest.splitDisplay(display).0
+            m.failed[mid] = nil
             let ext = kind.fileExtension
             var name = "\(feed)-\(Self.safe(userID)).\(ext)"
             var n = 2
@@ -105,7 +132,8 @@ final class FeedBranches: Sendable {
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
             } catch {
-                log.error("cannot record feed \(feed): \(error)", metadata: ["janus.feed": "\(feed)"])
+                log.error("cannot record feed \(feed) \(kind.rawValue) (mid \(mid)); the other feeds go on: \(error)", metadata: ["janus.feed": "\(feed)"])
+                note(.init(time: Date(), feedID: feed, display: display, mid: mid, kind: kind.media, file: nil, error: "\(error)"))
                 // An unlinked pad would stop the whole PeerConnection (not-linked): discard instead.
                 discard(pad: pad, mid: mid, pipeline: pipeline, &m)
             }
@@ -123,8 +151,21 @@ final class FeedBranches: Sendable {
         } catch { log.error("cannot discard stream \(mid): \(error)") }
     }
 
-    private static func safe(_ s: String) -> String {
-        let cleaned = s.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" ? Character($0) : "_" }
-        return cleaned.isEmpty ? "unknown" : String(cleaned.prefix(64))
+    /// The most of a user id a file name holds, in UTF-8 bytes: with the feed id, a counter and
+    /// the extension the name stays far below the 255 bytes file systems allow.
+    static let nameBytes = 64
+
+    /// `s` with what is not a letter, digit, `-` or `_` replaced by `_`, cut to `nameBytes`
+    /// on a character boundary (never inside a character or its combining marks).
+    static func safe(_ s: String) -> String {
+        var cleaned = String.UnicodeScalarView()
+        for c in s.unicodeScalars { cleaned.append(CharacterSet.alphanumerics.contains(c) || c == "-" || c == "_" ? c : "_") }
+        var out = "", bytes = 0
+        for character in String(cleaned) {
+            bytes += character.utf8.count
+            guard bytes <= nameBytes else { break }
+            out.append(character)
+        }
+        return out.isEmpty ? "unknown" : out
     }
 }

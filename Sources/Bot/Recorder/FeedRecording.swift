@@ -27,6 +27,8 @@ final class FeedRecording: Sendable {
     let display: String
     let mid: String
     let file: URL
+    /// The branch's name in the pipeline, which the path of its elements' errors carries.
+    let branchName: String
     let stats = FrameStats()
     let times = FrameTimes()
     let keyFrames: KeyFrameRequests?
@@ -56,7 +58,15 @@ final class FeedRecording: Sendable {
         self.mid = mid
         self.file = file
         let description = try library.description(kind.pipeline, ["file": file.path])
-        let bin = try pipeline.addBin(description: description, name: "feed-\(feedID)-\(mid)")
+        // Private from the start, and a name or folder that cannot be written fails here, for
+        // this feed only, before anything is linked.
+        try PrivateFiles.create(file, option: "the folder")
+        branchName = "feed-\(feedID)-\(mid)"
+        let bin: Bin
+        do { bin = try pipeline.addBin(description: description, name: branchName) } catch {
+            try? FileManager.default.removeItem(at: file)
+            throw error
+        }
         self.bin = bin
         // Whatever fails below takes the branch out again: no half-built branch, no empty file.
         var mixInput: CallMix.Input?, complete = false
@@ -64,6 +74,7 @@ final class FeedRecording: Sendable {
             if !complete {
                 mixInput?.remove(from: pipeline)
                 pipeline.remove(bin)
+                try? FileManager.default.removeItem(at: file)
             }
         }
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
@@ -109,10 +120,12 @@ final class FeedRecording: Sendable {
             probes.append(open.addBufferObserver { tap(.afterOpen, feedID, $0) })
         }
         self.probes = probes
-        mixInput = kind.isAudio ? try mix?.add(from: bin, in: pipeline) : nil
+        // A mix that failed is not fed any more; the recording goes on without it.
+        mixInput = kind.isAudio && mix?.hasFailed == false ? try mix?.add(from: bin, in: pipeline) : nil
         self.mixInput = mixInput
         sinkPad = try bin.staticPad("sink")
-        bin.syncStateWithParent()
+        // A branch that cannot start would refuse data (flushing) and stall every feed.
+        guard bin.syncStateWithParent() else { throw BotError.pipelineFailed("the recording branch for \(file.lastPathComponent) did not start") }
         try source.link(to: sinkPad)
         complete = true
         // Start the file on a keyframe rather than wait for the sender's next one.

@@ -24,9 +24,7 @@ public struct Recorder: Sendable {
     /// Records until `duration` elapses or the task is cancelled; then finishes every file and
     /// returns the final manifest.
     public func run() async throws(BotError) -> RecordingManifest {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch { throw .output("cannot create \(directory.path): \(error.localizedDescription)") }
+        try prepareOutputs()
         let session: JanusSession
         do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: config.logger) } catch { throw .janus(error) }
         let room = RoomRecording(config: config, directory: directory, session: session, mixFile: mixFile)
@@ -43,5 +41,19 @@ public struct Recorder: Sendable {
         await session.close()
         guard let manifest else { throw .output("could not write manifest.json in \(directory.path)") }
         return manifest
+    }
+
+    /// Every output checked before joining, so a path that cannot be written ends the run at
+    /// once rather than after the call: the folder (created 0700 if missing) takes new files,
+    /// and the mix is created (0600).
+    func prepareOutputs() throws(BotError) {
+        let created = try PrivateFiles.createFolder(directory)
+        try PrivateFiles.checkWritable(directory)
+        if !created, PrivateFiles.isShared(directory) {
+            var log = config.logger
+            log[metadataKey: "component"] = "recorder"
+            log.warning("other users can open \(directory.path): the recordings in it are private (0600), their names are not")
+        }
+        if let mixFile { try PrivateFiles.create(mixFile, option: "--mix") }
     }
 }

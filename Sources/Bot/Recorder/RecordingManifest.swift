@@ -37,12 +37,15 @@ public struct RecordingManifest: Codable, Sendable {
         /// pipeline clock: the tracks of one recording share it.
         public var firstMediaTime: Double?
         public var lastMediaTime: Double?
+        /// Why this track stopped being written before the feed left (the file keeps what was
+        /// written until then); nil if it was not cut short.
+        public var error: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
-            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time"
+            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error
         }
     }
 
@@ -50,6 +53,25 @@ public struct RecordingManifest: Codable, Sendable {
     public var timeline: [TimelineEvent] = []
     /// `--mix`: the file holding every publisher's audio mixed, from the first subscription on.
     public var mix: String?
+    /// Tracks that could not be written or stopped being written, and a mix that stopped, while
+    /// the rest of the call went on being recorded: one entry each.
+    public var errors: [OutputError] = []
+
+    /// One output that failed while the others went on.
+    public struct OutputError: Codable, Sendable {
+        public var time: Date
+        /// The publisher whose track it was; nil for the mix.
+        public var feedID: Int64?
+        public var display: String?
+        public var mid: String?
+        /// `audio` or `video`; nil for the mix.
+        public var kind: String?
+        /// The file, which keeps what was written before the error; nil if none was started.
+        public var file: String?
+        public var error: String
+
+        enum CodingKeys: String, CodingKey { case time, feedID = "feed_id", display, mid, kind, file, error }
+    }
 
     public struct TimelineEvent: Codable, Sendable {
         public var time: Date
@@ -82,7 +104,7 @@ public struct RecordingManifest: Codable, Sendable {
         let data = try encoder.encode(self)
         let url = directory.appendingPathComponent("manifest.json")
         let tmp = directory.appendingPathComponent(".manifest.json.tmp")
-        try data.write(to: tmp)
+        try PrivateFiles.write(data, to: tmp)
         guard rename(tmp.path, url.path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
     }
 

@@ -19,6 +19,8 @@ struct TrackRemux {
             let name = String(out[v].file.dropLast(".video.mkv".count)) + ".mkv"
             let video = directory.appendingPathComponent(out[v].file), audio = directory.appendingPathComponent(out[a].file)
             do {
+                // Private before remux.pipeline's filesink opens it.
+                try PrivateFiles.create(directory.appendingPathComponent(name), option: "the folder")
                 let description = try library.description("remux", [
                     "video": video.path, "audio": audio.path, "file": directory.appendingPathComponent(name).path,
                 ])
