@@ -86,6 +86,19 @@ import Testing
         await session.close()
     }
 
+    /// Whatever the transport, a message over 4 MiB is not decoded nor acted on (here our own
+    /// session's `timeout`, padded), only counted.
+    @Test func aMessageOverTheLimitIsNotActedOn() async throws {
+        let fake = FakeJanus(autoReply: .lifecycle)
+        let session = try await JanusSession.open(over: fake, url: "fake://janus", logger: Scene.logger)
+        fake.send(raw: ["janus": "timeout", "session_id": .int(fake.sessionID), "pad": .string(String(repeating: "x", count: JanusSession.maxMessageBytes))])
+        // Handled in order: once the attach is answered, the padded message was seen.
+        _ = try await session.attach(plugin: VideoRoom.plugin)
+        #expect(await session.ignoredMessages == 1)
+        #expect(await session.id == fake.sessionID, "the session is still open")
+        await session.close()
+    }
+
     /// A message over the limit (4 MiB, here in 256 KiB fragments) closes the connection at
     /// once and fails the session with an error that says so; a 16 MB fragmented message used
     /// to stall ~16 s, a 6 MB one was read whole and `create` timed out after 10 s.
