@@ -79,8 +79,13 @@ public final class WebRTCBin: @unchecked Sendable {
     }
 
     /// Adds a remote candidate (`add-ice-candidate`); an empty string ends the remote candidates.
-    public func addIceCandidate(mline: Int, candidate: String) {
-        sfb_webrtc_add_ice_candidate(element.pointer, guint(mline), candidate)
+    /// A negative `mline` or one beyond `guint` comes from a broken or hostile peer: the
+    /// candidate is dropped (false) instead of trapping on the conversion.
+    @discardableResult
+    public func addIceCandidate(mline: Int, candidate: String) -> Bool {
+        guard let index = guint(exactly: mline) else { return false }
+        sfb_webrtc_add_ice_candidate(element.pointer, index, candidate)
+        return true
     }
 
     /// Adds a TURN server (`add-turn-server`), `turn://user:password@host:port` or `turns://…`.

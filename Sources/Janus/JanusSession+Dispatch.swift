@@ -36,7 +36,7 @@ extension JanusSession {
         defer { timer.cancel() }
         do {
             return try await withCheckedThrowingContinuation { c in
-                pending[transaction] = Pending(expect: expect, continuation: c)
+                pending[transaction] = Pending(expect: expect, handle: r.handleID, continuation: c)
                 transport.send(text)
             }
         } catch let e as JanusError {
@@ -53,13 +53,23 @@ extension JanusSession {
     func dispatch(_ text: String) {
         // Inbound only, at trace: it holds SDP but never our apisecret or token.
         logger.trace("janus ←", metadata: ["janus.json": "\(text)"])
+        guard text.utf8.count <= Self.maxMessageBytes else {
+            return ignore("ignoring a message of \(text.utf8.count) bytes from Janus, over the \(Self.maxMessageBytes) byte limit", level: .warning)
+        }
         let message: JanusMessage
         do { message = try JSONDecoder().decode(JanusMessage.self, from: Data(text.utf8)) } catch {
-            ignoredMessages += 1
-            logger.warning("ignoring malformed message from Janus (\(text.utf8.count) bytes)")
-            return
+            return ignore("ignoring malformed message from Janus (\(text.utf8.count) bytes)", level: .warning)
+        }
+        // Every message about a session must be about ours: another session's `timeout` (a
+        // proxy mixing sessions up, or a forged message) must not end this one. Before
+        // `create` answered (id 0) there is no id to compare with.
+        if let sid = message.sessionID, id != 0, sid != id {
+            return ignore("ignoring Janus '\(message.janus)' for another session", level: .warning, ["janus.other_session": "\(sid)"])
         }
         if let t = message.transaction, let p = pending[t] {
+            if let sender = message.sender, let handle = p.handle, sender != handle {
+                return ignore("ignoring a reply from handle \(sender) to a request on another handle", level: .warning)
+            }
             switch message.janus {
             case "ack" where p.expect == .result:
                 return  // an asynchronous plugin request: its event follows
@@ -77,23 +87,38 @@ extension JanusSession {
         }
         guard let event = Self.handleEvent(from: message) else {
             if message.janus == "timeout" {
+                // Janus names the session it timed out; before `create` answered there is none to end.
+                guard message.sessionID != nil, id != 0 else {
+                    return ignore("ignoring a Janus 'timeout' without our session id", level: .warning)
+                }
                 logger.error("Janus timed the session out")
                 shutDown(.timedOutByJanus)
+            } else if message.janus == "trickle" {
+                ignore("ignoring a Janus candidate without text or with an sdpMLineIndex outside 0…\(Self.maxMLineIndex)", level: .warning,
+                       ["janus.handle": "\(message.sender ?? 0)"])
             } else if message.janus != "ack" {
-                ignoredMessages += 1
-                logger.debug("ignoring Janus message '\(message.janus)'")
+                ignore("ignoring Janus message '\(message.janus)'", level: .debug)
             }
             return
         }
         guard let sender = message.sender, let c = handles[sender] else {
-            ignoredMessages += 1
-            logger.debug("Janus '\(message.janus)' for an unknown handle", metadata: ["janus.handle": "\(message.sender ?? 0)"])
-            return
+            return ignore("Janus '\(message.janus)' for an unknown handle", level: .debug, ["janus.handle": "\(message.sender ?? 0)"])
         }
         c.yield(event)
         if case .detached = event { handles.removeValue(forKey: sender)?.finish() }
     }
 
+    private func ignore(_ line: Logger.Message, level: Logger.Level, _ metadata: Logger.Metadata? = nil) {
+        ignoredMessages += 1
+        logger.log(level: level, line, metadata: metadata)
+    }
+
+    /// The highest m-line index accepted in a remote candidate: far above any real SDP (one
+    /// m-line per stream), far below what a C `guint` conversion would trap on.
+    static let maxMLineIndex: Int64 = 1024
+
+    /// The handle event a message carries; nil when it is none, or when its numbers are out
+    /// of range (then it is counted as ignored).
     static func handleEvent(from m: JanusMessage) -> HandleEvent? {
         switch m.janus {
         case "event":
@@ -103,7 +128,11 @@ extension JanusSession {
             guard let c = m.candidate else { return nil }
             if c["completed"]?.bool == true { return .trickle(mline: 0, candidate: nil) }
             guard let text = c["candidate"]?.string else { return nil }
-            return .trickle(mline: Int(c["sdpMLineIndex"]?.int ?? 0), candidate: text)
+            // Absent means the first m-line (what Janus's bundled offers use); anything but a
+            // whole number in range (−1, 5e9, 1.5, "x") drops the candidate.
+            let raw = c["sdpMLineIndex"] ?? .int(0)
+            guard let mline = raw.int, (0...maxMLineIndex).contains(mline) else { return nil }
+            return .trickle(mline: Int(mline), candidate: text)
         case "webrtcup": return .webrtcUp
         case "media": return .media(type: m.type ?? "?", receiving: m.receiving ?? false)
         case "hangup": return .hangup(reason: m.reason ?? "")
@@ -114,20 +143,23 @@ extension JanusSession {
     }
 
     func connectionLost() {
+        // The transport closed it because Janus broke a limit: pending requests fail with that.
+        let violation = transport.violation
         switch state {
-        case .connecting, .open: logger.warning("connection to Janus lost")
+        case .connecting, .open:
+            if let violation { logger.error("connection to Janus closed: Janus sent \(violation)") } else { logger.warning("connection to Janus lost") }
         case .closing, .closed: break  // expected while and after closing
         }
-        shutDown(.connectionLost)
+        shutDown(.connectionLost, failing: violation.map { .protocolViolation("\($0); the connection was closed") } ?? .disconnected)
     }
 
     /// Moves to `closed` once: fails what is pending, ends every handle's events, closes the
     /// transport. Later calls keep the first reason.
-    func shutDown(_ reason: CloseReason) {
+    func shutDown(_ reason: CloseReason, failing error: JanusError = .disconnected) {
         if case .closed = state { return }
         state = .closed(reason)
         keepalive?.cancel()
-        for (_, p) in pending { p.continuation.resume(throwing: JanusError.disconnected) }
+        for (_, p) in pending { p.continuation.resume(throwing: error) }
         pending.removeAll()
         for (_, c) in handles { c.finish() }
         handles.removeAll()

@@ -12,7 +12,10 @@ public actor JanusSession {
     public struct Options: Sendable {
         public var apiSecret: String?
         public var token: String?
+        /// Every request, `create` and `attach` included.
         public var requestTimeout: Duration = .seconds(10)
+        /// TCP connect plus WebSocket upgrade: a port that accepts and never answers fails after this.
+        public var connectTimeout: Duration = .seconds(10)
         /// Well inside Janus's default 60 s session timeout.
         public var keepaliveInterval: Duration = .seconds(25)
         public init(apiSecret: String? = nil, token: String? = nil) {
@@ -36,6 +39,8 @@ public actor JanusSession {
     enum Expect { case ack, result }
     struct Pending {
         var expect: Expect
+        /// The handle the request was about: a reply from another `sender` is not its answer.
+        var handle: Int64?
         var continuation: CheckedContinuation<JanusMessage, any Error>
     }
 
@@ -48,8 +53,12 @@ public actor JanusSession {
     var handles: [Int64: AsyncStream<HandleEvent>.Continuation] = [:]
     var nextTransaction = 0
     var keepalive: Task<Void, Never>?
-    /// Messages this client could not use (malformed JSON, unknown verbs, unknown handles).
+    /// Messages this client could not use (malformed JSON, unknown verbs, unknown handles,
+    /// another session's id, numbers out of range, messages over `maxMessageBytes`).
     public internal(set) var ignoredMessages = 0
+    /// The largest message decoded. Janus's messages, SDP included, stay far below 1 MiB;
+    /// the WebSocket transport closes the connection above the same size.
+    public static let maxMessageBytes = TextWebSocket.Limits().maxMessageBytes
     /// The Janus session id; 0 before Janus created it and after the session closed.
     public var id: Int64 {
         switch state {
@@ -61,8 +70,12 @@ public actor JanusSession {
     /// Connects a WebSocket to `url` and creates a session.
     public static func connect(url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
         let socket: TextWebSocket
+        var limits = TextWebSocket.Limits()
+        limits.handshakeTimeout = options.connectTimeout
+        var log = logger
+        log[metadataKey: "component"] = "janus"
         // Janus refuses connections without its subprotocol.
-        do { socket = try await TextWebSocket.connect(url: url, subprotocol: "janus-protocol", logger: logger) } catch {
+        do { socket = try await TextWebSocket.connect(url: url, subprotocol: "janus-protocol", limits: limits, logger: log) } catch {
             throw .unreachable(url: url, reason: error.reason)
         }
         return try await open(over: socket, url: url, options: options, logger: logger)

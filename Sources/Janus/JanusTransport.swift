@@ -11,6 +11,13 @@ public protocol JanusTransport: Sendable {
     func close()
     /// Returns once the connection has ended.
     func closed() async
+    /// Why the transport itself closed the connection because Janus broke one of its limits
+    /// (e.g. "a message over 4 MiB (the limit)"); nil otherwise.
+    var violation: String? { get }
+}
+
+extension JanusTransport {
+    public var violation: String? { nil }
 }
 
 extension TextWebSocket: JanusTransport {}
