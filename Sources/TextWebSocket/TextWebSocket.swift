@@ -89,7 +89,12 @@ public final class TextWebSocket: Sendable {
             opened.fail(Unreachable(url: url, reason: "no answer to the WebSocket handshake within \(limits.handshakeTimeout.spoken)"))
         }
         defer { timer.cancel() }
-        do { try await opened.wait() } catch {
+        do {
+            // A stop (SIGTERM) while the server says nothing must not wait for the timeout.
+            try await withTaskCancellationHandler { try await opened.wait() } onCancel: {
+                opened.fail(Unreachable(url: url, reason: "stopped while connecting"))
+            }
+        } catch {
             // If the upgrade still completes later, the connection closes at once.
             outgoing.finish()
             task.cancel()

@@ -13,7 +13,7 @@ struct Record: AsyncParsableCommand {
             sync), and DIR/manifest.json (per track: display, codec, first/last frame time, frames \
             opened and dropped by reason; joins and leaves). --mix FILE adds one Ogg Opus track of \
             the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
-            still leaves files that play up to their last half second. A stop still busy 10 s after the signal (a server that \
+            still leaves files that play up to their last half second. A stop still busy 30 s after the signal (a server that \
             never answers) ends anyway; a second signal ends it at once.
             """)
 
@@ -43,7 +43,7 @@ struct Record: AsyncParsableCommand {
                 config: config, directory: URL(fileURLWithPath: out),
                 duration: try OptionCheck.seconds(duration, "--duration"),
                 mixFile: mix.map { URL(fileURLWithPath: $0) })
-            let manifest = try await runCancellableOnSignals(grace: .seconds(10)) { () async throws(BotError) in try await recorder.run() }
+            let manifest = try await runCancellableOnSignals(grace: .seconds(30)) { () async throws(BotError) in try await recorder.run() }
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }

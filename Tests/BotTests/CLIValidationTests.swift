@@ -110,9 +110,9 @@ import Testing
         }
     }
 
-    @Test("the first SIGTERM stops record and play while a server accepts and never answers",
-          arguments: [(["record", "--out"], 10.0), (["play", "--test-pattern"], 5.0)])
-    func sigtermWhileConnecting(command: [String], grace: Double) async throws {
+    @Test("the first SIGTERM stops record and play at once while a server accepts and never answers",
+          arguments: [["record", "--out"], ["play", "--test-pattern"]])
+    func sigtermWhileConnecting(command: [String]) async throws {
         let silent = try SilentListener()
         var args = command
         if command[0] == "record" { args.append(try Scene.tempDirectory("silent").path) }
@@ -125,7 +125,8 @@ import Testing
         p.waitUntilExit()
         _ = out.fileHandleForReading.readDataToEndOfFile()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(seconds < grace + 3, "exited \(seconds) s after SIGTERM: \(text)")
+        // The connect is cancelled, not waited out (the grace timer would end it after 5–30 s).
+        #expect(seconds < 3, "exited \(seconds) s after SIGTERM: \(text)")
         #expect(p.terminationStatus == 143 && text.contains("SIGTERM"), "\(p.terminationStatus): \(text)")
     }
 }
