@@ -70,7 +70,7 @@ struct Play: AsyncParsableCommand {
             player.transcodeVideo = transcode
             let configured = player
             // Nothing to save: leaving the room is all a stop has to do.
-            let report = try await runCancellableOnSignals(grace: .seconds(5)) { () async throws(BotError) in try await configured.run() }
+            let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await configured.run() }
             print(Counters.sent(report, encrypted: config.protection.isEncrypted))
         } catch let e as BotError {
             CLIFailure(e).exit()

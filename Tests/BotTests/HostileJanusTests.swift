@@ -106,7 +106,7 @@ import Testing
         let outcome = try await connect(toAServerAnsweringCreateWith: Oversized.fragmented(bytes: 6 << 20).frames)
         guard case .failed(let error, let elapsed)? = outcome else { Issue.record("connect gave \(String(describing: outcome))"); return }
         #expect("\(error)".contains("over 4 MiB"), "\(error)")
-        #expect(elapsed < .seconds(8), "failed after \(elapsed)")
+        #expect(elapsed < .seconds(30), "failed after \(elapsed), not hung")
     }
 
     /// One frame over the limit: NIO's frame decoder refuses it and closes the connection at
@@ -115,7 +115,7 @@ import Testing
         let outcome = try await connect(toAServerAnsweringCreateWith: Oversized.oneFrame(bytes: 8 << 20).frames)
         guard case .failed(let error, let elapsed)? = outcome else { Issue.record("connect gave \(String(describing: outcome))"); return }
         #expect((error as? JanusError)?.isConnectionProblem == true, "\(error)")
-        #expect(elapsed < .seconds(8), "failed after \(elapsed)")
+        #expect(elapsed < .seconds(30), "failed after \(elapsed), not hung")
     }
 
     /// Connects a session to a raw server that answers the upgrade, waits for `create` and
@@ -128,7 +128,7 @@ import Testing
             guard RawServer.answerUpgrade(c), recv(c, &byte, 1, 0) == 1 else { return }
             _ = RawServer.send(c, frames)
         }
-        return await attempt(within: .seconds(20)) {
+        return await attempt(within: .seconds(40)) {
             _ = try await JanusSession.connect(url: "ws://127.0.0.1:\(server.port)", logger: Scene.logger)
         }
     }
@@ -138,14 +138,14 @@ import Testing
         let server = try RawServer()
         defer { server.stop() }
         server.serve { c in _ = RawServer.readRequest(c) }  // and never answer
-        let outcome = await attempt(within: .seconds(20)) {
+        let outcome = await attempt(within: .seconds(40)) {
             _ = try await JanusSession.connect(url: "ws://127.0.0.1:\(server.port)", logger: Scene.logger)
         }
         guard case .failed(let error, let elapsed)? = outcome else { Issue.record("connect gave \(String(describing: outcome))"); return }
         let janus = try #require(error as? JanusError)
         #expect(janus.isUnreachable && janus.isConnectionProblem, "exit 69: \(janus)")
         #expect("\(janus)".contains("WebSocket handshake"), "\(janus)")
-        #expect(elapsed < .seconds(15), "failed after \(elapsed)")
+        #expect(elapsed < .seconds(30), "failed after \(elapsed): the 10 s handshake limit, not a hang")
     }
 
     /// A Janus that speaks WebSocket but never answers `create` or `attach`: both time out
