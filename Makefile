@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test bench bench-load clean
+.PHONY: deps build demo test bench bench-load soak clean
 
 deps:
 	@scripts/install-deps
@@ -28,6 +28,12 @@ bench: deps
 bench-load: deps
 	swift build -c release --product sfubot
 	scripts/in-netns scripts/bench-load
+
+# A recorder, a player and 20 load bots in one E2EE room for an hour (SOAK_SECONDS=N for less);
+# fails on growth of RSS, descriptors or threads above 5 % or on any lost frame.
+soak: deps
+	swift build -c release --product sfubot
+	scripts/in-netns scripts/soak
 
 clean:
 	rm -rf .build .run
