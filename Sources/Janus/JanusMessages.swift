@@ -106,4 +106,8 @@ public enum HandleEvent: Sendable {
     case hangup(reason: String)
     case slowLink
     case detached
+    /// The WebSocket dropped and the session was claimed again over a new one: the handle and
+    /// its PeerConnection survived, but events Janus sent meanwhile were lost (a roster should
+    /// ask for the participants again).
+    case reclaimed
 }

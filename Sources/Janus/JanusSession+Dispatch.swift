@@ -9,7 +9,8 @@ extension JanusSession {
     private func accepts(_ verb: String) -> Bool {
         switch state {
         case .connecting: verb == "create"
-        case .open: verb != "create"
+        case .open: verb != "create" && verb != "claim"
+        case .reconnecting: verb == "claim"
         case .closing: verb == "destroy"
         case .closed: false
         }
@@ -44,6 +45,13 @@ extension JanusSession {
         } catch {
             throw .protocolViolation(String(describing: error))
         }
+    }
+
+    /// Fails every request waiting for a reply (their connection is gone).
+    func failPending(_ error: JanusError) {
+        let waiting = pending
+        pending.removeAll()
+        for (_, p) in waiting { p.continuation.resume(throwing: error) }
     }
 
     private func fail(_ transaction: String, with error: JanusError) {
@@ -142,25 +150,16 @@ extension JanusSession {
         }
     }
 
-    func connectionLost() {
-        // The transport closed it because Janus broke a limit: pending requests fail with that.
-        let violation = transport.violation
-        switch state {
-        case .connecting, .open:
-            if let violation { logger.error("connection to Janus closed: Janus sent \(violation)") } else { logger.warning("connection to Janus lost") }
-        case .closing, .closed: break  // expected while and after closing
-        }
-        shutDown(.connectionLost, failing: violation.map { .protocolViolation("\($0); the connection was closed") } ?? .disconnected)
-    }
-
     /// Moves to `closed` once: fails what is pending, ends every handle's events, closes the
     /// transport. Later calls keep the first reason.
     func shutDown(_ reason: CloseReason, failing error: JanusError = .disconnected) {
         if case .closed = state { return }
         state = .closed(reason)
         keepalive?.cancel()
-        for (_, p) in pending { p.continuation.resume(throwing: error) }
-        pending.removeAll()
+        reconnecting?.cancel()
+        failPending(error)
+        for (_, w) in reopenWaiters { w.resume(throwing: JanusError.disconnected) }
+        reopenWaiters.removeAll()
         for (_, c) in handles { c.finish() }
         handles.removeAll()
         transport.close()

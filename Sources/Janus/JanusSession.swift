@@ -18,6 +18,13 @@ public actor JanusSession {
         public var connectTimeout: Duration = .seconds(10)
         /// Well inside Janus's default 60 s session timeout.
         public var keepaliveInterval: Duration = .seconds(25)
+        /// After the connection drops: how long to keep reconnecting and `claim`ing the session
+        /// (zero: the session ends with the connection). Janus keeps a session whose WebSocket
+        /// closed for its `reclaim_session_timeout` (default 0: not at all); a claim it refuses
+        /// ends the session at once, whatever is left of this window.
+        public var reclaimWindow: Duration = .zero
+        /// Waits between reconnection attempts.
+        public var backoff = Backoff()
         public init(apiSecret: String? = nil, token: String? = nil) {
             self.apiSecret = apiSecret
             self.token = token
@@ -29,13 +36,18 @@ public actor JanusSession {
         case connecting
         /// Janus created session `id`: requests and new handles are accepted.
         case open(id: Int64)
+        /// The connection dropped: reconnecting to `claim` session `id`. Handles keep their
+        /// events; new requests wait for the claim (within their timeout).
+        case reconnecting(id: Int64)
         /// `close()` is destroying the session: no new requests or handles; the events of
         /// existing handles still arrive until it is closed.
         case closing(id: Int64)
         /// Pending requests failed, handle streams finished, the transport is closing.
         case closed(CloseReason)
     }
-    enum CloseReason { case closedByUs, connectionLost, timedOutByJanus }
+    enum CloseReason { case closedByUs, connectionLost, timedOutByJanus, notReclaimed }
+    /// Opens a new connection to the same Janus, for reconnecting.
+    public typealias Connector = @Sendable () async throws(JanusError) -> any JanusTransport
     enum Expect { case ack, result }
     struct Pending {
         var expect: Expect
@@ -47,7 +59,13 @@ public actor JanusSession {
     public let url: String
     let options: Options
     var logger: Logger
-    let transport: any JanusTransport
+    var transport: any JanusTransport
+    /// Bumped with every new transport: the reader of an old one must not act on its end.
+    var generation = 0
+    let connector: Connector?
+    var reconnecting: Task<Void, Never>?
+    /// Requests waiting for a reconnection to finish.
+    var reopenWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     var state = State.connecting
     var pending: [String: Pending] = [:]
     var handles: [Int64: AsyncStream<HandleEvent>.Continuation] = [:]
@@ -56,53 +74,68 @@ public actor JanusSession {
     /// Messages this client could not use (malformed JSON, unknown verbs, unknown handles,
     /// another session's id, numbers out of range, messages over `maxMessageBytes`).
     public internal(set) var ignoredMessages = 0
+    /// Connections that dropped under an open session, and how many of them ended in a
+    /// successful `claim` (the session, its handles and PeerConnections kept).
+    public internal(set) var connectionDrops = 0
+    public internal(set) var reclaims = 0
     /// The largest message decoded. Janus's messages, SDP included, stay far below 1 MiB;
     /// the WebSocket transport closes the connection above the same size.
     public static let maxMessageBytes = TextWebSocket.Limits().maxMessageBytes
     /// The Janus session id; 0 before Janus created it and after the session closed.
     public var id: Int64 {
         switch state {
-        case .open(let id), .closing(let id): id
+        case .open(let id), .reconnecting(let id), .closing(let id): id
         case .connecting, .closed: 0
         }
     }
 
     /// Connects a WebSocket to `url` and creates a session.
     public static func connect(url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
-        let socket: TextWebSocket
+        let connector = webSocketConnector(url: url, options: options, logger: logger)
+        return try await open(over: try await connector(), url: url, options: options, logger: logger, reconnect: connector)
+    }
+
+    /// A WebSocket to `url` with Janus's subprotocol (Janus refuses connections without it).
+    static func webSocketConnector(url: String, options: Options, logger: Logger) -> Connector {
         var limits = TextWebSocket.Limits()
         limits.handshakeTimeout = options.connectTimeout
         var log = logger
         log[metadataKey: "component"] = "janus"
-        // Janus refuses connections without its subprotocol.
-        do { socket = try await TextWebSocket.connect(url: url, subprotocol: "janus-protocol", limits: limits, logger: log) } catch {
-            throw .unreachable(url: url, reason: error.reason)
+        return { [log, limits] () async throws(JanusError) -> any JanusTransport in
+            do { return try await TextWebSocket.connect(url: url, subprotocol: "janus-protocol", limits: limits, logger: log) } catch let e as TextWebSocket.Unreachable {
+                throw .unreachable(url: url, reason: e.reason)
+            } catch {
+                throw .unreachable(url: url, reason: "\(error)")
+            }
         }
-        return try await open(over: socket, url: url, options: options, logger: logger)
     }
 
     /// Creates a session (`create`) over a transport that is already connected to `url`;
-    /// on failure the transport is closed.
-    public static func open(over transport: some JanusTransport, url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
-        let session = JanusSession(url: url, transport: transport, options: options, logger: logger)
+    /// on failure the transport is closed. With `reconnect` and a `reclaimWindow`, a dropped
+    /// connection is replaced by one from `reconnect` and the session claimed over it.
+    public static func open(over transport: some JanusTransport, url: String, options: Options = .init(), logger: Logger,
+                            reconnect: Connector? = nil) async throws(JanusError) -> JanusSession {
+        let session = JanusSession(url: url, transport: transport, options: options, logger: logger, connector: reconnect)
         await session.startReading()
         try await session.create()
         return session
     }
 
-    private init(url: String, transport: any JanusTransport, options: Options, logger: Logger) {
+    private init(url: String, transport: any JanusTransport, options: Options, logger: Logger, connector: Connector?) {
         self.url = url
         self.transport = transport
+        self.connector = connector
         self.options = options
         var log = logger
         log[metadataKey: "component"] = "janus"
         self.logger = log
     }
 
-    private func startReading() {
+    func startReading() {
+        let generation = self.generation
         Task { [transport] in
             for await text in transport.incoming { self.dispatch(text) }
-            self.connectionLost()
+            self.connectionLost(generation: generation)
         }
     }
 
@@ -131,17 +164,25 @@ public actor JanusSession {
     private func keepAlive(every interval: Duration) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
-            guard !Task.isCancelled, case .open(let id) = state else { return }
-            do { _ = try await request(JanusRequest("keepalive", transaction: "", sessionID: id), expect: .ack) } catch {
-                // A session that is closing or closed needs no keepalive; only an open one warns.
-                guard case .open = state else { return }
-                logger.warning("keepalive failed: \(error)")
+            guard !Task.isCancelled else { return }
+            switch state {
+            case .open(let id):
+                do { _ = try await request(JanusRequest("keepalive", transaction: "", sessionID: id), expect: .ack) } catch {
+                    // A session that is closing or closed needs no keepalive; only an open one warns.
+                    guard case .open = state else { continue }
+                    logger.warning("keepalive failed: \(error)")
+                }
+            case .reconnecting:
+                continue  // the claim refreshes the session; keepalives resume after it
+            case .connecting, .closing, .closed:
+                return
             }
         }
     }
 
     /// Attaches to a plugin (e.g. `janus.plugin.videoroom`); the handle's events start now.
     public func attach(plugin: String) async throws(JanusError) -> JanusHandle {
+        try await waitIfReconnecting()
         guard case .open(let id) = state else { throw .disconnected }
         var r = JanusRequest("attach", transaction: "", sessionID: id)
         r.plugin = plugin
@@ -159,6 +200,7 @@ public actor JanusSession {
     /// Sends a plugin message and waits for its result: the synchronous `success` or, after
     /// an `ack`, the `event` with the same transaction.
     func message(handle: Int64, body: JSON, jsep: JSEP?) async throws(JanusError) -> PluginReply {
+        try await waitIfReconnecting()
         guard case .open(let id) = state else { throw .disconnected }
         var r = JanusRequest("message", transaction: "", sessionID: id, handleID: handle)
         r.body = body
@@ -172,6 +214,7 @@ public actor JanusSession {
     }
 
     func trickle(handle: Int64, candidate: JSON) async throws(JanusError) {
+        try await waitIfReconnecting()
         guard case .open(let id) = state else { throw .disconnected }
         var r = JanusRequest("trickle", transaction: "", sessionID: id, handleID: handle)
         r.candidate = candidate
@@ -190,7 +233,8 @@ public actor JanusSession {
     /// several tasks: every call returns once the transport has closed.
     public func close() async {
         switch state {
-        case .connecting:
+        case .connecting, .reconnecting:
+            // No connection to destroy the session over: Janus drops it after its reclaim timeout.
             shutDown(.closedByUs)
         case .open(let id):
             // From here on no request but `destroy` is sent and no handle is added.

@@ -79,6 +79,9 @@ public enum VideoRoom {
     }
 
     /// Creates a room (`create`); returns its id. With `room` nil Janus picks one.
+    /// VideoRoom's error for a publisher id already in the room (`JANUS_VIDEOROOM_ERROR_ID_EXISTS`).
+    public static let idTakenCode = 436
+
     public static func createRoom(_ h: JanusHandle, room: Int64? = nil, options: RoomOptions = .init()) async throws(JanusError) -> Int64 {
         var body: [String: JSON] = [
             "request": "create", "video": true, "videocodec": .string(options.videoCodec),
@@ -101,9 +104,13 @@ public enum VideoRoom {
     }
 
     /// Joins as a publisher (`join`, `ptype: publisher`); media follows with `configure`.
-    /// A bot that only records joins this way too, to hear publishers come and go.
-    public static func joinAsPublisher(_ h: JanusHandle, room: Int64, display: String) async throws(JanusError) -> Joined {
-        let reply = try await h.message(["request": "join", "ptype": "publisher", "room": .int(room), "display": .string(display)])
+    /// A bot that only records joins this way too, to hear publishers come and go. `id` asks
+    /// for a publisher id (a participant coming back asks for its old one); Janus refuses one
+    /// that is taken (`idTakenCode`).
+    public static func joinAsPublisher(_ h: JanusHandle, room: Int64, display: String, id: Int64? = nil) async throws(JanusError) -> Joined {
+        var body: [String: JSON] = ["request": "join", "ptype": "publisher", "room": .int(room), "display": .string(display)]
+        if let id { body["id"] = .int(id) }
+        let reply = try await h.message(.object(body))
         guard let id = reply.data["id"]?.int else { throw .protocolViolation("join gave no publisher id") }
         return Joined(id: id, privateID: reply.data["private_id"]?.int,
                       publishers: (reply.data["publishers"]?.array ?? []).compactMap(RoomPublisher.init))

@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+
+/// A dropped connection under an open session: reconnect with backoff and `claim` the session
+/// (ECALL-WIRE §6, what ECall phones do), so handles and PeerConnections survive a WebSocket
+/// that a proxy, a NAT or `ss -K` cut. Janus keeps such a session only for its
+/// `reclaim_session_timeout`; when it refuses the claim the session ends, and participants
+/// rejoin on a new one.
+extension JanusSession {
+    func connectionLost(generation: Int) {
+        // The reader of a connection already replaced: nothing of ours ended.
+        guard generation == self.generation else { return }
+        // The transport closed it because Janus broke a limit: pending requests fail with that.
+        let violation = transport.violation
+        switch state {
+        case .open(let id) where violation == nil && connector != nil && options.reclaimWindow > .zero:
+            connectionDrops += 1
+            logger.warning("connection to Janus lost; reconnecting to claim the session")
+            state = .reconnecting(id: id)
+            // What was in flight is lost with the connection; Janus may or may not have done it.
+            failPending(.disconnected)
+            transport.close()
+            reconnecting = Task { await self.reclaim(id: id) }
+            return
+        case .reconnecting:
+            // A connection made for the claim dropped: the claim fails, the loop tries again.
+            failPending(.disconnected)
+            return
+        case .connecting, .open:
+            if case .open = state { connectionDrops += 1 }
+            if let violation { logger.error("connection to Janus closed: Janus sent \(violation)") } else { logger.warning("connection to Janus lost") }
+        case .closing, .closed: break  // expected while and after closing
+        }
+        shutDown(.connectionLost, failing: violation.map { .protocolViolation("\($0); the connection was closed") } ?? .disconnected)
+    }
+
+    /// Reconnects with backoff and claims session `id` until `reclaimWindow` has passed, Janus
+    /// refuses the claim, or the session is closed.
+    private func reclaim(id: Int64) async {
+        guard let connector else { return }
+        let clock = ContinuousClock(), start = clock.now, deadline = start + options.reclaimWindow
+        var backoff = options.backoff
+        var attempts = 0
+        while clock.now < deadline {
+            try? await Task.sleep(for: min(backoff.nextDelay(), deadline - clock.now))
+            guard case .reconnecting = state, !Task.isCancelled else { return }
+            attempts += 1
+            let fresh: any JanusTransport
+            do { fresh = try await connector() } catch {
+                logger.debug("reconnecting to Janus: \(error)", metadata: ["janus.attempt": "\(attempts)"])
+                continue
+            }
+            guard case .reconnecting = state else {
+                fresh.close()
+                return
+            }
+            transport = fresh
+            generation += 1
+            startReading()
+            do {
+                _ = try await request(JanusRequest("claim", transaction: "", sessionID: id), expect: .result)
+            } catch where error.janusCode != nil {
+                // 458: no such session (its reclaim timeout passed, or Janus restarted).
+                logger.warning("Janus did not give the session back (\(error)): it is gone with its handles",
+                               metadata: ["janus.attempt": "\(attempts)"])
+                shutDown(.notReclaimed)
+                return
+            } catch {
+                logger.debug("claiming the session: \(error)", metadata: ["janus.attempt": "\(attempts)"])
+                continue
+            }
+            guard case .reconnecting = state else { return }
+            state = .open(id: id)
+            reclaims += 1
+            let gap = clock.now - start
+            logger.info("claimed the Janus session again after \(gap.formatted(.units(allowed: [.seconds, .milliseconds])))",
+                        metadata: ["janus.attempt": "\(attempts)"])
+            let waiting = reopenWaiters
+            reopenWaiters.removeAll()
+            for (_, w) in waiting { w.resume() }
+            for (_, c) in handles { c.yield(.reclaimed) }
+            return
+        }
+        guard case .reconnecting = state else { return }
+        logger.warning("gave up reconnecting to Janus after \(attempts) attempt(s) in \(options.reclaimWindow)")
+        shutDown(.connectionLost)
+    }
+
+    /// Requests made while reconnecting wait for the claim, at most one request timeout.
+    func waitIfReconnecting() async throws(JanusError) {
+        guard case .reconnecting = state else { return }
+        nextTransaction += 1
+        let key = nextTransaction, timeout = options.requestTimeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { self.reopenWaiters.removeValue(forKey: key)?.resume(throwing: JanusError.disconnected) }
+        }
+        defer { timer.cancel() }
+        do {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in reopenWaiters[key] = c }
+        } catch {
+            throw .disconnected
+        }
+    }
+}

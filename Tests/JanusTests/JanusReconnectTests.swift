@@ -1,0 +1,146 @@
+@testable import Janus
+import JanusTesting
+import Logging
+import Synchronization
+import Testing
+
+/// A dropped connection under an open session, against the scripted fake: reconnect, `claim`,
+/// and what happens to handles and requests when Janus gives the session back or does not.
+@Suite struct JanusReconnectTests {
+    let log = Logger(label: "test.janus")
+
+    /// The fakes a session's reconnections get, in order; each claim is scripted by the test.
+    final class Far: Sendable {
+        let first = FakeJanus(autoReply: [.create, .attach, .keepalive, .trickle, .detach, .destroy])
+        private let made = Mutex<[FakeJanus]>([])
+        /// Connection attempts refused before one succeeds (a Janus still restarting).
+        let refusals = Mutex(0)
+
+        var connector: JanusSession.Connector {
+            { () async throws(JanusError) -> any JanusTransport in
+                let refuse = self.refusals.withLock { n in
+                    defer { n = max(0, n - 1) }
+                    return n > 0
+                }
+                if refuse { throw JanusError.unreachable(url: "fake", reason: "connection refused") }
+                let fake = FakeJanus(autoReply: [.attach, .keepalive, .trickle, .detach, .destroy], sessionID: 1001)
+                self.made.withLock { $0.append(fake) }
+                return fake
+            }
+        }
+
+        /// The n-th reconnection's fake (0-based), once it exists.
+        func reconnection(_ n: Int) async throws -> FakeJanus {
+            for _ in 0..<500 {
+                if let f = made.withLock({ $0.count > n ? $0[n] : nil }) { return f }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            throw FakeJanusError.noRequest(within: .seconds(5))
+        }
+    }
+
+    func open(_ far: Far, window: Duration = .seconds(5)) async throws -> JanusSession {
+        var o = JanusSession.Options(apiSecret: "s3cret")
+        o.requestTimeout = .seconds(2)
+        o.reclaimWindow = window
+        o.backoff = Backoff(initial: .milliseconds(20), cap: .milliseconds(200))
+        return try await JanusSession.open(over: far.first, url: "fake", options: o, logger: log, reconnect: far.connector)
+    }
+
+    @Test func aDroppedConnectionIsReplacedAndTheSessionClaimed() async throws {
+        let far = Far()
+        let session = try await open(far)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        far.first.drop()
+
+        let again = try await far.reconnection(0)
+        let claim = try await again.nextRequest("claim")
+        #expect(claim.sessionID == 1001, "the old session is claimed")
+        #expect(claim.json["apisecret"]?.string == "s3cret", "the claim carries the API secret like every request")
+        again.reply(to: claim, .success())
+
+        // The handle survived: it hears that the session was claimed, and its next events.
+        var events = handle.events.makeAsyncIterator()
+        guard case .reclaimed = try #require(await events.next()) else { Issue.record("no .reclaimed"); return }
+        again.push(.webrtcUp, to: handle.id)
+        guard case .webrtcUp = try #require(await events.next()) else { Issue.record("events after the claim are lost"); return }
+        // And requests go out on the new connection.
+        let asking = Task { try await handle.message(["request": "listparticipants"]) }
+        let message = try await again.nextRequest("message")
+        again.reply(to: message, .pluginSuccess(data: ["videoroom": "participants", "participants": []]))
+        _ = try await asking.value
+        #expect(await session.reclaims == 1)
+        #expect(await session.connectionDrops == 1)
+        await session.close()
+    }
+
+    @Test func requestsMadeWhileReconnectingWaitForTheClaim() async throws {
+        let far = Far()
+        far.refusals.withLock { $0 = 3 }  // Janus away for a few attempts
+        let session = try await open(far)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        far.first.drop()
+        try await Task.sleep(for: .milliseconds(30))
+        let asking = Task { try await handle.message(["request": "listparticipants"]) }
+
+        let again = try await far.reconnection(0)
+        let claim = try await again.nextRequest("claim")
+        #expect(again.received.map(\.janus) == ["claim"], "nothing is sent before the claim")
+        again.reply(to: claim, .success())
+        let message = try await again.nextRequest("message")
+        again.reply(to: message, .pluginSuccess(data: ["videoroom": "participants", "participants": []]))
+        _ = try await asking.value
+        await session.close()
+    }
+
+    @Test func aRefusedClaimEndsTheSessionAndItsHandles() async throws {
+        let far = Far()
+        let session = try await open(far)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        far.first.drop()
+        let again = try await far.reconnection(0)
+        let claim = try await again.nextRequest("claim")
+        again.reply(to: claim, .error(code: 458, reason: "No such session \(claim.sessionID ?? 0)"))
+
+        for await _ in handle.events {}  // ends: the handle is gone with the session
+        await #expect(throws: JanusError.disconnected) { _ = try await session.attach(plugin: VideoRoom.plugin) }
+        #expect(await session.reclaims == 0)
+        #expect(await session.id == 0)
+    }
+
+    @Test func reconnectingGivesUpAfterTheWindow() async throws {
+        let far = Far()
+        far.refusals.withLock { $0 = 1_000 }  // Janus never comes back
+        let session = try await open(far, window: .milliseconds(600))
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let clock = ContinuousClock(), t0 = clock.now
+        far.first.drop()
+        for await _ in handle.events {}
+        let took = clock.now - t0
+        #expect(took >= .milliseconds(500) && took < .seconds(5), "gave up after \(took)")
+        #expect(far.refusals.withLock { $0 } < 1_000 - 2, "it tried more than once")
+    }
+
+    @Test func closingWhileReconnectingEndsAtOnce() async throws {
+        let far = Far()
+        far.refusals.withLock { $0 = 1_000 }
+        let session = try await open(far, window: .seconds(30))
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        far.first.drop()
+        try await Task.sleep(for: .milliseconds(100))
+        let clock = ContinuousClock(), t0 = clock.now
+        await session.close()
+        for await _ in handle.events {}
+        #expect(clock.now - t0 < .seconds(1))
+    }
+
+    @Test func withoutAWindowTheSessionEndsWithTheConnection() async throws {
+        let far = Far()
+        let session = try await open(far, window: .zero)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        far.first.drop()
+        for await _ in handle.events {}
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await session.id == 0)
+    }
+}
