@@ -19,6 +19,14 @@ public struct BotConfig: Sendable {
     public var onKeyMissing: (@Sendable (Int64) -> Void)?
     /// TURN servers for ICE (`turn(s)://user:password@host:port`), e.g. from ECall's `/credentials`.
     public var turnServers: [String] = []
+    /// How long a participant that lost Janus (its WebSocket, the session, or its media path)
+    /// keeps trying to come back before it gives up: long enough for Janus to restart and a
+    /// network to heal, short enough that a room that is gone ends the job.
+    public var rejoinTimeout: Duration = .seconds(60)
+    /// Without media on a connection that had it, for this long: its path is taken as lost and
+    /// the participant reconnects its media (ICE loss). Longer than a short network hiccup,
+    /// which the old connection rides out by itself.
+    public var mediaLossTimeout: Duration = .seconds(4)
 
     public init(janusURL: String, room: Int64, display: String, protection: FrameProtection,
                 janus: JanusSession.Options = .init(), pipelines: PipelineLibrary, logger: Logger) {
@@ -29,6 +37,21 @@ public struct BotConfig: Sendable {
         self.janus = janus
         self.pipelines = pipelines
         self.logger = logger
+    }
+}
+
+extension BotConfig {
+    /// The session options with reconnection: a dropped WebSocket is reconnected and the
+    /// session claimed for as long as the participant would try to rejoin.
+    public var sessionOptions: JanusSession.Options {
+        var o = janus
+        o.reclaimWindow = rejoinTimeout
+        return o
+    }
+
+    /// A new session to Janus (which claims itself back after a dropped connection).
+    func connect(logger: Logger) async throws(BotError) -> JanusSession {
+        do { return try await JanusSession.connect(url: janusURL, options: sessionOptions, logger: logger) } catch { throw .janus(error) }
     }
 }
 

@@ -13,6 +13,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case negotiation(String)
         case pipelineFailed(String)
         case output(String)
+        case stopped
     }
     private let kind: Kind
 
@@ -26,6 +27,8 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
     public static func negotiation(_ m: String) -> Self { .init(kind: .negotiation(m)) }
     public static func pipelineFailed(_ m: String) -> Self { .init(kind: .pipelineFailed(m)) }
     public static func output(_ m: String) -> Self { .init(kind: .output(m)) }
+    /// The job was stopped (cancelled) while it was still joining or rejoining.
+    public static let stopped = Self(kind: .stopped)
 
     /// Any error from a bot's steps, as a BotError.
     public init(_ error: any Error) {
@@ -33,6 +36,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case let e as BotError: self = e
         case let e as JanusError: self = .janus(e)
         case let e as GStreamerError: self = .media(e)
+        case is CancellationError: self = .stopped
         default: self = .negotiation(String(describing: error))
         }
     }
@@ -51,12 +55,17 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
 
     public var category: Category {
         switch kind {
-        case .janus: .janus
+        case .janus, .stopped: .janus
         case .roomNotFound: .roomMissing
         case .inputNotFound, .notMedia, .pipelinesNotFound: .inputMissing
         case .output: .output
         case .media, .pipelineFailed, .negotiation: .media
         }
+    }
+
+    /// Whether the job was stopped (not a failure).
+    public var isStopped: Bool {
+        if case .stopped = kind { true } else { false }
     }
 
     /// The Janus error behind it, if that is what it was.
@@ -76,6 +85,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .negotiation(let m): "WebRTC negotiation with Janus failed: \(m)"
         case .pipelineFailed(let m): "media pipeline failed: \(m)"
         case .output(let m): "cannot write the recording: \(m)"
+        case .stopped: "stopped before the bot was back in the room"
         }
     }
 }

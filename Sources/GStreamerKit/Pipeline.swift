@@ -72,6 +72,28 @@ public final class Pipeline: Bin, @unchecked Sendable {
         return bin
     }
 
+    /// Parses a description of ONE element (e.g. `webrtcbin bundle-policy=max-bundle`), names it
+    /// and adds it to the pipeline (not yet started: call `syncStateWithParent`). Unlike a bin,
+    /// the element's own pads (request and sometimes pads included) are linkable from outside.
+    public func addElement(description: String, name: String) throws(GStreamerError) -> Element {
+        var error: UnsafeMutablePointer<GError>?
+        let e = gst_parse_launch(description, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let e { gst_object_unref(UnsafeMutableRawPointer(e)) }
+            throw .parse(message)
+        }
+        guard let e else { throw .parse("empty element") }
+        let element = Element(takingOwnership: e)  // sinks the floating reference
+        guard sfb_is_pipeline(e) == 0 else {
+            throw .parse("'\(description)' is more than one element")
+        }
+        _ = gst_object_set_name(element.pointer.gstObject(), name)
+        guard gst_bin_add(binPointer, element.pointer) != 0 else { throw .linkFailed("cannot add \(name)") }
+        return element
+    }
+
     /// Removes a child (after setting it to NULL), e.g. a finished receive branch.
     public func remove(_ child: Element) {
         gst_element_set_state(child.pointer, GST_STATE_NULL)

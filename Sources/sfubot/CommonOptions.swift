@@ -22,11 +22,25 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
     var pipelines: String?
 
+    @Option(help: ArgumentHelp(
+        "After losing Janus (WebSocket, session, restart, media path), keep trying to come back this long before giving up (exit 69).",
+        valueName: "seconds"))
+    var rejoinTimeout: Double = 60
+
     @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace).")
     var verbose: Int
 
     func validate() throws {
         try OptionCheck.url(janus, "--janus")
+        try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
+    }
+
+    /// Session options: a dropped WebSocket is reconnected and the session claimed within the rejoin timeout.
+    var sessionOptions: JanusSession.Options {
+        var o = JanusSession.Options(apiSecret: apiSecret, token: token)
+        // Checked in validate(); 0 turns reconnection off.
+        o.reclaimWindow = ((try? OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)) ?? nil) ?? .zero
+        return o
     }
 
     func logger(_ label: String) -> Logger {
@@ -37,10 +51,12 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     func botConfig(display: String, protection: FrameProtection, label: String) throws -> BotConfig {
-        BotConfig(
+        var config = BotConfig(
             janusURL: janus, room: room, display: display, protection: protection,
             janus: JanusSession.Options(apiSecret: apiSecret, token: token),
             pipelines: try PipelineLibrary(directory: pipelines), logger: logger(label))
+        config.rejoinTimeout = sessionOptions.reclaimWindow
+        return config
     }
 }
 

@@ -87,7 +87,7 @@ struct LoadRunCommand: AsyncParsableCommand {
             plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,
                             protection: try key.protection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
-        plan.janus = .init(apiSecret: connection.apiSecret, token: connection.token)
+        plan.janus = connection.sessionOptions
         plan.video = video
         plan.media = media
         plan.duration = try duration > 0 ? OptionCheck.seconds(duration, "--duration") : nil

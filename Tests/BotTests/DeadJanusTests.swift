@@ -6,8 +6,8 @@ import Logging
 import Testing
 
 extension MediaScene {
-    /// A Janus the test stops mid-call: the bots must stop with a clear error and keep what
-    /// was recorded.
+    /// A Janus the test stops mid-call and never restarts: the bots try to come back for their
+    /// rejoin timeout, then stop with a clear error and keep what was recorded.
     @Suite struct DeadJanusTests {
         @Test func janusDyingMidCallKeepsTheRecording() async throws {
             let dir = try Scene.tempDirectory("dead")
@@ -25,6 +25,7 @@ extension MediaScene {
             func config(_ display: String) throws -> BotConfig {
                 var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
                 c.janusURL = url
+                c.rejoinTimeout = .seconds(2)
                 return c
             }
             let recorder = Task { try await Recorder(config: try config("9:Rec"), directory: out).run() }
@@ -33,7 +34,7 @@ extension MediaScene {
             try await Task.sleep(for: .seconds(4))
             janus.stop()
 
-            // Both stop on their own, long before the 20 s file or any timeout would end them.
+            // Both stop on their own after the 2 s rejoin timeout, long before the 20 s file would end them.
             let clock = ContinuousClock(), t0 = clock.now
             await #expect(throws: BotError.self) { _ = try await player.value }
             await #expect {
@@ -41,7 +42,8 @@ extension MediaScene {
             } throws: { error in
                 (error as? BotError)?.janusError == .disconnected
             }
-            #expect(clock.now - t0 < .seconds(5), "noticed the dead Janus in \(clock.now - t0)")
+            let took = clock.now - t0
+            #expect(took >= .seconds(2) && took < .seconds(8), "gave up on the dead Janus after \(took)")
 
             let manifest = try RecordingManifest.read(from: out)
             #expect(manifest.ended != nil, "the manifest was finished")

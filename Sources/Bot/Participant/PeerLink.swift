@@ -10,6 +10,8 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
     case sessionEnded
     /// ICE found no working candidate pair.
     case iceFailed
+    /// Janus stopped receiving our media and did not get it back within the media-loss timeout.
+    case mediaLost
 
     /// Short, for load reports and logs.
     public var description: String {
@@ -17,6 +19,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .hungUp(let reason): "Janus hung up: \(reason)"
         case .sessionEnded: "Janus session ended"
         case .iceFailed: "ICE failed"
+        case .mediaLost: "Janus stopped receiving our media"
         }
     }
 
@@ -26,6 +29,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .hungUp(let reason): .negotiation("Janus hung up: \(reason)")
         case .sessionEnded: .janus(.disconnected)
         case .iceFailed: .negotiation("ICE failed: no candidate pair works")
+        case .mediaLost: .negotiation("Janus stopped receiving our media (the path to it is lost)")
         }
     }
 }
@@ -40,6 +44,8 @@ public enum PeerEvent: Sendable {
     case mediaUp
     /// A VideoRoom event on the handle (e.g. a subscription's `updated` offer).
     case plugin(VideoRoomEvent)
+    /// Janus's `media` event: it started or stopped receiving our audio or video.
+    case receiving(type: String, Bool)
     /// The connection is gone; nothing more follows.
     case lost(PeerLoss)
 }
@@ -92,6 +98,7 @@ package struct PeerLink: Sendable {
                 case .hangup(let reason): sink.yield(.lost(.hungUp(reason)))
                 case .detached: sink.yield(.lost(.sessionEnded))
                 case .plugin(let data, let jsep): sink.yield(.plugin(VideoRoomEvent(data: data, jsep: jsep)))
+                case .media(let type, let receiving): sink.yield(.receiving(type: type, receiving))
                 default: break
                 }
             }

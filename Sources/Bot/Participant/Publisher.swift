@@ -34,6 +34,9 @@ public actor Publisher {
     private let session: JanusSession
     private let room: Int64
     private let display: String
+    /// Janus saying it stopped receiving our media for this long counts as a lost path.
+    private let mediaLossTimeout: Duration?
+    private var mediaLossTimer: Task<Void, Never>?
     private var log: Logger
     private var handle: JanusHandle?
     private var link: PeerLink?
@@ -41,10 +44,11 @@ public actor Publisher {
     /// webrtcbin's requests to negotiate, consumed by `publish`.
     private let negotiation = AsyncStream.makeStream(of: Void.self)
 
-    public init(session: JanusSession, room: Int64, display: String, logger: Logger) {
+    public init(session: JanusSession, room: Int64, display: String, mediaLossTimeout: Duration? = nil, logger: Logger) {
         self.session = session
         self.room = room
         self.display = display
+        self.mediaLossTimeout = mediaLossTimeout
         log = logger
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
@@ -52,7 +56,7 @@ public actor Publisher {
     /// Attaches, checks that the room exists (unless the caller knows it does), and joins as a
     /// publisher (`join`, `ptype: publisher`).
     @discardableResult
-    public func join(checkRoom: Bool = true) async throws(BotError) -> VideoRoom.Joined {
+    public func join(checkRoom: Bool = true, asking id: Int64? = nil) async throws(BotError) -> VideoRoom.Joined {
         guard state == .idle else { throw .negotiation("publisher \(display) joined twice") }
         state = .joining
         do {
@@ -61,7 +65,7 @@ public actor Publisher {
             guard state == .joining else { throw BotError.janus(.disconnected) }
             if checkRoom, try await !VideoRoom.exists(handle, room: room) { throw BotError.roomNotFound(room) }
             guard state == .joining else { throw BotError.janus(.disconnected) }
-            let joined = try await VideoRoom.joinAsPublisher(handle, room: room, display: display)
+            let joined = try await VideoRoom.joinAsPublisher(handle, room: room, display: display, id: id)
             guard state == .joining else { throw BotError.janus(.disconnected) }
             state = .joined(feedID: joined.id)
             log[metadataKey: "janus.feed"] = "\(joined.id)"
@@ -89,6 +93,7 @@ public actor Publisher {
                     await self?.mediaUp()
                     sink.yield(.mediaUp)
                 case .lost(let why): sink.yield(.lost(why))
+                case .receiving(let type, let receiving): await self?.janusReceives(type, receiving)
                 case .plugin: break
                 }
             }
@@ -105,6 +110,21 @@ public actor Publisher {
         guard state == .publishing(feedID: id) || state == .live(feedID: id) else { throw .janus(.disconnected) }
     }
 
+    /// Janus's `media` events: not receiving (after about a second without packets) starts the
+    /// media-loss timer, receiving again stops it.
+    private func janusReceives(_ type: String, _ receiving: Bool) {
+        guard case .live = state, let timeout = mediaLossTimeout else { return }
+        mediaLossTimer?.cancel()
+        mediaLossTimer = nil
+        guard !receiving else { return }
+        log.warning("Janus stopped receiving our \(type)")
+        let sink = eventSink
+        mediaLossTimer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { sink.yield(.lost(.mediaLost)) }
+        }
+    }
+
     private func mediaUp() {
         if case .publishing(let id) = state { state = .live(feedID: id) }
     }
@@ -116,6 +136,7 @@ public actor Publisher {
         guard state != .leaving, state != .left else { return }
         let joined = switch state { case .joined, .publishing, .live: true; default: false }
         state = .leaving
+        mediaLossTimer?.cancel()
         for t in tasks { t.cancel() }
         tasks = []
         negotiation.continuation.finish()

@@ -149,7 +149,7 @@ public actor Subscription {
                     do { try await self?.serially { (s: Subscription) async throws(BotError) in try await s.negotiateIfJoined(streams, offer: offer) } } catch {
                         log.error("renegotiation failed: \(error)")
                     }
-                case .negotiationNeeded, .mediaUp, .plugin: break
+                case .negotiationNeeded, .mediaUp, .plugin, .receiving: break
                 }
             }
         }]

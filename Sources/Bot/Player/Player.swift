@@ -69,42 +69,110 @@ public struct Player: Sendable {
         public var videoFramesSent: Int
         public var seconds: Double
         public var publisherID: Int64
+        /// Times the player lost Janus or its media path and came back.
+        public var rejoins = 0
     }
 
-    /// Joins, publishes, plays and leaves.
+    /// Joins, publishes, plays and leaves. A publisher Janus loses (its session, its media
+    /// path) comes back within `config.rejoinTimeout` under the same display and, where Janus
+    /// allows, the same id, and a file goes on from where it was.
     public func run() async throws(BotError) -> Report {
         var log = config.logger
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
         if case .file(let file) = source, !FileManager.default.isReadableFile(atPath: file) { throw .inputNotFound(file) }
-        let media = try makeMedia()
-        let session: JanusSession
-        do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: log) } catch { throw .janus(error) }
-        let started = Date()
-        let publisher = Publisher(session: session, room: config.room, display: config.display, logger: log)
-        do {
-            let joined = try await publisher.join()
-            log.info("joined room \(config.room) as publisher \(joined.id)")
-            try await stream(media, publisher: publisher, logger: log)
-            await publisher.leave()
+        var media = try makeMedia()
+        let started = Date(), end = duration.map { ContinuousClock.now + $0 }
+        var session = try await config.connect(logger: log)
+        var publisher = makePublisher(session, log)
+        var joined: VideoRoom.Joined
+        do { joined = try await publisher.join() } catch {
             await session.close()
             media.pipeline.setStateQuietly(.null)
-            let audio = stats.snapshot, video = videoStats.snapshot
-            return Report(frames: audio, framesSent: audio.sealed - media.audioGate.dropped,
-                          videoFrames: video, videoFramesSent: video.sealed - (media.videoGate?.dropped ?? 0),
-                          seconds: Date().timeIntervalSince(started), publisherID: joined.id)
-        } catch {
-            await publisher.leave(announce: false)
-            await session.close()
-            media.pipeline.setStateQuietly(.null)
-            throw BotError(error)
+            throw error
         }
+        log.info("joined room \(config.room) as publisher \(joined.id)")
+        var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt: Double?
+        while true {
+            let outcome: Outcome
+            do { outcome = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
+                await publisher.leave(announce: false)
+                await session.close()
+                media.pipeline.setStateQuietly(.null)
+                throw error
+            }
+            dropped.audio += media.audioGate.dropped
+            dropped.video += media.videoGate?.dropped ?? 0
+            guard case .lost(let why) = outcome else { break }
+            // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
+            resumeAt = media.position.last.map { max(0, $0 - 0.2) }
+            let sessionGone = why == .sessionEnded
+            log.warning("lost the call (\(why)); rejoining within \(config.rejoinTimeout)")
+            await publisher.leave(announce: !sessionGone)
+            media.pipeline.setStateQuietly(.null)
+            if sessionGone { await session.close() }
+            do {
+                media = try makeMedia()
+                (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)
+            } catch {
+                media.pipeline.setStateQuietly(.null)
+                throw error
+            }
+            rejoins += 1
+            log.info("back in room \(config.room) as publisher \(joined.id) (rejoin \(rejoins))")
+        }
+        await publisher.leave()
+        await session.close()
+        media.pipeline.setStateQuietly(.null)
+        let audio = stats.snapshot, video = videoStats.snapshot
+        return Report(frames: audio, framesSent: audio.sealed - dropped.audio,
+                      videoFrames: video, videoFramesSent: video.sealed - dropped.video,
+                      seconds: Date().timeIntervalSince(started), publisherID: joined.id, rejoins: rejoins)
     }
 
+    private func makePublisher(_ session: JanusSession, _ log: Logger) -> Publisher {
+        Publisher(session: session, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, logger: log)
+    }
+
+    /// Back in the room: on `session` if it is still good (only the media path was lost), else
+    /// on new sessions until `rejoinTimeout`. The old id is asked for; one still taken (the
+    /// old session not yet dropped by Janus) is retried, and after three tries Janus picks one.
+    private func rejoin(after why: PeerLoss, session: JanusSession?, asking id: Int64,
+                        logger log: Logger) async throws(BotError) -> (JanusSession, Publisher, VideoRoom.Joined) {
+        let config = self.config
+        @Sendable func join(_ s: JanusSession, _ attempt: Int) async throws(BotError) -> (Publisher, VideoRoom.Joined) {
+            let p = Publisher(session: s, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, logger: log)
+            do throws(BotError) {
+                let joined = try await p.join(checkRoom: true, asking: attempt <= 3 ? id : nil)
+                return (p, joined)
+            } catch {
+                await p.leave()
+                throw error
+            }
+        }
+        if let session {
+            do {
+                let (p, joined) = try await join(session, 1)
+                return (session, p, joined)
+            } catch {
+                // The session may have gone meanwhile: fall back to new ones.
+                log.warning("could not publish again on the same session: \(error)")
+                await session.close()
+            }
+        }
+        var rejoin = Rejoin(config: config, log: log)
+        let (s, (p, joined)) = try await rejoin.attempt(cause: why.description, stillWanted: { !Task.isCancelled }, join)
+        return (s, p, joined)
+    }
+
+    enum Outcome { case finished, lost(PeerLoss) }
+
     /// Publishes once webrtcbin asks to, starts the media when Janus reports the path up, then
-    /// follows the bus until the end, the duration, or a failure.
-    private func stream(_ media: Media, publisher: Publisher, logger log: Logger) async throws(BotError) {
+    /// follows the bus until the end, `end`, a failure (thrown) or a loss (returned).
+    private func stream(_ media: Media, publisher: Publisher, until end: ContinuousClock.Instant?, resumeAt: Double?,
+                        logger log: Logger) async throws(BotError) -> Outcome {
         let (failure, failed) = AsyncStream.makeStream(of: BotError.self)
+        let (loss, lost) = AsyncStream.makeStream(of: PeerLoss.self)
         let mediaUp = Flag()
         await publisher.follow(media.webrtc)
         let watch = Task {
@@ -114,8 +182,8 @@ public struct Player: Sendable {
                     guard !mediaUp.isSet else { break }
                     mediaUp.set()
                     log.info("Janus: media path up, playing")
-                    if !startMedia(media) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
-                case .lost(let why): failed.yield(why.error)
+                    if !startMedia(media, at: resumeAt ?? 0) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
+                case .lost(let why): lost.yield(why)
                 case .ice: break
                 }
             }
@@ -124,22 +192,27 @@ public struct Player: Sendable {
         let bus = media.pipeline.bus.messages()
         do { try media.pipeline.setState(.playing) } catch { throw .media(error) }
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
-        try await publisher.publish(video: media.hasVideo)
+        do { try await publisher.publish(video: media.hasVideo) } catch {
+            // A session that went while publishing is a loss to come back from, not a failure.
+            if error.janusError?.isConnectionProblem == true { return .lost(.sessionEnded) }
+            throw error
+        }
         let holding = Task {
             try await Task.sleep(for: .seconds(15))
-            if !mediaUp.isSet { failed.yield(.negotiation("Janus did not report the media path up within 15 s (ICE/DTLS failed?)")) }
+            if !mediaUp.isSet { lost.yield(.iceFailed) }
         }
         defer { holding.cancel() }
 
-        let duration = self.duration, pace = media.pace
-        let outcome: BotError? = await withTaskGroup(of: BotError?.self) { group in
+        let pace = media.pace
+        enum Step: Sendable { case done, failed(BotError), lost(PeerLoss) }
+        let step: Step = await withTaskGroup(of: Step?.self) { group in
             group.addTask {
                 for await message in bus {
                     switch message {
                     case .segmentDone:
                         pace?.seekUpstream(flush: false, segment: true)
                     case .error(let source, let text, let debug):
-                        return .pipelineFailed("\(source): \(text)" + (debug.map { " (\($0))" } ?? ""))
+                        return .failed(.pipelineFailed("\(source): \(text)" + (debug.map { " (\($0))" } ?? "")))
                     case .warning(let source, let text, _):
                         log.warning("\(source): \(text)")
                     default: break
@@ -148,28 +221,37 @@ public struct Player: Sendable {
                 return nil
             }
             group.addTask {
-                for await reason in failure { return reason }
+                for await reason in failure { return .failed(reason) }
+                return nil
+            }
+            group.addTask {
+                for await why in loss { return .lost(why) }
                 return nil
             }
             group.addTask {
                 var ended = 0
                 for await _ in media.endOfFile {
                     ended += 1
-                    if ended == media.tracks { return nil }
+                    if ended == media.tracks { return .done }
                 }
                 return nil
             }
-            if let duration {
+            if let end {
                 group.addTask {
-                    try? await Task.sleep(for: duration)
-                    return nil
+                    try? await Task.sleep(until: end)
+                    return .done
                 }
             }
-            let first = await group.next() ?? nil
+            var first: Step?
+            while first == nil, let next = await group.next() { first = next }
             group.cancelAll()
-            return first
+            return first ?? .done
         }
-        if let outcome { throw outcome }
+        switch step {
+        case .done: return .finished
+        case .failed(let error): throw error
+        case .lost(let why): return .lost(why)
+        }
     }
 }
 

@@ -24,6 +24,9 @@ extension Player {
         let pacers: [Element]
         /// How many tracks must reach their end before the file has.
         let tracks: Int
+        /// Where in the file the audio is (presentation times leaving the encoder): a player
+        /// that rejoins goes on from there.
+        let position: MediaTimes
         var hasVideo: Bool { videoGate != nil }
     }
 
@@ -45,6 +48,8 @@ extension Player {
             }
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
             probes.append(sealPad.onEndOfStream { ended.yield() })
+            let position = MediaTimes()
+            probes.append(sealPad.addTimedBufferObserver { _, pts in if let pts { position.mark(pts) } })
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
@@ -66,7 +71,7 @@ extension Player {
             let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
             let pace = try pacers.first?.staticPad("sink")
             return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
-                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks)
+                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks, position: position)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
@@ -96,7 +101,7 @@ extension Player {
 
     /// Starts media once the path is up: a file from its first sample (what was encoded while
     /// DTLS came up is dropped and the file sought back), a live source from now.
-    func startMedia(_ media: Media) -> Bool {
+    func startMedia(_ media: Media, at position: Double = 0) -> Bool {
         guard let pace = media.pace else {
             media.audioGate.open()
             media.videoGate?.open()
@@ -111,6 +116,6 @@ extension Player {
         }
         media.audioGate.openAfterNextFlush()
         media.videoGate?.openAfterNextFlush()
-        return pace.seekUpstream(flush: true, segment: loop)
+        return pace.seekUpstream(to: position, flush: true, segment: loop)
     }
 }

@@ -98,6 +98,25 @@ final class FeedBranches: Sendable {
 
     func reset() { state.withLock { $0 = Map() } }
 
+    /// The PeerConnection is being replaced: its pads, discard branches and mids are forgotten
+    /// (the live recordings were detached and finished before); file names stay taken.
+    func forgetPeer(pipeline: Pipeline) {
+        let discards = state.withLock { m in
+            for (_, probe) in m.idle { probe.remove() }
+            let d = Array(m.discards.values)
+            let files = m.files
+            m = Map()
+            m.files = files
+            return d
+        }
+        for bin in discards { pipeline.remove(bin) }
+    }
+
+    /// The newest frame any live recording received (nil if none has had one).
+    var newestFrame: Date? {
+        state.withLock { m in m.recordings.values.compactMap(\.times.lastDate).max() }
+    }
+
     /// Links a webrtcbin pad to a new recording branch, or to a discard branch for what the
     /// recorder does not write. Called from pad-added (a GStreamer thread) and after renegotiation.
     func attach(pad: Pad, mid: String, pipeline: Pipeline, mix: CallMix?) {

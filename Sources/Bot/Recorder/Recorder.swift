@@ -6,7 +6,9 @@ import Logging
 /// without transcoding, with `manifest.json`.
 ///
 /// One publisher handle hears the room (`RoomRoster`); one multistream subscription
-/// (`Subscription`, one PeerConnection) carries every feed.
+/// (`Subscription`, one PeerConnection) carries every feed. A WebSocket that drops is
+/// reconnected and the session claimed; a session or media path Janus lost is rejoined within
+/// `config.rejoinTimeout`, each publisher continuing in a new segment file.
 public struct Recorder: Sendable {
     public let config: BotConfig
     public let directory: URL
@@ -25,20 +27,16 @@ public struct Recorder: Sendable {
     /// returns the final manifest.
     public func run() async throws(BotError) -> RecordingManifest {
         try prepareOutputs()
-        let session: JanusSession
-        do { session = try await JanusSession.connect(url: config.janusURL, options: config.janus, logger: config.logger) } catch { throw .janus(error) }
-        let room = RoomRecording(config: config, directory: directory, session: session, mixFile: mixFile)
+        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile)
         do {
             try await room.start()
             try await room.follow(for: duration)
         } catch {
             let manifest = await room.finish()
-            await session.close()
             if let manifest, !(error is CancellationError) { config.logger.info("kept \(manifest.feeds.count) recording(s) in \(directory.path)") }
             throw BotError(error)
         }
         let manifest = await room.finish()
-        await session.close()
         guard let manifest else { throw .output("could not write manifest.json in \(directory.path)") }
         return manifest
     }

@@ -56,6 +56,11 @@ public struct RecordingManifest: Codable, Sendable {
     /// Tracks that could not be written or stopped being written, and a mix that stopped, while
     /// the rest of the call went on being recorded: one entry each.
     public var errors: [OutputError] = []
+    /// The recorder's own outages (Janus or the media path lost), with their causes.
+    public var gaps: [Gap] = []
+    public var reconnection = Reconnection()
+    /// Every participant's segments (files) in order, across reconnections and rejoins.
+    public var participants: [Participant] = []
 
     /// One output that failed while the others went on.
     public struct OutputError: Codable, Sendable {
