@@ -53,6 +53,13 @@ extension BotConfig {
     func connect(logger: Logger) async throws(BotError) -> JanusSession {
         do { return try await JanusSession.connect(url: janusURL, options: sessionOptions, logger: logger) } catch { throw .janus(error) }
     }
+
+    /// `connect` as a function value.
+    var connector: @Sendable (Logger) async throws(BotError) -> JanusSession {
+        let config = self
+        @Sendable func open(_ log: Logger) async throws(BotError) -> JanusSession { try await config.connect(logger: log) }
+        return open
+    }
 }
 
 /// Where a frame was seen: before/after sealing (send) or before/after opening (receive).

@@ -21,7 +21,7 @@ import Testing
         var config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
                                pipelines: try PipelineLibrary(), logger: Scene.logger)
         config.turnServers = []
-        let recording = RoomRecording(config: config, directory: dir, session: session, mixFile: nil)
+        let recording = RoomRecording(config: config, directory: dir, mixFile: nil, connect: { _ in session })
         let starting = Task { try await recording.start() }
 
         // The recorder hears the room through a publisher handle; publisher 1 is there.

@@ -6,15 +6,20 @@ import Logging
 /// back, or Janus restarted): new sessions, with backoff, until `join` succeeds on one or the
 /// deadline passes. The one copy of this loop: the recorder and the player use it.
 struct Rejoin {
+    /// Opens a session to Janus (a test gives a scripted one).
+    typealias Connect = @Sendable (Logger) async throws(BotError) -> JanusSession
+
     let config: BotConfig
     let deadline: ContinuousClock.Instant
     let log: Logger
+    let connect: Connect
     private var backoff = Backoff()
     private(set) var attempts = 0
 
-    init(config: BotConfig, log: Logger) {
+    init(config: BotConfig, log: Logger, connect: Connect? = nil) {
         self.config = config
         self.log = log
+        self.connect = connect ?? config.connector
         deadline = ContinuousClock.now + config.rejoinTimeout
     }
 
@@ -37,7 +42,7 @@ struct Rejoin {
             attempts += 1
             guard !Task.isCancelled, await stillWanted() else { throw .stopped }
             let session: JanusSession
-            do { session = try await config.connect(logger: log) } catch {
+            do { session = try await connect(log) } catch {
                 last = error
                 log.debug("rejoin attempt \(attempts): \(error)")
                 continue

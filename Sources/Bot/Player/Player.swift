@@ -82,7 +82,9 @@ public struct Player: Sendable {
         log[metadataKey: "room"] = "\(config.room)"
         if case .file(let file) = source, !FileManager.default.isReadableFile(atPath: file) { throw .inputNotFound(file) }
         var media = try makeMedia()
-        let started = Date(), end = duration.map { ContinuousClock.now + $0 }
+        let started = Date()
+        // `duration` counts from the first publish, as before any rejoin.
+        var end: ContinuousClock.Instant?
         var session = try await config.connect(logger: log)
         var publisher = makePublisher(session, log)
         var joined: VideoRoom.Joined
@@ -95,7 +97,7 @@ public struct Player: Sendable {
         var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt: Double?
         while true {
             let outcome: Outcome
-            do { outcome = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
+            do { (outcome, end) = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
                 await publisher.leave(announce: false)
                 await session.close()
                 media.pipeline.setStateQuietly(.null)
@@ -168,9 +170,10 @@ public struct Player: Sendable {
     enum Outcome { case finished, lost(PeerLoss) }
 
     /// Publishes once webrtcbin asks to, starts the media when Janus reports the path up, then
-    /// follows the bus until the end, `end`, a failure (thrown) or a loss (returned).
+    /// follows the bus until the end, `end` (from `duration` after this publish if not given), a
+    /// failure (thrown) or a loss (returned, with the end to keep).
     private func stream(_ media: Media, publisher: Publisher, until end: ContinuousClock.Instant?, resumeAt: Double?,
-                        logger log: Logger) async throws(BotError) -> Outcome {
+                        logger log: Logger) async throws(BotError) -> (Outcome, ContinuousClock.Instant?) {
         let (failure, failed) = AsyncStream.makeStream(of: BotError.self)
         let (loss, lost) = AsyncStream.makeStream(of: PeerLoss.self)
         let mediaUp = Flag()
@@ -194,9 +197,10 @@ public struct Player: Sendable {
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
         do { try await publisher.publish(video: media.hasVideo) } catch {
             // A session that went while publishing is a loss to come back from, not a failure.
-            if error.janusError?.isConnectionProblem == true { return .lost(.sessionEnded) }
+            if error.janusError?.isConnectionProblem == true { return (.lost(.sessionEnded), end) }
             throw error
         }
+        let end = end ?? duration.map { ContinuousClock.now + $0 }
         let holding = Task {
             try await Task.sleep(for: .seconds(15))
             if !mediaUp.isSet { lost.yield(.iceFailed) }
@@ -248,9 +252,9 @@ public struct Player: Sendable {
             return first ?? .done
         }
         switch step {
-        case .done: return .finished
+        case .done: return (.finished, end)
         case .failed(let error): throw error
-        case .lost(let why): return .lost(why)
+        case .lost(let why): return (.lost(why), end)
         }
     }
 }

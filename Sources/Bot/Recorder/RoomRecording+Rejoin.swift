@@ -52,7 +52,7 @@ extension RoomRecording {
         sessionCounts = (0, 0)
         await session?.close()
         session = nil
-        var rejoin = Rejoin(config: config, log: log)
+        var rejoin = Rejoin(config: config, log: log, connect: connect)
         let room = config.room, display = config.display, log = self.log
         do {
             let (session, roster) = try await rejoin.attempt(cause: cause, stillWanted: { await self.state == .rejoining }) {

@@ -61,7 +61,11 @@ actor RoomRecording {
     /// Yields once when the media pipeline exists, for `follow` to watch its bus.
     private let mediaStarted = AsyncStream.makeStream(of: AsyncStream<BusMessage>.self)
 
-    init(config: BotConfig, directory: URL, mixFile: URL?) {
+    /// Opens sessions: the first and those of every rejoin.
+    let connect: Rejoin.Connect
+
+    init(config: BotConfig, directory: URL, mixFile: URL?, connect: Rejoin.Connect? = nil) {
+        self.connect = connect ?? config.connector
         self.mixFile = mixFile
         self.config = config
         self.directory = directory
@@ -77,7 +81,7 @@ actor RoomRecording {
     func start() async throws {
         guard state == .idle else { return }
         state = .starting
-        let session = try await config.connect(logger: log)
+        let session = try await connect(log)
         self.session = session
         let roster: RoomRoster
         do { roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log) } catch {
