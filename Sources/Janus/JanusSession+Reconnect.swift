@@ -15,6 +15,7 @@ extension JanusSession {
         switch state {
         case .open(let id) where violation == nil && connector != nil && options.reclaimWindow > .zero:
             connectionDrops += 1
+            lastConnectionDrop = Date()
             logger.warning("connection to Janus lost; reconnecting to claim the session")
             state = .reconnecting(id: id)
             // What was in flight is lost with the connection; Janus may or may not have done it.
@@ -27,7 +28,10 @@ extension JanusSession {
             failPending(.disconnected)
             return
         case .connecting, .open:
-            if case .open = state { connectionDrops += 1 }
+            if case .open = state {
+                connectionDrops += 1
+                lastConnectionDrop = Date()
+            }
             if let violation { logger.error("connection to Janus closed: Janus sent \(violation)") } else { logger.warning("connection to Janus lost") }
         case .closing, .closed: break  // expected while and after closing
         }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 import TextWebSocket
 
@@ -78,6 +78,9 @@ public actor JanusSession {
     /// successful `claim` (the session, its handles and PeerConnections kept).
     public internal(set) var connectionDrops = 0
     public internal(set) var reclaims = 0
+    /// When the connection last dropped under an open session (the start of an outage that a
+    /// refused claim turns into a lost session).
+    public internal(set) var lastConnectionDrop: Date?
     /// The largest message decoded. Janus's messages, SDP included, stay far below 1 MiB;
     /// the WebSocket transport closes the connection above the same size.
     public static let maxMessageBytes = TextWebSocket.Limits().maxMessageBytes

@@ -20,7 +20,10 @@ extension RoomRecording {
     private func lost(_ cause: String, rejoinSession: Bool) async {
         guard state == .recording else { return }
         state = .rejoining
-        gaps.append(.init(start: Date(), cause: cause))
+        // A lost session's outage began when its connection dropped (the claim came later).
+        let start = rejoinSession ? await session?.lastConnectionDrop ?? Date() : Date()
+        guard state == .rejoining else { return }
+        gaps.append(.init(start: start, cause: cause))
         log.warning("lost \(rejoinSession ? "Janus" : "the media path") (\(cause)): the files so far are finished; rejoining within \(config.rejoinTimeout)")
         await finishSegments()
         await dropPeer(announce: !rejoinSession)
