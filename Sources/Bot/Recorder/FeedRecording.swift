@@ -101,6 +101,14 @@ final class FeedRecording: Sendable {
             probes.append(open.addBufferObserver { au in
                 if VideoFrame.containsIDR(au) { counter.increment() }
             })
+            // After a gap in the stream (lost packets, a network outage the PeerConnection rode
+            // out) the next pictures refer to ones never received: ask for a keyframe at once.
+            let lastRTP = Atomic<Int64>(0)
+            probes.append(try bin.staticPad("sink").addBufferObserver { _ in
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                let previous = lastRTP.exchange(now, ordering: .relaxed)
+                if previous != 0, now - previous >= 1000 { keyFrames?.request() }
+            })
             // Ask again (at most once a second) while RTP arrives and no keyframe has: the request
             // made when the feed is added can reach the sender before its media path is up. On RTP,
             // because the avc depayloader outputs nothing before the first SPS/PPS.
