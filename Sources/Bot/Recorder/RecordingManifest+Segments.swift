@@ -79,8 +79,11 @@ extension RecordingManifest {
         }
     }
 
+    /// How long before an outage was noticed its media may have stopped (seconds).
+    static let noticeDelay: TimeInterval = 5
+
     /// The feeds grouped by participant, with the gaps between their segments of one kind. A gap
-    /// that overlaps one of the recorder's own outages takes its cause; otherwise the
+    /// that began with one of the recorder's own outages takes its cause; otherwise the
     /// participant left (or stopped sending) and came back.
     static func participants(of feeds: [Feed], recorderGaps: [Gap]) -> [Participant] {
         let byUser = Dictionary(grouping: feeds, by: \.userID)
@@ -95,7 +98,11 @@ extension RecordingManifest {
                 let ofKind = segments.filter { $0.kind == kind }
                 for (a, b) in zip(ofKind, ofKind.dropFirst()) {
                     guard let end = a.end, let start = b.start, start > end else { continue }
-                    let cause = recorderGaps.first { g in g.start <= start && (g.end ?? .distantFuture) >= end }?.cause
+                    // The recorder's outage caused it if the segment ended during it, or just
+                    // before it was noticed (media loss is noticed after `mediaLossTimeout`).
+                    let cause = recorderGaps.first { g in
+                        end >= g.start.addingTimeInterval(-Self.noticeDelay) && end <= (g.end ?? .distantFuture)
+                    }?.cause
                     gaps.append(Gap(start: end, end: start, cause: "\(kind): " + (cause ?? "the participant left or stopped sending")))
                 }
             }
