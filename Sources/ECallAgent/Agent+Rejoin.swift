@@ -18,12 +18,13 @@ extension Agent {
         case .failed(let why, let canRetry): (cause, retryable) = (why, canRetry)
         }
         guard isRunning, isActive(session), session.lost(run: run, stableAfter: rejoinPolicy.stableAfter) else { return }
+        let lostAt = ContinuousClock.now
         counters.mediaLost += 1
         guard retryable else {
-            return await giveUp(session, lost: cause, after: 0, since: .now, last: "rejoining cannot fix this")
+            return await giveUp(session, lost: cause, after: 0, since: lostAt, last: "rejoining cannot fix this")
         }
         session.log.warning("call \(session.callID): lost the call's media (\(cause)); asking to rejoin")
-        session.setRejoin(Task { [weak self] in await self?.rejoin(session, lost: cause) })
+        session.setRejoin(Task { [weak self] in await self?.rejoin(session, lost: cause, at: lostAt) })
     }
 
     /// Whether `session` is still the call being rejoined, after an await.
@@ -33,9 +34,11 @@ extension Agent {
 
     /// The rejoin loop: each attempt requests, waits `acceptTimeout` for a key, rejoins and
     /// starts the media; after `attempts` the call is given up.
-    func rejoin(_ session: CallSession, lost cause: String) async {
-        let policy = rejoinPolicy, callID = session.callID, started = ContinuousClock.now
-        var last = "no attempt made"
+    func rejoin(_ session: CallSession, lost cause: String, at started: ContinuousClock.Instant) async {
+        let policy = rejoinPolicy, callID = session.callID
+        // Left as is when the attempts were spent before this loss (media that kept failing
+        // soon after each rejoin).
+        var last = "the media failed within \(Self.seconds(policy.stableAfter)) of each of \(policy.attempts) rejoins"
         var tries = 0
         while let attempt = session.nextRejoinAttempt(limit: policy.attempts) {
             tries += 1
@@ -90,7 +93,11 @@ extension Agent {
         counters.rejoinsFailed += 1
         counters.callsLost += 1
         let took = ContinuousClock.now - started
-        session.log.error("call \(session.callID) lost: gave up rejoining after \(tries) request(s) in \(Self.seconds(took)) (lost: \(cause); last: \(last))")
+        if tries == 0 {
+            session.log.error("call \(session.callID) lost: \(cause) (\(last))")
+        } else {
+            session.log.error("call \(session.callID) lost: gave up rejoining after \(tries) attempt(s), \(Self.seconds(took)) after losing it (lost: \(cause); last: \(last))")
+        }
         await leave(session.callID, reason: "lost, could not rejoin")
     }
 
@@ -150,11 +157,12 @@ extension Agent {
     }
 
     static func seconds(_ d: Duration) -> String {
-        String(format: "%.1f s", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        String(format: "%.3f s", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
     }
 
     func refuseAccept(_ m: SignalMessage, _ session: CallSession, _ why: String) {
         counters.rejoinAcceptsRefused += 1
-        session.log.warning("call \(session.callID): refused participant_accept_rejoin from user \(m.senderId.map(String.init) ?? "?"): \(why)")
+        let from = m.senderId.map { " from user \($0)" } ?? ""
+        session.log.warning("call \(session.callID): refused a participant_accept_rejoin\(from): \(why)")
     }
 }

@@ -90,6 +90,7 @@ final class CallSession: Sendable {
             guard s.phase == .joined, s.runs == run + 1 else { return false }
             if let since = s.mediaSince, ContinuousClock.now - since >= stableAfter { s.rejoinAttempts = 0 }
             s.phase = .rejoining
+            s.media?.cancel()  // it has ended; a stale report must not leave it running
             s.media = nil
             return true
         }
