@@ -23,8 +23,7 @@ extension Agent {
     /// `call_ended` (or the agent stopping) during one of the awaits ends the session; the join
     /// then gives up instead of starting a bot in a call that has ended.
     func join(callID: Int64, roomID: Int64, wrappedKey: String) async {
-        guard isRunning, calls[callID] == nil, !left.contains(callID), let c = connections,
-              let action = try? config.action else { return }
+        guard isRunning, calls[callID] == nil, !left.contains(callID), let c = connections, (try? config.action) != nil else { return }
         var log = self.log
         log[metadataKey: "call.id"] = "\(callID)"
         let key: CallKey
@@ -38,15 +37,29 @@ extension Agent {
         guard isJoining(session) else { return gaveUp(session) }
         do { _ = try await c.backend.join(callID: callID) } catch { log.warning("call \(callID): join not acknowledged: \(error)") }
         guard isJoining(session) else { return gaveUp(session) }
-        var bot = BotConfig(janusURL: config.janus, room: roomID, display: "\(c.me.userId):\(config.displayName)", protection: .e2ee(session.ring),
+        guard startMedia(session, room: roomID, from: .joining) else { return gaveUp(session) }
+        counters.callsJoined += 1
+        eventSink.yield(callID)
+        log.info("joined call \(callID) in room \(roomID)")
+    }
+
+    /// Starts the call's bot in `room` (first join, or a rejoin) and watches it: an end the agent
+    /// did not ask for is a lost call (`mediaEnded`). False if the call left phase `from` meanwhile.
+    func startMedia(_ session: CallSession, room: Int64, from phase: CallSession.Phase) -> Bool {
+        guard let c = connections, let action = try? config.action else { return false }
+        let callID = session.callID, log = session.log
+        var bot = BotConfig(janusURL: config.janus, room: room, display: "\(c.me.userId):\(config.displayName)", protection: .e2ee(session.ring),
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
         bot.turnServers = c.turnServers
         let media = self.media
-        guard session.joined(startingMedia: { media.start(bot, action, callID: callID, logger: log) }) else { return gaveUp(session) }
-        counters.callsJoined += 1
-        eventSink.yield(callID)
-        log.info("joined call \(callID) in room \(roomID)")
+        guard let (run, task) = session.startMedia(from: phase, room: room, { run in media.start(bot, action, callID: callID, segment: run, logger: log) })
+        else { return false }
+        Task { [weak self] in
+            let end = await task.value
+            await self?.mediaEnded(session, run: run, end)
+        }
+        return true
     }
 
     /// Whether `session` is still the call being joined, after an await of `join`.

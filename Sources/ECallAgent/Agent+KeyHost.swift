@@ -68,15 +68,19 @@ extension Agent {
         session.log.info("call \(session.callID): sent the call key to user \(user) (request_aes_key)")
     }
 
-    /// Every connected participant answers a rejoin request with the key for the rejoiner.
+    /// Every connected participant answers a rejoin request with the key for the rejoiner: this
+    /// agent only while its own media is in the call (as the apps answer only when connected; a
+    /// rejoining agent's key may be stale).
     func acceptRejoin(_ m: SignalMessage, _ session: CallSession) async {
-        guard let me = connections?.me, let user = m.participantId, let device = m.calleeDeviceId ?? m.participantDeviceId, user != me.userId,
-              let key = session.ring.sealingKey, let box = await wrapped(key, for: user, device: device), isActive(session) else { return }
+        guard session.phase == .joined, let me = connections?.me, let user = m.participantId, let device = m.calleeDeviceId ?? m.participantDeviceId,
+              user != me.userId, let key = session.ring.sealingKey, let box = await wrapped(key, for: user, device: device),
+              isActive(session), session.phase == .joined else { return }
         var answer = keyMessage(.participantAcceptRejoin, box, to: user, device: device, session, from: me)
         answer.calleeId = user
         answer.calleeDeviceId = device
         await send(answer)
         counters.keysSent += 1
+        session.log.info("call \(session.callID): sent the call key to user \(user) device \(device) (participant_request_rejoin)")
     }
 
     /// As host: a new key every `rotation_seconds` (300), sent to every other participant as

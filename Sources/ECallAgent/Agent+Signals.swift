@@ -33,6 +33,7 @@ extension Agent {
             if !isHost(session) { await refreshHost(session) }
         case .requestAESKey: await answerKeyRequest(m, session)
         case .participantRequestRejoin: await acceptRejoin(m, session)
+        case .participantAcceptRejoin: await takeRejoinAccept(m, session)
         default: break
         }
     }

@@ -10,7 +10,8 @@ public import Logging
 /// frames stop opening, and leaves when the call ends. It sends only message types the apps know.
 ///
 /// Its concerns live in extensions: `Agent+Login` (connections), `Agent+Calls` (joining and
-/// leaving), `Agent+Signals` (STOMP messages), `Agent+KeyHost` (rotation, key requests, rejoins).
+/// leaving), `Agent+Signals` (STOMP messages), `Agent+KeyHost` (rotation, key requests, answering
+/// rejoins), `Agent+Rejoin` (getting back into a call whose media it lost).
 public actor Agent {
     public struct Counters: Sendable, Equatable {
         public var signals = 0
@@ -26,6 +27,19 @@ public actor Agent {
         public var rotationsMade = 0
         public var callsJoined = 0
         public var callsEnded = 0
+        /// Calls whose media ended while the call was on (Janus unreachable past the media's own
+        /// reconnection, a failed pipeline): each one starts a rejoin.
+        public var mediaLost = 0
+        /// `request-rejoin`s sent; rejoins that got the agent back in (new media started);
+        /// rejoins given up (no accept after every attempt, or a loss rejoining cannot fix).
+        public var rejoinRequests = 0
+        public var rejoins = 0
+        public var rejoinsFailed = 0
+        /// `participant_accept_rejoin`s refused: for another device, a key that does not unwrap,
+        /// or one not wrapped by a participant's published key.
+        public var rejoinAcceptsRefused = 0
+        /// Calls left because the agent could not get back in.
+        public var callsLost = 0
     }
 
     /// What the agent has once it is logged in.
@@ -52,6 +66,7 @@ public actor Agent {
     public let config: AgentConfig
     let pipelines: PipelineLibrary
     let media: any CallMedia
+    let rejoinPolicy: RejoinPolicy
     /// Tagged `component: agent`, and `ecall.user`/`ecall.device` once logged in; each call's
     /// session adds `call.id`. Keys and tokens are never logged.
     var log: Logger
@@ -84,11 +99,13 @@ public actor Agent {
         self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia())
     }
 
-    /// `media` starts the bot in a call; tests pass one they can watch.
-    init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, media: any CallMedia) {
+    /// `media` starts the bot in a call; tests pass one they can watch (or one that fails), and
+    /// a rejoin policy with short waits.
+    init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, media: any CallMedia, rejoin: RejoinPolicy = .init()) {
         self.config = config
         self.pipelines = pipelines
         self.media = media
+        rejoinPolicy = rejoin
         log = logger
         log[metadataKey: "component"] = "agent"
         (events, eventSink) = AsyncStream.makeStream(of: Int64.self)

@@ -6,17 +6,23 @@ import Logging
 import Synchronization
 
 /// One call the agent is in: its key ring, the key host, the bot recording or playing in it,
-/// and the emergency key requests (ECALL-WIRE §7: 1 s dedupe, 3 s cooldown, 10 s timeout).
+/// the emergency key requests (ECALL-WIRE §7: 1 s dedupe, 3 s cooldown, 10 s timeout), and the
+/// way back in when its media is lost (`rejoining`).
 final class CallSession: Sendable {
-    /// joining → joined → leaving → left; or joining → leaving → left when the call ends (or
-    /// the agent stops) while the join waits on the backend: then no bot is ever started.
-    enum Phase: Sendable, Equatable { case joining, joined, leaving, left }
+    /// joining → joined ⇄ rejoining → leaving → left. joined → rejoining when the media ended
+    /// while the call is on; rejoining → joined when a rejoin started new media. A call that
+    /// ends (or the agent stopping) goes to leaving from any phase; joining → leaving means no
+    /// bot is ever started, rejoining → leaving stops the rejoin.
+    enum Phase: Sendable, Equatable { case joining, joined, rejoining, leaving, left }
 
     let callID: Int64
+    /// The room of the invitation; a rejoin joins the room the backend names then (`room`).
     let roomID: Int64
     let ring: KeyRing
     /// The agent's logger with `call.id`.
     let log: Logger
+    /// Where a `participant_accept_rejoin` is handed to the rejoin waiting for it.
+    let accepts = AcceptWindow()
     private let state = Mutex(State())
 
     struct Host: Sendable, Equatable {
@@ -29,8 +35,15 @@ final class CallSession: Sendable {
     struct State {
         var phase = Phase.joining
         var host: Host?
-        var media: Task<Void, Never>?
+        var media: Task<CallMediaEnd, Never>?
+        /// Media started so far (0 before the first): a media's run number is its segment.
+        var runs = 0
+        var mediaSince: ContinuousClock.Instant?
+        var room: Int64?
         var rotation: Task<Void, Never>?
+        var rejoin: Task<Void, Never>?
+        /// Rejoin requests spent since the media last ran long enough (`RejoinPolicy.stableAfter`).
+        var rejoinAttempts = 0
         var requestSent: Date?
     }
 
@@ -43,19 +56,61 @@ final class CallSession: Sendable {
 
     var phase: Phase { state.withLock { $0.phase } }
 
+    /// The Janus room the media is (or was last) in.
+    var room: Int64 { state.withLock { $0.room ?? roomID } }
+
     var host: Host? {
         get { state.withLock { $0.host } }
         set { state.withLock { $0.host = newValue } }
     }
 
-    /// joining → joined: starts the bot, unless the call is leaving already (then nothing starts
-    /// and this returns false).
-    func joined(startingMedia start: () -> Task<Void, Never>) -> Bool {
+    /// joining → joined, or rejoining → joined: starts the media in `room` (`start` gets its run
+    /// number) and returns the run and its task, unless the call is no longer in phase `from`
+    /// (then nothing starts and this returns nil).
+    func startMedia(from: Phase, room: Int64, _ start: (Int) -> Task<CallMediaEnd, Never>) -> (run: Int, task: Task<CallMediaEnd, Never>)? {
         state.withLock { s in
-            guard s.phase == .joining else { return false }
+            guard s.phase == from, from == .joining || from == .rejoining else { return nil }
+            let run = s.runs
+            let task = start(run)
+            s.runs += 1
             s.phase = .joined
-            s.media = start()
+            s.media = task
+            s.mediaSince = .now
+            s.room = room
+            if from == .rejoining { s.rejoin = nil }
+            return (run, task)
+        }
+    }
+
+    /// joined → rejoining: media run `run` ended by itself. False if the call is not joined
+    /// with that run (it is leaving, or rejoining already: never two rejoins at once). Media that
+    /// ran at least `stableAfter` earned a full set of rejoin attempts again.
+    func lost(run: Int, stableAfter: Duration) -> Bool {
+        state.withLock { s in
+            guard s.phase == .joined, s.runs == run + 1 else { return false }
+            if let since = s.mediaSince, ContinuousClock.now - since >= stableAfter { s.rejoinAttempts = 0 }
+            s.phase = .rejoining
+            s.media?.cancel()  // it has ended; a stale report must not leave it running
+            s.media = nil
             return true
+        }
+    }
+
+    /// While rejoining: spends one of `limit` attempts and returns its number (1-based since
+    /// the media last ran stably), or nil when they are spent (or the call is not rejoining).
+    func nextRejoinAttempt(limit: Int) -> Int? {
+        state.withLock { s in
+            guard s.phase == .rejoining, s.rejoinAttempts < limit else { return nil }
+            s.rejoinAttempts += 1
+            return s.rejoinAttempts
+        }
+    }
+
+    /// The task getting the agent back into the call. A call that is not rejoining (leaving
+    /// already) takes none: the task is cancelled at once.
+    func setRejoin(_ task: Task<Void, Never>) {
+        state.withLock { s in
+            if s.phase == .rejoining { s.rejoin = task } else { task.cancel() }
         }
     }
 
@@ -69,20 +124,24 @@ final class CallSession: Sendable {
         }
     }
 
-    /// → leaving → left: stops the rotation and the bot and waits for the bot (files are
-    /// finished). Returns whether the call had been joined (a bot had started).
+    /// → leaving → left: stops the rotation, a rejoin and the bot, and waits for the bot (files
+    /// are finished). Returns whether a bot had started (joined, or rejoining after one). The
+    /// rejoin is cancelled, not awaited: it may be the caller (a rejoin that gave up).
     func end() async -> Bool {
         let (media, wasJoined) = state.withLock { s in
             defer {
                 s.phase = .leaving
                 s.rotation?.cancel()
                 s.rotation = nil
+                s.rejoin?.cancel()
+                s.rejoin = nil
                 s.media = nil
             }
-            return (s.media, s.phase == .joined)
+            return (s.media, s.phase == .joined || s.phase == .rejoining)
         }
+        accepts.close()
         media?.cancel()
-        await media?.value
+        _ = await media?.value
         state.withLock { $0.phase = .left }
         return wasJoined
     }

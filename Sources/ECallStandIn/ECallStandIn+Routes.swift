@@ -19,14 +19,30 @@ extension ECallStandIn {
             let verdict = brokerAuth(path: path, form: Self.form(body))
             return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: verdict)))
         }
+        let who = owner(request.headers[.authorization])
         do {
             try checkSignature(request, method: method, path: path, body: body)
             let json = body.isEmpty ? [:] : (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
-            let result = try route(method: method, path: path, json: json, auth: request.headers[.authorization])
+            let result = try await route(method: method, path: path, json: json, auth: request.headers[.authorization])
+            remember(method, path, who, status: 200)
             return Self.json(.ok, result)
         } catch let f as Failure {
             log.info("\(method) \(path) → \(f.status.code) \(f.code)")
+            remember(method, path, who, status: Int(f.status.code))
             return Self.json(f.status, ["error": ["code": f.code, "status": Int(f.status.code), "title": f.code, "detail": f.detail]])
+        }
+    }
+
+    /// Whose bearer token this is, expired or not (for the record of REST calls only).
+    func owner(_ auth: String?) -> Token? {
+        guard let auth, auth.hasPrefix("Bearer ") else { return nil }
+        return state.withLock { $0.tokens[String(auth.dropFirst(7))] }
+    }
+
+    private func remember(_ method: String, _ path: String, _ who: Token?, status: Int) {
+        state.withLock { s in
+            s.restCalls.append(RESTCall(method: method, path: path, userId: who?.userId, deviceId: who?.deviceId, status: status))
+            if s.restCalls.count > Self.restCallLimit { s.restCalls.removeFirst(s.restCalls.count - Self.restCallLimit) }
         }
     }
 
@@ -35,7 +51,7 @@ extension ECallStandIn {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
     }
 
-    func route(method: String, path: String, json: [String: Any], auth: String?) throws -> Any {
+    func route(method: String, path: String, json: [String: Any], auth: String?) async throws -> Any {
         let parts = path.split(separator: "/").map(String.init)
         guard parts.count >= 3, parts[0] == "app", parts[1] == "api" else { throw Failure(status: .notFound, code: "ErrNotFound", detail: path) }
         let route = Array(parts.dropFirst(2))
@@ -94,7 +110,8 @@ extension ECallStandIn {
             return state.withLock { s in
                 let call = Call(id: s.id(), roomId: room, callerId: me.userId, callerDeviceId: me.deviceId, isVideo: json["isVideo"] as? Bool ?? false,
                                 keys: json["encryptedAESKeys"] as? [String: String] ?? [:],
-                                participants: Dictionary(uniqueKeysWithValues: [(me.userId, "joined")] + callees.map { ($0, "invited") }))
+                                participants: Dictionary(uniqueKeysWithValues: [(me.userId, "joined")] + callees.map { ($0, "invited") }),
+                                devices: [me.userId: me.deviceId], janusRoomId: room)
                 s.calls[call.id] = call
                 return record(call, for: me)
             }
@@ -111,32 +128,14 @@ extension ECallStandIn {
             }
         case (_, "call", 3):
             guard let id = Int64(route[1]) else { throw Failure(status: .notFound, code: "ErrNotFound", detail: path) }
-            return try state.withLock { s in
-                guard var call = s.calls[id], !call.ended else { throw Failure(status: .notFound, code: "ErrCallNotFound", detail: "no active call \(id)") }
-                switch (method, route[2]) {
-                case ("POST", "invite"):
-                    for u in (json["calleeIds"] as? [Any])?.compactMap({ ($0 as? NSNumber)?.int64Value }) ?? [] where call.participants[u] == nil { call.participants[u] = "invited" }
-                    for (k, v) in json["encryptedAESKeys"] as? [String: String] ?? [:] { call.keys[k] = v }
-                case ("POST", "join"), ("POST", "rejoin"): call.participants[me.userId] = "joined"
-                case ("POST", "request-rejoin"): call.participants[me.userId] = "rejoining"
-                case ("GET", "participants"):
-                    let list = call.participants.sorted { $0.key < $1.key }.map { user, status -> [String: Any] in
-                        let device = s.devices.values.first { $0.userId == user }?.deviceId ?? 0
-                        return ["userId": user, "deviceId": device, "isHostKey": user == call.callerId, "status": status]
-                    }
-                    return ["participants": list]
-                default: throw Failure(status: .notFound, code: "ErrNotFound", detail: "\(method) \(path)")
-                }
-                s.calls[id] = call
-                return record(call, for: me)
-            }
+            return try await callAction(method, route[2], callID: id, json: json, me: me)
         default:
             throw Failure(status: .notFound, code: "ErrNotFound", detail: "\(method) \(path)")
         }
     }
 
     func record(_ call: Call, for me: Token) -> [String: Any] {
-        var r: [String: Any] = ["id": call.id, "roomId": call.roomId, "janusRoomId": call.roomId, "callerId": call.callerId,
+        var r: [String: Any] = ["id": call.id, "roomId": call.roomId, "janusRoomId": call.janusRoomId, "callerId": call.callerId,
                                 "callerDeviceId": call.callerDeviceId, "isVideo": call.isVideo, "status": call.ended ? "ended" : "ongoing"]
         if let key = call.keys["\(me.userId)_\(me.deviceId)"] { r["encryptedAESKey"] = key }
         return r

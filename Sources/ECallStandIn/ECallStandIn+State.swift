@@ -8,6 +8,10 @@ extension ECallStandIn {
         var id: Int64, roomId: Int64, callerId: Int64, callerDeviceId: Int64, isVideo: Bool
         var keys: [String: String]
         var participants: [Int64: String]  // userId → status
+        /// The device each participant joined (or asked to rejoin) with: where its signals go.
+        var devices: [Int64: Int64] = [:]  // userId → deviceId
+        /// The Janus room the call's CallRecord names; a test may move it (`moveCall`).
+        var janusRoomId: Int64
         var ended = false
     }
 
@@ -20,6 +24,8 @@ extension ECallStandIn {
         var calls: [Int64: Call] = [:]
         var next: Int64 = 1000
         var counters = Counters()
+        /// Every REST request answered, oldest first (the last `restCallLimit`).
+        var restCalls: [RESTCall] = []
         mutating func id() -> Int64 { next += 1; return next }
     }
 }

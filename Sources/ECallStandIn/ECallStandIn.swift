@@ -41,9 +41,34 @@ public final class ECallStandIn: Sendable {
         /// token, not JSON, no recipient).
         public var signalsRouted = 0
         public var signalsRefused = 0
+        /// `participant_request_rejoin` messages sent to the other connected participants of a
+        /// call after a `request-rejoin`, and those that could not be sent (no routing).
+        public var rejoinRequestsSent = 0
+        public var rejoinRequestsUnsent = 0
     }
 
     public var counters: Counters { state.withLock { $0.counters } }
+
+    /// One REST request as the stand-in answered it: who (from the bearer token, if any) asked
+    /// for what, and the HTTP status. Tests assert on the order of a client's calls.
+    public struct RESTCall: Sendable, Equatable {
+        public var method: String
+        /// The URL path, `/app/api/...`.
+        public var path: String
+        public var userId: Int64?
+        public var deviceId: Int64?
+        public var status: Int
+    }
+
+    /// The REST requests answered so far, oldest first (the last 1,000: a local run polls forever).
+    public var restCalls: [RESTCall] { state.withLock { $0.restCalls } }
+    static let restCallLimit = 1000
+
+    /// Makes call `id`'s CallRecord name another Janus room from now on (as a backend that
+    /// moved the call would): a participant that rejoins must join the room `rejoin` returns.
+    public func moveCall(_ id: Int64, toJanusRoom room: Int64) {
+        state.withLock { $0.calls[id]?.janusRoomId = room }
+    }
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "ecall-standin")) {
         self.configuration = configuration

@@ -36,6 +36,9 @@ struct AgentJoinRaceTests {
             return try JSONDecoder().decode(CallRecord.self, from: Data(#"{"id":\#(callID)}"#.utf8))
         }
 
+        func requestRejoin(callID: Int64) async throws -> CallRecord { try JSONDecoder().decode(CallRecord.self, from: Data(#"{"id":\#(callID)}"#.utf8)) }
+        func rejoin(callID: Int64) async throws -> CallRecord { try JSONDecoder().decode(CallRecord.self, from: Data(#"{"id":\#(callID)}"#.utf8)) }
+
         private func hold(_ at: Step) async {
             guard at == step else { return }
             reachedStream.continuation.yield()
@@ -54,12 +57,12 @@ struct AgentJoinRaceTests {
 
     /// Media that records each start and runs until cancelled.
     final class CountedMedia: CallMedia {
-        private let tasks = Mutex<[Task<Void, Never>]>([])
+        private let tasks = Mutex<[Task<CallMediaEnd, Never>]>([])
         var started: Int { tasks.withLock { $0.count } }
         var running: Int { tasks.withLock { $0.filter { !$0.isCancelled }.count } }
 
-        func start(_ bot: BotConfig, _ action: AgentConfig.InviteAction, callID: Int64, logger: Logger) -> Task<Void, Never> {
-            let task = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+        func start(_ bot: BotConfig, _ action: AgentConfig.InviteAction, callID: Int64, segment: Int, logger: Logger) -> Task<CallMediaEnd, Never> {
+            let task = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }; return CallMediaEnd.stopped }
             tasks.withLock { $0.append(task) }
             return task
         }
