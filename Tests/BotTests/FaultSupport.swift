@@ -126,6 +126,15 @@ enum Faults {
         return try await ChildProcess.run(path, ["-w"] + args)
     }
 
+    /// Whether either of `dropUDP`'s rules for `ports` is in INPUT.
+    static func dropping(ports: ClosedRange<Int>) async throws -> Bool {
+        let range = "\(ports.lowerBound):\(ports.upperBound)"
+        for rule in [["-p", "udp", "--dport", range, "-j", "DROP"], ["-p", "udp", "--sport", range, "-j", "DROP"]] where try await isPresent(rule) {
+            return true
+        }
+        return false
+    }
+
     private static func isPresent(_ rule: [String]) async throws -> Bool {
         try await iptables(["-C", "INPUT"] + rule).status == 0
     }
