@@ -15,23 +15,14 @@ extension MediaScene {
 
     struct Run { var status: Int32; var out: String; var err: String }
 
-    @discardableResult
-    static func start(_ args: [String]) throws -> (Process, Pipe, Pipe) {
-        let p = Process()
-        p.executableURL = binary
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        return (p, out, err)
+    /// Starts sfubot with its output captured (awaited, never blocking a test thread).
+    static func start(_ args: [String]) throws -> ChildProcess {
+        try ChildProcess(binary, args)
     }
 
-    static func run(_ args: [String]) throws -> Run {
-        let (p, out, err) = try start(args)
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+    static func run(_ args: [String]) async throws -> Run {
+        let r = try await start(args).finished()
+        return Run(status: r.status, out: r.outText, err: r.errText)
     }
 
     let key = String(repeating: "ab", count: 32)
@@ -40,15 +31,14 @@ extension MediaScene {
     func loadStopsOnSignalAndWritesReport() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("load-cli")
-        let (p, _, err) = try Self.start(["load", "--janus", Scene.janusURL!, "--room", "\(room)", "--publishers", "2", "--subscribers", "2",
+        let p = try Self.start(["load", "--janus", Scene.janusURL!, "--room", "\(room)", "--publishers", "2", "--subscribers", "2",
                                           "--duration", "0", "--key-hex", key, "--report", dir.path])
         // Until the bots are in and frames flow (the live line counts decrypted frames).
         try await Task.sleep(for: .seconds(6))
         #expect(p.isRunning)
-        kill(p.processIdentifier, SIGINT)
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 1, "\(String(decoding: e, as: UTF8.self))")
+        p.signal(SIGINT)
+        let r = await p.finished()
+        #expect(r.status == 1, "\(r.errText)")
         let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("summary.json"))) as! [String: Any]
         #expect(summary["interrupted"] as? Bool == true)
         #expect((summary["problems"] as? [String] ?? []).contains { $0.contains("interrupted") })
@@ -57,9 +47,9 @@ extension MediaScene {
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("report.html").path))
     }
 
-    @Test func keysGenerateShowAndImport() throws {
+    @Test func keysGenerateShowAndImport() async throws {
         let dir = try Scene.tempDirectory("keys")
-        let made = try Self.run(["keys", "generate", "--type", "p256", "--out", dir.appendingPathComponent("p").path])
+        let made = try await Self.run(["keys", "generate", "--type", "p256", "--out", dir.appendingPathComponent("p").path])
         #expect(made.status == 0, "\(made.err)")
         let keyFile = dir.appendingPathComponent("p/identity.key")
         let mode = (try FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue
@@ -69,14 +59,14 @@ extension MediaScene {
         #expect(!made.out.contains(body) && !made.err.contains(body), "the private key is never printed")
         let wire = try String(contentsOf: dir.appendingPathComponent("p/identity.pub"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(wire.count == 88 && made.out.contains("public key: \(wire)"))
-        let shown = try Self.run(["keys", "show", "--key", keyFile.path])
+        let shown = try await Self.run(["keys", "show", "--key", keyFile.path])
         #expect(shown.status == 0 && shown.out == made.out.split(separator: "\n").dropFirst().joined(separator: "\n") + "\n")
-        let again = try Self.run(["keys", "generate", "--out", dir.appendingPathComponent("p").path])
+        let again = try await Self.run(["keys", "generate", "--out", dir.appendingPathComponent("p").path])
         #expect(again.status == 73 && again.err.contains("never overwritten"))
         #expect(try String(contentsOf: keyFile, encoding: .utf8) == pem, "the existing key is untouched")
-        let imported = try Self.run(["keys", "import", keyFile.path, "--out", dir.appendingPathComponent("q").path])
+        let imported = try await Self.run(["keys", "import", keyFile.path, "--out", dir.appendingPathComponent("q").path])
         #expect(imported.status == 0 && imported.out.contains("public key: \(wire)"))
-        let bad = try Self.run(["keys", "show", "--key", dir.appendingPathComponent("p/identity.pub").path])
+        let bad = try await Self.run(["keys", "show", "--key", dir.appendingPathComponent("p/identity.pub").path])
         #expect(bad.status == 65 && bad.err.contains("not a P-256 or RSA"))
     }
 
@@ -95,7 +85,7 @@ extension MediaScene {
             (["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--out", dir.path], 64, "exactly one of"),
         ]
         for (args, code, text) in cases {
-            let r = try Self.run(args)
+            let r = try await Self.run(args)
             #expect(r.status == code, "\(args[0]) → \(r.status): \(r.err)")
             #expect(r.err.contains(text), "\(r.err)")
             if code != 64 { #expect(r.err.split(separator: "\n").count == 1, "one line: \(r.err)") }
@@ -108,14 +98,14 @@ extension MediaScene {
         let dir = try Scene.tempDirectory("kill")
         let tone = try await Audio.tone(440, seconds: 8, in: dir)
         let out = dir.appendingPathComponent("rec")
-        let (recorder, _, _) = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
+        let recorder = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
         try await Task.sleep(for: .seconds(1))
-        let (player, _, _) = try Self.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "3:Killed"])
+        let player = try Self.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "3:Killed"])
         try await Task.sleep(for: .seconds(6))
-        kill(recorder.processIdentifier, SIGKILL)
-        recorder.waitUntilExit()
-        player.terminate()
-        player.waitUntilExit()
+        recorder.signal(SIGKILL)
+        _ = await recorder.exit()
+        player.signal(SIGTERM)
+        _ = await player.exit()
 
         let file = try #require(try FileManager.default.contentsOfDirectory(atPath: out.path).first { $0.hasSuffix(".opus") })
         let samples = try await Audio.decode(out.appendingPathComponent(file))
@@ -132,16 +122,16 @@ extension MediaScene {
         let dir = try Scene.tempDirectory("term")
         let tone = try await Audio.tone(440, seconds: 4, in: dir)
         let out = dir.appendingPathComponent("rec")
-        let (recorder, stdout, _) = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
+        let recorder = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
         try await Task.sleep(for: .seconds(1))
-        let played = try Self.run(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key])
+        let played = try await Self.run(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key])
         #expect(played.status == 0)
         let sent = played.out.split(separator: "frames sealed and sent: ").last.flatMap { Int($0.prefix { $0.isNumber }) }
         #expect((199...202).contains(sent ?? 0), "4 s of 20 ms frames: \(played.out)")
-        recorder.terminate()  // SIGTERM
-        let text = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        recorder.waitUntilExit()
-        #expect(recorder.terminationStatus == 0)
+        recorder.signal(SIGTERM)
+        let stopped = await recorder.finished()
+        let text = stopped.outText
+        #expect(stopped.status == 0)
         #expect(text.contains("frames received:") && text.contains("no_key_opens=0"), "\(text)")
         let manifest = try Data(contentsOf: out.appendingPathComponent("manifest.json"))
         #expect(String(decoding: manifest, as: UTF8.self).contains("\"ended\""))

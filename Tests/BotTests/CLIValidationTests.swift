@@ -11,20 +11,17 @@ import Testing
 
     /// Runs sfubot; one still running after `limit` is killed and reported as such.
     static func run(_ args: [String], limit: Duration = .seconds(20)) async throws -> (run: CLI.Run, seconds: Double) {
-        let (p, out, err) = try CLI.start(args)
+        let p = try CLI.start(args)
         let seconds = await waitForExit(p, limit: limit)
-        if p.isRunning {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-        }
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        return (CLI.Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self)), seconds)
+        if p.isRunning { p.signal(SIGKILL) }
+        let r = await p.finished()
+        return (CLI.Run(status: r.status, out: r.outText, err: r.errText), seconds)
     }
 
-    /// Seconds until `p` exited, polling; `limit` if it did not.
-    static func waitForExit(_ p: Process, limit: Duration) async -> Double {
+    /// Seconds until `p` exited; `limit` if it did not.
+    static func waitForExit(_ p: ChildProcess, limit: Duration) async -> Double {
         let start = ContinuousClock.now
-        while p.isRunning, ContinuousClock.now - start < limit { try? await Task.sleep(for: .milliseconds(50)) }
+        _ = await p.exit(within: limit)
         let elapsed = (ContinuousClock.now - start).components
         return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
@@ -116,18 +113,17 @@ import Testing
         let silent = try SilentListener()
         var args = command
         if command[0] == "record" { args.append(try Scene.tempDirectory("silent").path) }
-        let (p, out, err) = try CLI.start(args + ["--janus", "ws://127.0.0.1:\(silent.port)", "--room", "1", "--key-hex", key])
+        let p = try CLI.start(args + ["--janus", "ws://127.0.0.1:\(silent.port)", "--room", "1", "--key-hex", key])
         try await Task.sleep(for: .seconds(2))
         #expect(p.isRunning, "still connecting to a server that never answers")
-        kill(p.processIdentifier, SIGTERM)
+        p.signal(SIGTERM)
         let seconds = await Self.waitForExit(p, limit: .seconds(30))
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        _ = out.fileHandleForReading.readDataToEndOfFile()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if p.isRunning { p.signal(SIGKILL) }
+        let r = await p.finished()
+        let text = r.errText
         // The connect is cancelled, not waited out (the grace timer would end it after 15–30 s).
         #expect(seconds < 10, "exited \(seconds) s after SIGTERM: \(text)")
-        #expect(p.terminationStatus == 143 && text.contains("SIGTERM"), "\(p.terminationStatus): \(text)")
+        #expect(r.status == 143 && text.contains("SIGTERM"), "\(r.status): \(text)")
     }
 }
 

@@ -11,48 +11,48 @@ extension MediaScene {
     @Suite struct DeadJanusTests {
         @Test func janusDyingMidCallKeepsTheRecording() async throws {
             let dir = try Scene.tempDirectory("dead")
-            let janus = try OwnJanus(port: 8189, in: dir)
-            defer { janus.stop() }
-            let url = janus.url
+            try await OwnJanus.with(port: 8189, in: dir) { janus in
+                let url = janus.url
 
-            let session = try await JanusSession.connect(url: url, logger: Scene.logger)
-            let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
-            await session.close()
+                let session = try await JanusSession.connect(url: url, logger: Scene.logger)
+                let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
+                await session.close()
 
-            let ring = KeyRing(current: .random())
-            let tone = try await Audio.tone(440, seconds: 20, in: dir)
-            let out = dir.appendingPathComponent("rec")
-            func config(_ display: String) throws -> BotConfig {
-                var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
-                c.janusURL = url
-                c.rejoinTimeout = .seconds(2)
-                return c
+                let ring = KeyRing(current: .random())
+                let tone = try await Audio.tone(440, seconds: 20, in: dir)
+                let out = dir.appendingPathComponent("rec")
+                func config(_ display: String) throws -> BotConfig {
+                    var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
+                    c.janusURL = url
+                    c.rejoinTimeout = .seconds(2)
+                    return c
+                }
+                let recorder = Task { try await Recorder(config: try config("9:Rec"), directory: out).run() }
+                try await Task.sleep(for: .seconds(1))
+                let player = Task { try await Player(config: try config("4:Speaker"), file: tone.path).run() }
+                try await Task.sleep(for: .seconds(4))
+                await janus.stop()
+
+                // Both stop on their own after the 2 s rejoin timeout, long before the 20 s file would end them.
+                let clock = ContinuousClock(), t0 = clock.now
+                await #expect(throws: BotError.self) { _ = try await player.value }
+                await #expect {
+                    _ = try await recorder.value
+                } throws: { error in
+                    // The last attempt's reason: the connection refused.
+                    (error as? BotError)?.janusError?.isConnectionProblem == true
+                }
+                let took = clock.now - t0
+                #expect(took >= .seconds(2) && took < .seconds(8), "gave up on the dead Janus after \(took)")
+
+                let manifest = try RecordingManifest.read(from: out)
+                #expect(manifest.ended != nil, "the manifest was finished")
+                let feed = try #require(manifest.feeds.first)
+                let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+                #expect(Double(samples.count) / 48000 >= 2.5, "what was recorded before the crash is kept")
+                let f = try #require(Audio.dominantFrequency(samples))
+                #expect(abs(f - 440) <= 440 * 0.02)
             }
-            let recorder = Task { try await Recorder(config: try config("9:Rec"), directory: out).run() }
-            try await Task.sleep(for: .seconds(1))
-            let player = Task { try await Player(config: try config("4:Speaker"), file: tone.path).run() }
-            try await Task.sleep(for: .seconds(4))
-            janus.stop()
-
-            // Both stop on their own after the 2 s rejoin timeout, long before the 20 s file would end them.
-            let clock = ContinuousClock(), t0 = clock.now
-            await #expect(throws: BotError.self) { _ = try await player.value }
-            await #expect {
-                _ = try await recorder.value
-            } throws: { error in
-                // The last attempt's reason: the connection refused.
-                (error as? BotError)?.janusError?.isConnectionProblem == true
-            }
-            let took = clock.now - t0
-            #expect(took >= .seconds(2) && took < .seconds(8), "gave up on the dead Janus after \(took)")
-
-            let manifest = try RecordingManifest.read(from: out)
-            #expect(manifest.ended != nil, "the manifest was finished")
-            let feed = try #require(manifest.feeds.first)
-            let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
-            #expect(Double(samples.count) / 48000 >= 2.5, "what was recorded before the crash is kept")
-            let f = try #require(Audio.dominantFrequency(samples))
-            #expect(abs(f - 440) <= 440 * 0.02)
         }
     }
 }
@@ -60,18 +60,18 @@ extension MediaScene {
 extension MediaScene {
     @Suite struct APISecretTests {
         @Test func apiSecretIsSentAndRequired() async throws {
-            let janus = try OwnJanus(port: 8190, in: try Scene.tempDirectory("secret"), apiSecret: "s3cret-for-test")
-            defer { janus.stop() }
-            await #expect {
-                _ = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
-            } throws: { error in
-                guard (error as? JanusError)?.janusCode == 403 else { return false }
-                return String(describing: error).contains("--api-secret")
+            try await OwnJanus.with(port: 8190, in: try Scene.tempDirectory("secret"), apiSecret: "s3cret-for-test") { janus in
+                await #expect {
+                    _ = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
+                } throws: { error in
+                    guard (error as? JanusError)?.janusCode == 403 else { return false }
+                    return String(describing: error).contains("--api-secret")
+                }
+                let session = try await JanusSession.connect(url: janus.url, options: .init(apiSecret: "s3cret-for-test"), logger: Scene.logger)
+                let handle = try await session.attach(plugin: VideoRoom.plugin)
+                _ = try await VideoRoom.createRoom(handle)
+                await session.close()
             }
-            let session = try await JanusSession.connect(url: janus.url, options: .init(apiSecret: "s3cret-for-test"), logger: Scene.logger)
-            let handle = try await session.attach(plugin: VideoRoom.plugin)
-            _ = try await VideoRoom.createRoom(handle)
-            await session.close()
         }
     }
 }

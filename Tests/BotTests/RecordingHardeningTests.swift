@@ -154,20 +154,20 @@ extension MediaScene {
 
     /// `sfubot record` against an address where nothing listens: only the output checks can end
     /// it before it tries to connect.
-    func recordWithoutJanus(_ args: [String]) throws -> CLITests.Run {
-        try CLITests.run(["record", "--janus", "ws://127.0.0.1:9", "--room", "1", "--key-hex", String(repeating: "ab", count: 32)] + args)
+    func recordWithoutJanus(_ args: [String]) async throws -> CLITests.Run {
+        try await CLITests.run(["record", "--janus", "ws://127.0.0.1:9", "--room", "1", "--key-hex", String(repeating: "ab", count: 32)] + args)
     }
 
-    @Test func anOutputFolderThatCannotBeWrittenIsReportedBeforeJoining() throws {
+    @Test func anOutputFolderThatCannotBeWrittenIsReportedBeforeJoining() async throws {
         // An existing folder nobody can create files in, root included.
-        let r = try recordWithoutJanus(["--out", "/proc"])
+        let r = try await recordWithoutJanus(["--out", "/proc"])
         #expect(r.status == 73, "cannot write output: \(r.err)")
         #expect(r.err.contains("/proc") && r.err.split(separator: "\n").count == 1, "\(r.err)")
     }
 
-    @Test func aMixThatCannotBeWrittenIsReportedBeforeJoining() throws {
+    @Test func aMixThatCannotBeWrittenIsReportedBeforeJoining() async throws {
         let dir = try Scene.tempDirectory("mixcheck")
-        let r = try recordWithoutJanus(["--out", dir.appendingPathComponent("rec").path, "--mix", "/proc/mix.opus"])
+        let r = try await recordWithoutJanus(["--out", dir.appendingPathComponent("rec").path, "--mix", "/proc/mix.opus"])
         #expect(r.status == 73, "cannot write output: \(r.err)")
         #expect(r.err.contains("/proc/mix.opus") && r.err.split(separator: "\n").count == 1, "\(r.err)")
     }

@@ -143,37 +143,68 @@ final class FrameLog: @unchecked Sendable {
     func frames(_ point: FrameTapPoint) -> [[UInt8]] { lock.withLock { frames.filter { $0.0 == point }.map(\.2) } }
 }
 
-/// A Janus of a test's own, started with the project's `deploy/janus/janusctl` on another port.
+/// A Janus of a test's own, started with the project's `deploy/janus/janusctl` on another port
+/// (and, for fault tests, its own RTP port range and session reclaim timeout).
 final class OwnJanus: Sendable {
     let url: String
-    private let port: Int
+    let port: Int
+    /// Janus's UDP ports for media: cutting them cuts this Janus's media and no other's.
+    let rtpPorts: ClosedRange<Int>
     private let runDir: URL
     private let apiSecret: String?
+    private let reclaimTimeout: Int
 
-    init(port: Int, in dir: URL, apiSecret: String? = nil) throws {
+    /// Starts it; `reclaimTimeout` is Janus's `reclaim_session_timeout` in seconds (0: a
+    /// session whose WebSocket closed is destroyed at once and cannot be claimed).
+    init(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000) async throws {
         self.port = port
         self.runDir = dir
         self.apiSecret = apiSecret
+        self.reclaimTimeout = reclaimTimeout
+        self.rtpPorts = rtpPorts
         url = "ws://127.0.0.1:\(port)"
-        try janusctl("start")
+        try await janusctl("start")
     }
 
-    /// Stops it; safe to call twice.
-    func stop() { try? janusctl("stop") }
+    /// Runs `body` with a Janus of its own and stops that Janus after it, also when it throws.
+    static func with<T>(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000,
+                        _ body: (OwnJanus) async throws -> T) async throws -> T {
+        let janus = try await OwnJanus(port: port, in: dir, apiSecret: apiSecret, reclaimTimeout: reclaimTimeout, rtpPorts: rtpPorts)
+        do {
+            let result = try await body(janus)
+            await janus.stop()
+            return result
+        } catch {
+            await janus.stop()
+            throw error
+        }
+    }
 
-    private func janusctl(_ verb: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/deploy/janus/janusctl")
-        p.arguments = [verb]
+    /// Stops it (SIGTERM, SIGKILL after 5 s); safe to call twice.
+    func stop() async { try? await janusctl("stop") }
+
+    /// SIGKILLs it, as a crash would; `restart` brings it back with the same configs, so rooms
+    /// created `permanent` come back, and every session, handle and PeerConnection is gone.
+    func kill9() async throws { try await janusctl("kill") }
+
+    /// Starts it again after `kill9` (same port, configs and rooms); returns how long it took
+    /// until its WebSocket port took connections (janusctl polls every 100 ms).
+    @discardableResult
+    func restart() async throws -> Duration {
+        let clock = ContinuousClock(), t0 = clock.now
+        try await janusctl("start")
+        return clock.now - t0
+    }
+
+    private func janusctl(_ verb: String) async throws {
         var env = ProcessInfo.processInfo.environment
         env["SFUBOT_RUN_DIR"] = runDir.path
         env["JANUS_WS_PORT"] = "\(port)"
         env["JANUS_API_SECRET"] = apiSecret
-        p.environment = env
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw PipelineRunError(message: "janusctl \(verb) failed") }
+        env["JANUS_RECLAIM_TIMEOUT"] = "\(reclaimTimeout)"
+        env["JANUS_RTP_PORTS"] = "\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)"
+        let run = try await ChildProcess.run(FileManager.default.currentDirectoryPath + "/deploy/janus/janusctl", [verb], environment: env)
+        guard run.status == 0 else { throw PipelineRunError(message: "janusctl \(verb) failed (\(run.status)): \(run.errText)") }
     }
 }
 
