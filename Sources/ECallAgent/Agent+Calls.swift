@@ -43,6 +43,10 @@ extension Agent {
         log.info("joined call \(callID) in room \(roomID)")
     }
 
+    /// How long a call's media tries to come back to Janus by itself before the agent rejoins
+    /// the call through the backend.
+    static let mediaRejoinTimeout: Duration = .seconds(10)
+
     /// Starts the call's bot in `room` (first join, or a rejoin) and watches it: an end the agent
     /// did not ask for is a lost call (`mediaEnded`). False if the call left phase `from` meanwhile.
     func startMedia(_ session: CallSession, room: Int64, from phase: CallSession.Phase) -> Bool {
@@ -52,6 +56,9 @@ extension Agent {
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
         bot.turnServers = c.turnServers
+        // Janus's own reconnection (claim, new session) first; past this, the call is rejoined
+        // through the backend (request-rejoin), which may move it to another room.
+        bot.rejoinTimeout = Self.mediaRejoinTimeout
         let media = self.media
         guard let (run, task) = session.startMedia(from: phase, room: room, { run in media.start(bot, action, callID: callID, segment: run, logger: log) })
         else { return false }

@@ -110,3 +110,26 @@ extension RecordingManifest {
         }
     }
 }
+
+extension RecordingManifest {
+    enum CodingKeys: String, CodingKey {
+        case room, janus, e2ee, started, ended, feeds, timeline, mix, errors, gaps, reconnection, participants
+    }
+
+    /// Manifests written before reconnection (no gaps, counters or participants) still read.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        room = try c.decode(Int64.self, forKey: .room)
+        janus = try c.decode(String.self, forKey: .janus)
+        e2ee = try c.decode(Bool.self, forKey: .e2ee)
+        started = try c.decode(Date.self, forKey: .started)
+        ended = try c.decodeIfPresent(Date.self, forKey: .ended)
+        feeds = try c.decode([Feed].self, forKey: .feeds)
+        timeline = try c.decodeIfPresent([TimelineEvent].self, forKey: .timeline) ?? []
+        mix = try c.decodeIfPresent(String.self, forKey: .mix)
+        errors = try c.decodeIfPresent([OutputError].self, forKey: .errors) ?? []
+        gaps = try c.decodeIfPresent([Gap].self, forKey: .gaps) ?? []
+        reconnection = try c.decodeIfPresent(Reconnection.self, forKey: .reconnection) ?? Reconnection()
+        participants = try c.decodeIfPresent([Participant].self, forKey: .participants) ?? []
+    }
+}
