@@ -150,7 +150,12 @@ final class SubscriberBot: Sendable {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
                     do { try await self?.addNewFeeds(subscription) } catch {
-                        log.warning("subscriber: could not add feeds: \(error)")
+                        // webrtcbin 1.22 cannot take every renegotiation Janus offers (a mid
+                        // reused with another direction, after a publisher came back under a
+                        // new id): a new PeerConnection subscribes to everyone at once.
+                        log.warning("subscriber: could not add feeds: \(error); subscribing again on a new PeerConnection")
+                        self?.startComeback(cause: "could not add feeds: \(error)", keepSession: true)
+                        return
                     }
                 }
             }
@@ -218,11 +223,6 @@ final class SubscriberBot: Sendable {
     /// Losses and comebacks so far.
     var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
 
-    /// Frames decrypted from `feed` on the current streams (audio and video).
-    func opened(from feed: Int64) -> Int {
-        streams.withLock { m in m.values.filter { $0.feedID == feed }.reduce(0) { $0 + $1.stats.snapshot.opened } }
-    }
-
     /// Feeds of the current streams.
     var feedIDs: Set<Int64> { streams.withLock { Set($0.values.map(\.feedID)) } }
 
@@ -232,11 +232,6 @@ final class SubscriberBot: Sendable {
     /// starts a new stream; the old one's counts are kept.
     private func learn(_ list: [SubscribedStream]) {
         streams.withLock { m in
-            // A stream Janus ended (its publisher left, maybe to come back as a new feed):
-            // keep its counts, forget the mid's feed.
-            for s in list where !s.active {
-                if let old = m.removeValue(forKey: s.mid) { retire(old) }
-            }
             for s in list {
                 guard let feed = s.feedID, s.active, s.type == "audio" || s.type == "video" else { continue }
                 if let old = m[s.mid], old.feedID == feed { continue }
@@ -264,18 +259,6 @@ final class SubscriberBot: Sendable {
     /// Subscribes to publishers that appeared since (up to the limit).
     private func addNewFeeds(_ subscription: Subscription) async throws {
         let publishers = await context.watcher.current.map(\.id)
-        // Feeds whose publisher left (it may be back under a new id): counted, then forgotten,
-        // so they neither hold a place under --subscribe-limit nor count as received.
-        let present = Set(publishers)
-        let gone = streams.withLock { m -> Set<Int64> in
-            let old = m.filter { !present.contains($0.value.feedID) }
-            for (mid, stream) in old {
-                retire(stream)
-                m.removeValue(forKey: mid)
-            }
-            return Set(old.values.map(\.feedID))
-        }
-        if !gone.isEmpty { await subscription.forget(Array(gone)) }
         let have = Set(streams.withLock { $0.values.map(\.feedID) })
         let add = feedSelection(publishers: publishers, have: have, index: index, limit: context.subscribeLimit)
         guard !add.isEmpty else { return }

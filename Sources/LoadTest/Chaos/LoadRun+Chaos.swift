@@ -115,7 +115,7 @@ extension LoadRun {
             } else if let pub = bot as? PublisherBot, let feed = pub.feedID {
                 let sameFeed = feed == oldFeed
                 how += sameFeed ? " (same feed)" : " (new feed \(feed))"
-                seconds = await firstFrames(on: listeners, after: backAt, opened: { $0.opened(from: feed) }, from: t0)
+                seconds = await firstFrames(on: listeners, after: backAt, opened: { $0.framesByFeed[feed] ?? 0 }, from: t0)
             } else {
                 seconds = nil
             }
@@ -124,8 +124,8 @@ extension LoadRun {
         })
     }
 
-    /// Seconds from `from` (default `after`) until every subscriber in `subs` that stays up has
-    /// decrypted a frame after `after` (counted by `opened`); polled every 10 ms, for at most
+    /// Seconds from `from` (default `after`) until every subscriber in `subs` that does not give
+    /// up has decrypted a frame after `after` (counted by `opened`, which must never go back); polled every 10 ms, for at most
     /// the rejoin timeout + 10 s. Nil if one never did.
     private func firstFrames(on subs: [SubscriberBot], after: Date, opened: @Sendable (SubscriberBot) -> Int, from: Date? = nil) async -> Double? {
         let start = from ?? after
@@ -135,8 +135,9 @@ extension LoadRun {
         while !waiting.isEmpty {
             if Task.isCancelled || Date() > deadline { return nil }
             for (i, w) in waiting {
-                // A listener that is itself coming back is measured by its own fault, not here.
-                if w.bot.recovery.isRecovering || w.bot.lost != nil { waiting[i] = nil; continue }
+                // A listener that gave up is reported as lost, not waited for; one that is coming
+                // back (e.g. a new PeerConnection to pick the feed up) is waited for.
+                if w.bot.lost != nil { waiting[i] = nil; continue }
                 if opened(w.bot) > w.base {
                     waiting[i] = nil
                     last = Date()

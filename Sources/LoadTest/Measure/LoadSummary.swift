@@ -243,10 +243,12 @@ extension LoadSummary {
         for (kind, k) in (chaos ?? [:]).sorted(by: { $0.key < $1.key }) where !k.notRecovered.isEmpty {
             problems.append("\(k.notRecovered.count) of \(k.count) \(kind) fault(s) not recovered: " + k.notRecovered.joined(separator: "; "))
         }
-        // Under chaos the gaps are the point: loss and per-feed delivery are shown, not judged.
+        // Under chaos the gaps are the point: loss, MOS (webrtcbin counts a stream's gap as
+        // loss) and per-feed delivery (a publisher back under a new feed id splits its frames)
+        // are shown, not judged.
         let judgeDelivery = r.chaos == nil
         if judgeDelivery, let loss = subscribers.lossPercent, loss > 1 { problems.append(String(format: "packet loss %.2f %% (over 1 %%)", loss)) }
-        if let mos = subscribers.mos, mos.p5 < 3.6 { problems.append(String(format: "MOS p5 %.2f (under 3.6)", mos.p5)) }
+        if judgeDelivery, let mos = subscribers.mos, mos.p5 < 3.6 { problems.append(String(format: "MOS p5 %.2f (under 3.6)", mos.p5)) }
         if judgeDelivery, let ratio = steady?.receivedOverSent, ratio.min < 0.95 { problems.append(String(format: "a subscriber got only %.0f %% of a feed's frames", 100 * ratio.min)) }
         if interrupted { problems.append("the run was interrupted") }
         self.problems = problems
