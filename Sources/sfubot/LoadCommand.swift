@@ -57,6 +57,10 @@ struct LoadRunCommand: AsyncParsableCommand {
     var statsInterval = 2.0
     @Option(help: ArgumentHelp("Threads that push the shared media to publishers (default: one per core).", valueName: "n"))
     var fanOutThreads: Int?
+    @Option(help: ArgumentHelp(
+        "Break things during the steady window, at rates per minute: ws-drop (each bot's WebSocket closes) and ice-restart (its PeerConnection is replaced) per bot, key-rotation (a new call key, current 3 s after it is given to every bot) for the run; e.g. ws-drop=2,ice-restart=1,key-rotation=1. The report shows per kind the time from fault to the first decrypted frame, and any bot that did not recover.",
+        valueName: "kind=rate,..."))
+    var chaos: String?
 
     /// Most bots of each role one run may plan (over all shards).
     static let maxBots = 100_000
@@ -75,6 +79,16 @@ struct LoadRunCommand: AsyncParsableCommand {
         try OptionCheck.port(metricsPort, "--metrics-port")
         // Each is a thread of its own; 0 would leave the shared media with no thread to push it.
         try OptionCheck.count(fanOutThreads, "--fan-out-threads", in: 1...256)
+        if let chaos {
+            let plan: ChaosPlan
+            do { plan = try ChaosPlan(parsing: chaos) } catch { throw ValidationError("--chaos: \(error)") }
+            if plan.rate(.keyRotation) > 0 {
+                // Each shard is its own process with its own rings: a rotation in one would
+                // leave the others' subscribers without the key.
+                guard LoadPlan.Shard(shard)?.count == 1 else { throw ValidationError("--chaos key-rotation works only with one shard") }
+                guard !key.noE2ee else { throw ValidationError("--chaos key-rotation needs a call key (not --no-e2ee)") }
+            }
+        }
     }
 
     func run() async throws {
@@ -98,6 +112,8 @@ struct LoadRunCommand: AsyncParsableCommand {
         plan.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout")!
         plan.statsInterval = try OptionCheck.seconds(statsInterval, "--stats-interval")!
         plan.fanOutGroups = fanOutThreads
+        plan.rejoinTimeout = connection.sessionOptions.reclaimWindow
+        plan.chaos = try chaos.map { try ChaosPlan(parsing: $0) }
         let display = LiveDisplay()
         let metrics = metricsPort.map { _ in MetricsEndpoint(shard: plan.shard.index) }
         if let metrics, let metricsPort {
@@ -171,6 +187,14 @@ enum LoadVerdict {
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet, %.2f MB RSS/bot, %.1f threads/bot", p.shard,
                                p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan))
+        }
+        let c = s.comebacks
+        if c.connectionDrops + c.rejoins + c.mediaRestarts > 0 || s.chaos != nil {
+            Swift.print("comebacks: \(c.connectionDrops) WebSocket drops (\(c.claims) claimed), \(c.rejoins) rejoins, \(c.mediaRestarts) media restarts, \(String(format: "%.1f", c.gapSeconds)) s of gap, \(c.notBack.count) bot(s) not back")
+        }
+        for (kind, k) in (s.chaos ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let d = k.seconds.map { String(format: "min %.3f, p50 %.3f, p95 %.3f, max %.3f s", $0.min, $0.p50, $0.p95, $0.max) } ?? "–"
+            Swift.print("chaos \(kind): \(k.count) faults, \(k.recovered) recovered; fault → first decrypted frame: \(d)")
         }
         Swift.print(s.held ? "the room held" : "the room did not hold: " + s.problems.joined(separator: "; "))
     }

@@ -14,6 +14,9 @@ final class PublisherBot: Sendable {
     private let context: LoadContext
     /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
     private let protection: FrameProtection
+    var keyProtection: FrameProtection { protection }
+    /// Joined, and the attempt finished.
+    var upNow: Bool { live.withLock { $0?.up ?? false } }
     let audioStats = FrameStats()
     let videoStats = FrameStats()
     private let live = Mutex<Live?>(nil)
@@ -31,7 +34,12 @@ final class PublisherBot: Sendable {
         var outlets: [(Outlet, FanOut)] = []
         var probes: [PadProbe] = []
         var tasks: [Task<Void, Never>] = []
+        /// The attempt finished: a loss from now on starts a comeback instead of failing it.
+        var up = false
     }
+
+    /// Losses, comebacks and their counters.
+    let recovery = BotRecovery()
 
     init(index: Int, display: String, context: LoadContext) {
         self.index = index
@@ -44,28 +52,39 @@ final class PublisherBot: Sendable {
     var feedID: Int64? { live.withLock { $0?.feedID } }
     var lost: String? { lostReason.withLock { $0 } }
     var webrtc: WebRTCBin? { live.withLock { $0?.webrtc } }
+    var session: JanusSession? { live.withLock { $0?.session } }
 
     /// Connects, joins, publishes and starts sending; returns once Janus reports the media
     /// path up. On failure everything this attempt built is torn down before it throws.
-    func join() async throws {
+    func join() async throws { try await attempt(reusing: nil) }
+
+    /// One attempt, on a new session or on `kept` (a PeerConnection replaced on a session
+    /// that still works). On failure the session is closed too.
+    private func attempt(reusing kept: JanusSession?) async throws {
         let clock = PhaseClock()
         let log = context.logger(bot: display)
-        let session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+        let session: JanusSession
+        if let kept { session = kept } else {
+            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+        }
         clock.mark(.socketOpen)
         let library = context.library, source = context.source
         let pipeline: Pipeline
         do {
             pipeline = try Pipeline(description: library.description(source.hasVideo ? "load-publisher-video" : "load-publisher"))
         } catch {
+            await recovery.retire(session)
             await session.close()
             throw error
         }
         let webrtc: WebRTCBin
         do { webrtc = try WebRTCBin(pipeline.element(named: "webrtc")) } catch {
+            await recovery.retire(session)
             await session.close()
             throw error
         }
-        let publisher = Publisher(session: session, room: context.room, display: display, logger: log)
+        // Janus saying it stopped receiving us for 4 s is a lost path, as for the player.
+        let publisher = Publisher(session: session, room: context.room, display: display, mediaLossTimeout: .seconds(4), logger: log)
         live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock, publisher: publisher) }
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
@@ -110,7 +129,7 @@ final class PublisherBot: Sendable {
                     case .mediaUp: upContinuation.yield(.success(()))
                     case .lost(let why):
                         upContinuation.yield(.failure(LoadBotError(why.description)))
-                        self?.markLost(why.description)
+                        self?.lost(why, publisher: publisher)
                     }
                 }
             }
@@ -125,27 +144,91 @@ final class PublisherBot: Sendable {
             }
             for gate in gates { gate.open() }
             clock.mark(.firstRTP)
+            live.withLock { $0?.up = true }
         } catch {
-            await leave()
+            await tearDown(keepSession: false)
             throw LoadBotError(error)
         }
     }
 
     private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
 
-    /// Stops sending, leaves and tears down; safe to call more than once.
-    func leave() async {
-        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return }
+    /// The current attempt's publisher lost its PeerConnection or session: come back (once
+    /// the attempt had finished; before that the loss fails the attempt, which is retried).
+    private func lost(_ why: PeerLoss, publisher: Publisher) {
+        let current = live.withLock { l in l.map { $0.up && $0.publisher === publisher } ?? false }
+        guard current else { return }
+        startComeback(cause: why.description, keepSession: why != .sessionEnded)
+    }
+
+    /// `--chaos ice-restart`: a new PeerConnection on the same session, as for lost media.
+    func restartMedia() {
+        guard live.withLock({ $0?.up ?? false }) else { return }
+        startComeback(cause: "chaos: ice-restart", keepSession: true)
+    }
+
+    /// `--chaos ws-drop`: the WebSocket goes away under the session.
+    func dropConnection() async {
+        guard let session = live.withLock({ $0?.up == true ? $0?.session : nil }) else { return }
+        await session.dropConnection()
+    }
+
+    /// Tears the attempt down and joins again, on the same session if it still works (a new
+    /// PeerConnection), else on new sessions with backoff, until the rejoin timeout.
+    private func startComeback(cause: String, keepSession: Bool) {
+        let log = context.logger(bot: display), timeout = context.rejoinTimeout
+        recovery.begin(cause) { [self] in
+            let lossAt = Date()
+            log.debug("load: \(display) lost (\(cause)); coming back within \(timeout)")
+            let kept = await tearDown(keepSession: keepSession)
+            let outcome = await comeBack(within: timeout, recovery: recovery, reusing: kept) { session in
+                try await attempt(reusing: session)
+            }
+            if outcome.back {
+                let seconds = Date().timeIntervalSince(lossAt)
+                recovery.back(newSession: outcome.newSession, after: seconds)
+                log.debug("load: \(display) back after \(String(format: "%.2f", seconds)) s (\(outcome.newSession ? "rejoined on a new session" : "new PeerConnection")); cause: \(cause)")
+            } else if recovery.isStopping || Task.isCancelled {
+                recovery.end(gaveUp: nil)
+            } else {
+                let why = "did not come back within \(timeout) after \(cause): \(outcome.last ?? "?")"
+                log.warning("load: \(display) \(why)")
+                markLost(why)
+                recovery.end(gaveUp: why)
+            }
+        }
+    }
+
+    /// Stops sending and tears the attempt down. With `keepSession`, the publisher leaves and
+    /// detaches and the session, if still open, is returned for the next attempt; otherwise it
+    /// is destroyed with everything on it.
+    @discardableResult
+    private func tearDown(keepSession: Bool) async -> JanusSession? {
+        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return nil }
         for (outlet, fan) in l.outlets { fan.detach(outlet) }
         for t in l.tasks { t.cancel() }
-        // Destroying the session ends its handles: no leave/detach per bot.
-        await l.publisher.leave(announce: false)
-        await l.session.close()
+        let keep = keepSession ? await l.session.id != 0 : false
+        // Destroying the session ends its handles: no leave/detach then.
+        await l.publisher.leave(announce: keep)
+        if !keep {
+            await recovery.retire(l.session)
+            await l.session.close()
+        }
         l.pipeline.setStateQuietly(.null)
         l.probes.forEach { $0.remove() }
         // Keep the phases of the last attempt for the report.
         lastPhases.withLock { $0 = l.clock.snapshot }
+        return keep ? l.session : nil
     }
+
+    /// Stops coming back, leaves and tears down; safe to call more than once.
+    func leave() async {
+        await recovery.stop()
+        await tearDown(keepSession: false)
+    }
+
+    /// Losses and comebacks so far.
+    var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
 
     private let lastPhases = Mutex(JoinPhases())
 

@@ -14,6 +14,9 @@ final class SubscriberBot: Sendable {
     private let context: LoadContext
     /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
     private let protection: FrameProtection
+    var keyProtection: FrameProtection { protection }
+    /// Joined, and the attempt finished.
+    var upNow: Bool { live.withLock { $0?.up ?? false } }
     private let live = Mutex<Live?>(nil)
     private let lostReason = Mutex<String?>(nil)
     private let lastPhases = Mutex(JoinPhases())
@@ -21,6 +24,10 @@ final class SubscriberBot: Sendable {
     private let streams = Streams()
     /// Frames of streams that ended (publisher left, or a new attempt).
     private let retired = Mutex(FrameStats.Snapshot.zero)
+    /// Their decrypted audio frames by feed (for the steady window's per-feed counts).
+    private let retiredAudioByFeed = Mutex<[Int64: Int]>([:])
+    /// Losses, comebacks and their counters.
+    let recovery = BotRecovery()
 
     private struct Live: @unchecked Sendable {
         // @unchecked: GStreamer objects are thread-safe references; set once per attempt.
@@ -30,11 +37,16 @@ final class SubscriberBot: Sendable {
         var webrtc: WebRTCBin
         var clock: PhaseClock
         var tasks: [Task<Void, Never>] = []
+        /// The attempt finished: a loss from now on starts a comeback instead of failing it.
+        var up = false
     }
 
     final class Streams: Sendable {
         private let map = Mutex<[String: Stream]>([:])
         func withLock<R>(_ body: (inout [String: Stream]) -> R) -> R { map.withLock { body(&$0) } }
+        /// Receive branches by mid, kept when their stream ends: webrtcbin adds a pad once per
+        /// mid, so a feed Janus later puts on the same mid reuses the branch (set under `map`'s lock).
+        nonisolated(unsafe) var branches: [String: Bin] = [:]
     }
 
     /// One subscribed stream: which feed, and what came of its frames.
@@ -71,7 +83,11 @@ final class SubscriberBot: Sendable {
 
     /// Waits for publishers, subscribes, answers and returns once ICE is connected; frames
     /// and later feeds are handled by its tasks until `leave`.
-    func join() async throws {
+    func join() async throws { try await attempt(reusing: nil) }
+
+    /// One attempt, on a new session or on `kept` (a PeerConnection replaced on a session
+    /// that still works). On failure the session is closed too.
+    private func attempt(reusing kept: JanusSession?) async throws {
         let log = context.logger(bot: display)
         // The attempt's clock starts once there is something to subscribe to.
         var feeds: [Int64] = []
@@ -80,7 +96,10 @@ final class SubscriberBot: Sendable {
             if feeds.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
         }
         let clock = PhaseClock()
-        let session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+        let session: JanusSession
+        if let kept { session = kept } else {
+            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+        }
         clock.mark(.socketOpen)
         let pipeline: Pipeline, webrtc: WebRTCBin
         do {
@@ -88,6 +107,7 @@ final class SubscriberBot: Sendable {
             webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             if context.plainReceive { try webrtc.withoutJitterBuffers() }
         } catch {
+            await recovery.retire(session)
             await session.close()
             throw LoadBotError(error)
         }
@@ -116,7 +136,7 @@ final class SubscriberBot: Sendable {
                         connectedContinuation.yield(.success(()))
                     case .lost(let why):
                         connectedContinuation.yield(.failure(LoadBotError(why.description)))
-                        self?.markLost(why.description)
+                        self?.lost(why, subscription: subscription)
                     }
                 }
             }
@@ -130,16 +150,81 @@ final class SubscriberBot: Sendable {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
                     do { try await self?.addNewFeeds(subscription) } catch {
-                        log.warning("subscriber: could not add feeds: \(error)")
+                        // webrtcbin 1.22 cannot take every renegotiation Janus offers (a mid
+                        // reused with another direction, after a publisher came back under a
+                        // new id): a new PeerConnection subscribes to everyone at once.
+                        log.warning("subscriber: could not add feeds: \(error); subscribing again on a new PeerConnection")
+                        self?.startComeback(cause: "could not add feeds: \(error)", keepSession: true)
+                        return
                     }
                 }
             }
-            live.withLock { $0?.tasks.append(follow) }
+            live.withLock { $0?.tasks.append(follow); $0?.up = true }
         } catch {
-            await leave()
+            await tearDown(keepSession: false)
             throw LoadBotError(error)
         }
     }
+
+    /// The current attempt's subscription lost its PeerConnection or session: come back (once
+    /// the attempt had finished; before that the loss fails the attempt, which is retried).
+    private func lost(_ why: PeerLoss, subscription: Subscription) {
+        let current = live.withLock { l in l.map { $0.up && $0.subscription === subscription } ?? false }
+        guard current else { return }
+        startComeback(cause: why.description, keepSession: why != .sessionEnded)
+    }
+
+    /// `--chaos ice-restart`: a new PeerConnection on the same session, as for lost media.
+    func restartMedia() {
+        guard live.withLock({ $0?.up ?? false }) else { return }
+        startComeback(cause: "chaos: ice-restart", keepSession: true)
+    }
+
+    /// `--chaos ws-drop`: the WebSocket goes away under the session.
+    func dropConnection() async {
+        guard let session = live.withLock({ $0?.up == true ? $0?.session : nil }) else { return }
+        await session.dropConnection()
+    }
+
+    var session: JanusSession? { live.withLock { $0?.session } }
+
+    /// Tears the attempt down and subscribes again, on the same session if it still works (a
+    /// new handle and PeerConnection), else on new sessions with backoff, until the rejoin
+    /// timeout; back means a frame decrypted again (or ICE up, if no publisher sends within 10 s).
+    private func startComeback(cause: String, keepSession: Bool) {
+        let log = context.logger(bot: display), timeout = context.rejoinTimeout
+        recovery.begin(cause) { [self] in
+            let lossAt = Date()
+            log.debug("load: \(display) lost (\(cause)); coming back within \(timeout)")
+            let kept = await tearDown(keepSession: keepSession)
+            let before = frames.opened
+            let outcome = await comeBack(within: timeout, recovery: recovery, reusing: kept) { session in
+                try await attempt(reusing: session)
+            }
+            if outcome.back {
+                let ice = Date()
+                while frames.opened <= before, Date().timeIntervalSince(ice) < 10, !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                let seconds = Date().timeIntervalSince(lossAt)
+                recovery.back(newSession: outcome.newSession, after: seconds)
+                log.debug("load: \(display) decrypting again after \(String(format: "%.2f", seconds)) s (\(outcome.newSession ? "rejoined on a new session" : "new PeerConnection")); cause: \(cause)")
+            } else if recovery.isStopping || Task.isCancelled {
+                recovery.end(gaveUp: nil)
+            } else {
+                let why = "did not come back within \(timeout) after \(cause): \(outcome.last ?? "?")"
+                log.warning("load: \(display) \(why)")
+                markLost(why)
+                recovery.end(gaveUp: why)
+            }
+        }
+    }
+
+    /// Losses and comebacks so far.
+    var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
+
+    /// Feeds of the current streams.
+    var feedIDs: Set<Int64> { streams.withLock { Set($0.values.map(\.feedID)) } }
 
     private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
 
@@ -151,7 +236,15 @@ final class SubscriberBot: Sendable {
                 guard let feed = s.feedID, s.active, s.type == "audio" || s.type == "video" else { continue }
                 if let old = m[s.mid], old.feedID == feed { continue }
                 if let old = m[s.mid] { retire(old) }
-                m[s.mid] = Stream(mid: s.mid, feedID: feed, kind: s.type)
+                let stream = Stream(mid: s.mid, feedID: feed, kind: s.type)
+                m[s.mid] = stream
+                // A mid that had a branch gets no new pad: open the new feed's frames there.
+                if let bin = streams.branches[s.mid], let open = try? bin.element(named: "open").staticPad("src") {
+                    stream.probe = stream.kind == "video"
+                        ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times)
+                        : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times)
+                    stream.branch = bin
+                }
             }
         }
     }
@@ -160,12 +253,14 @@ final class SubscriberBot: Sendable {
         s.probe?.remove()
         let snapshot = s.stats.snapshot
         retired.withLock { $0 = $0 + snapshot }
+        if s.kind == "audio" { retiredAudioByFeed.withLock { $0[s.feedID, default: 0] += snapshot.opened } }
     }
 
     /// Subscribes to publishers that appeared since (up to the limit).
     private func addNewFeeds(_ subscription: Subscription) async throws {
+        let publishers = await context.watcher.current.map(\.id)
         let have = Set(streams.withLock { $0.values.map(\.feedID) })
-        let add = feedSelection(publishers: await context.watcher.current.map(\.id), have: have, index: index, limit: context.subscribeLimit)
+        let add = feedSelection(publishers: publishers, have: have, index: index, limit: context.subscribeLimit)
         guard !add.isEmpty else { return }
         try await subscription.add(add)
     }
@@ -195,6 +290,7 @@ final class SubscriberBot: Sendable {
                 _ = bin.syncStateWithParent()
                 try pad.link(to: bin.staticPad("sink"))
                 stream.branch = bin
+                streams.branches[mid] = bin
             } catch {
                 log.error("subscriber: cannot receive stream \(mid): \(error)")
             }
@@ -203,7 +299,9 @@ final class SubscriberBot: Sendable {
 
     /// Decrypted audio frames by feed (compared with the audio frames publishers send).
     var framesByFeed: [Int64: Int] {
-        streams.withLock { m in m.values.filter { $0.kind == "audio" }.reduce(into: [:]) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened } }
+        streams.withLock { m in
+            m.values.filter { $0.kind == "audio" }.reduce(into: retiredAudioByFeed.withLock { $0 }) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened }
+        }
     }
 
     /// Video access units decrypted on the current streams.
@@ -234,17 +332,32 @@ final class SubscriberBot: Sendable {
         return stats.filter { $0.kind == .inbound }
     }
 
+    /// Stops coming back, leaves and tears down; safe to call more than once.
     func leave() async {
-        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return }
+        await recovery.stop()
+        await tearDown(keepSession: false)
+    }
+
+    /// Tears the attempt down. With `keepSession`, the subscription detaches and the session,
+    /// if still open, is returned for the next attempt; otherwise it is destroyed.
+    @discardableResult
+    private func tearDown(keepSession: Bool) async -> JanusSession? {
+        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return nil }
         if let first = firstDecrypted { l.clock.mark(.firstDecrypted, at: first) }
         for t in l.tasks { t.cancel() }
-        await l.subscription.leave()
-        await l.session.close()
+        let keep = keepSession ? await l.session.id != 0 : false
+        await l.subscription.leave(announce: keep)
+        if !keep {
+            await recovery.retire(l.session)
+            await l.session.close()
+        }
         l.pipeline.setStateQuietly(.null)
         streams.withLock { m in
             for s in m.values { retire(s) }
             m.removeAll()
+            streams.branches.removeAll()
         }
         lastPhases.withLock { $0 = l.clock.snapshot }
+        return keep ? l.session : nil
     }
 }

@@ -78,6 +78,17 @@ public final class MetricsEndpoint: Sendable {
         if let loss = s.lossPercent { metric("sfubot_load_loss_percent", "gauge", "Packets lost at subscribers since the previous read.", [("", loss)]) }
         metric("sfubot_load_frames_decrypted_total", "counter", "Frames subscribers decrypted.", [("", Double(s.framesOpened))])
         metric("sfubot_load_decrypt_failures_total", "counter", "Frames subscribers could not decrypt.", [("", Double(s.decryptFailures))])
+        let c = f.comebacks
+        metric("sfubot_load_connection_drops_total", "counter", "WebSockets to Janus that dropped under an open session (reconnects).", [("", Double(c.connectionDrops))])
+        metric("sfubot_load_claims_total", "counter", "Dropped sessions claimed back over a new WebSocket.", [("", Double(c.claims))])
+        metric("sfubot_load_rejoins_total", "counter", "Bots that came back on a new Janus session.", [("", Double(c.rejoins))])
+        metric("sfubot_load_media_restarts_total", "counter", "PeerConnections replaced on the same session (ICE failed, media lost, chaos).", [("", Double(c.mediaRestarts))])
+        metric("sfubot_load_gap_seconds_total", "counter", "Seconds from each loss to media again, summed over bots.", [("", c.gapSeconds)])
+        if !f.faults.isEmpty {
+            metric("sfubot_load_chaos_faults_total", "counter", "Chaos faults measured, by kind.",
+                   f.faults.sorted { $0.key < $1.key }.map { ("kind=\"\($0.key)\"", Double($0.value)) })
+            metric("sfubot_load_chaos_not_recovered_total", "counter", "Chaos faults the room did not recover from.", [("", Double(f.faultsNotRecovered))])
+        }
         metric("sfubot_load_cpu_cores", "gauge", "CPU used by this process, in cores.", [("", s.cpuCores)])
         metric("sfubot_load_resident_bytes", "gauge", "Resident memory of this process.", [("", s.rssMB * 1_048_576)])
         metric("sfubot_load_threads", "gauge", "Threads of this process.", [("", Double(s.threads))])

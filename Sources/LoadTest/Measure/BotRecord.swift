@@ -67,6 +67,10 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var steadyPacketsReceived: UInt64?
     public var steadyPacketsLost: Int64?
 
+    /// How the bot came back after losing Janus or its media path (nil in reports written
+    /// before bots came back).
+    public var comeback: Comeback?
+
     public var decryptFailuresTotal: Int { decryptFailures.values.reduce(0, +) }
     /// Loss in the steady window, or over the whole run if there was none.
     public var lossPercent: Double? {
@@ -81,6 +85,36 @@ public struct BotRecord: Codable, Sendable, Equatable {
         self.shard = shard
         self.display = display
         self.state = state
+    }
+}
+
+/// One bot's losses and comebacks over the run.
+public struct Comeback: Codable, Sendable, Equatable {
+    /// WebSocket drops under an open session, and those that ended in a `claim` (session,
+    /// handles and PeerConnection kept).
+    public var connectionDrops = 0
+    public var claims = 0
+    /// Comebacks on a new Janus session (the old one ended), and new PeerConnections on the
+    /// same session (ICE failed, media lost, or `--chaos ice-restart`).
+    public var rejoins = 0
+    public var mediaRestarts = 0
+    /// Seconds from each loss to media again: the first decrypted frame (subscriber) or Janus's
+    /// `webrtcup` (publisher). Claims lose no media and add nothing here.
+    public var seconds: [Double] = []
+    /// Sum of `seconds`.
+    public var gapSeconds: Double { seconds.reduce(0, +) }
+    /// Why the bot did not come back, if it did not.
+    public var gaveUp: String?
+
+    public init() {}
+
+    /// Adds another bot's counters (for totals).
+    public mutating func add(_ o: Comeback) {
+        connectionDrops += o.connectionDrops
+        claims += o.claims
+        rejoins += o.rejoins
+        mediaRestarts += o.mediaRestarts
+        seconds += o.seconds
     }
 }
 

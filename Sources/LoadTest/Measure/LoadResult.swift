@@ -12,6 +12,8 @@ public struct LoadResult: Codable, Sendable {
     public var publishers: Int
     public var subscribers: Int
     public var subscribeLimit: Int?
+    /// Faults injected (`--chaos`), per minute by kind; nil: none.
+    public var chaos: ChaosPlan?
     public var shards: [Shard]
     public var bots: [BotRecord]
 
@@ -39,6 +41,8 @@ public struct LoadResult: Codable, Sendable {
         public var steadyPacketsSent: UInt64?
         public var steadyPacketsReceived: UInt64?
         public var fanOutGroups: Int
+        /// Each fault `--chaos` injected and how the room came back from it.
+        public var faults: [FaultRecord]?
     }
 }
 

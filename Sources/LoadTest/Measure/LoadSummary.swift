@@ -21,6 +21,10 @@ public struct LoadSummary: Codable, Sendable {
     public var subscribers: Subscribers
     public var steady: Steady?
     public var process: [Process]
+    /// How bots came back from losses (chaos or not), over all bots.
+    public var comebacks: Comebacks
+    /// Per fault kind injected with `--chaos`; nil without it.
+    public var chaos: [String: ChaosKind]?
     /// E-model assumptions, stated with every MOS.
     public var mosModel = "ITU-T G.107 E-model: Opus Ie=0, Bpl=20 (assumed; G.113 has no Opus values), codec delay 26.5 ms, one-way delay = publishers' median RTT to Janus, jitter buffer = 2 x jitter"
 
@@ -93,6 +97,30 @@ public struct LoadSummary: Codable, Sendable {
         public var receivedOverSent: Distribution?
         public var mbpsOut: Double?
         public var mbpsIn: Double?
+    }
+
+    public struct Comebacks: Codable, Sendable {
+        public var connectionDrops: Int
+        public var claims: Int
+        public var rejoins: Int
+        public var mediaRestarts: Int
+        public var gapSeconds: Double
+        /// Seconds from each loss to media again (first decrypted frame / `webrtcup`).
+        public var seconds: Distribution?
+        /// Bots that lost Janus or their media path and did not come back, with why.
+        public var notBack: [String: String]
+    }
+
+    /// One kind of chaos fault: how many, how fast the room came back, who did not.
+    public struct ChaosKind: Codable, Sendable {
+        /// Per minute (per bot for ws-drop and ice-restart).
+        public var rate: Double
+        public var count: Int
+        public var recovered: Int
+        /// Seconds from fault to the first good decrypted frame on the affected bot(s).
+        public var seconds: Distribution?
+        /// Faults not recovered: "bot at t s: why".
+        public var notRecovered: [String]
     }
 
     /// One process: what the bots cost.
@@ -184,6 +212,26 @@ extension LoadSummary {
                 packetsSent: s.steadyPacketsSent, packetsReceived: s.steadyPacketsReceived)
         }
 
+        var totals = Comeback()
+        for b in r.bots { if let c = b.comeback { totals.add(c) } }
+        comebacks = Comebacks(connectionDrops: totals.connectionDrops, claims: totals.claims, rejoins: totals.rejoins,
+                              mediaRestarts: totals.mediaRestarts, gapSeconds: totals.gapSeconds, seconds: Distribution(totals.seconds),
+                              notBack: Dictionary(uniqueKeysWithValues: r.bots.compactMap { b in b.comeback?.gaveUp.map { (b.display, $0) } }))
+        if let plan = r.chaos {
+            let faults = r.shards.flatMap { $0.faults ?? [] }
+            var kinds: [String: ChaosKind] = [:]
+            for kind in plan.kinds {
+                let list = faults.filter { $0.kind == kind.rawValue }
+                kinds[kind.rawValue] = ChaosKind(
+                    rate: plan.rate(kind), count: list.count, recovered: list.filter { $0.seconds != nil }.count,
+                    seconds: Distribution(list.compactMap(\.seconds)),
+                    notRecovered: list.filter { $0.seconds == nil }.map { "\($0.bot) at \(String(format: "%.1f", $0.at)) s: \($0.note)" })
+            }
+            chaos = kinds
+        } else {
+            chaos = nil
+        }
+
         var problems: [String] = []
         if bots.failed > 0 { problems.append("\(bots.failed) bot(s) never joined") }
         if bots.lost > 0 { problems.append("\(bots.lost) bot(s) lost their connection") }
@@ -192,9 +240,16 @@ extension LoadSummary {
         if publishers.sealFailures > 0 { problems.append("\(publishers.sealFailures) frame(s) could not be sealed") }
         let short = subs.filter { $0.state == .joined && $0.feedsReceiving < expected }.count
         if short > 0 { problems.append("\(short) subscriber(s) did not receive every publisher (expected \(expected) each)") }
-        if let loss = subscribers.lossPercent, loss > 1 { problems.append(String(format: "packet loss %.2f %% (over 1 %%)", loss)) }
-        if let mos = subscribers.mos, mos.p5 < 3.6 { problems.append(String(format: "MOS p5 %.2f (under 3.6)", mos.p5)) }
-        if let ratio = steady?.receivedOverSent, ratio.min < 0.95 { problems.append(String(format: "a subscriber got only %.0f %% of a feed's frames", 100 * ratio.min)) }
+        for (kind, k) in (chaos ?? [:]).sorted(by: { $0.key < $1.key }) where !k.notRecovered.isEmpty {
+            problems.append("\(k.notRecovered.count) of \(k.count) \(kind) fault(s) not recovered: " + k.notRecovered.joined(separator: "; "))
+        }
+        // Under chaos the gaps are the point: loss, MOS (webrtcbin counts a stream's gap as
+        // loss) and per-feed delivery (a publisher back under a new feed id splits its frames)
+        // are shown, not judged.
+        let judgeDelivery = r.chaos == nil
+        if judgeDelivery, let loss = subscribers.lossPercent, loss > 1 { problems.append(String(format: "packet loss %.2f %% (over 1 %%)", loss)) }
+        if judgeDelivery, let mos = subscribers.mos, mos.p5 < 3.6 { problems.append(String(format: "MOS p5 %.2f (under 3.6)", mos.p5)) }
+        if judgeDelivery, let ratio = steady?.receivedOverSent, ratio.min < 0.95 { problems.append(String(format: "a subscriber got only %.0f %% of a feed's frames", 100 * ratio.min)) }
         if interrupted { problems.append("the run was interrupted") }
         self.problems = problems
         held = problems.isEmpty

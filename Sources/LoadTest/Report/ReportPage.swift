@@ -24,6 +24,15 @@ enum ReportPage {
         if let st = s.steady {
             rows.append(("Steady window", "\(f(st.seconds, 1)) s; out \(f(st.mbpsOut)) Mbit/s, in \(f(st.mbpsIn)) Mbit/s; received/sent per feed \(dist(st.receivedOverSent, 3))"))
         }
+        let c = s.comebacks
+        rows.append(("Comebacks", "\(c.connectionDrops) WebSocket drops, \(c.claims) claimed; \(c.rejoins) rejoins, \(c.mediaRestarts) media restarts; gap \(f(c.gapSeconds)) s in all; loss → media \(dist(c.seconds))"
+                     + (c.notBack.isEmpty ? "" : "; not back: " + c.notBack.sorted { $0.key < $1.key }.map { esc("\($0.key): \($0.value)") }.joined(separator: ", "))))
+        for (kind, k) in (s.chaos ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let d = k.seconds.map { "min \(f($0.min, 3)) · p50 \(f($0.p50, 3)) · p95 \(f($0.p95, 3)) · max \(f($0.max, 3))" } ?? "–"
+            rows.append(("Chaos \(esc(kind)) (\(f(k.rate)) /min\(kind == "key-rotation" ? "" : " per bot"))",
+                         "\(k.count) faults, \(k.recovered) recovered; fault → first decrypted frame (s): \(d)"
+                         + (k.notRecovered.isEmpty ? "" : "; not recovered: " + esc(k.notRecovered.joined(separator: "; ")))))
+        }
         for p in s.process {
             rows.append(("Process (shard \(p.shard), \(esc(p.host)))",
                          "\(p.bots) bots: CPU \(f(p.cpuCores)) cores, \(f(p.cpuMicrosecondsPerPacket, 1)) µs/packet; RSS peak \(f(p.peakRSSMB, 0)) MB, \(f(p.rssPerBotMB)) MB/bot; \(f(p.threadsPerBot, 1)) threads/bot"))

@@ -23,6 +23,8 @@ struct LoadContext: Sendable {
     var plainReceive: Bool
     /// How long a join may take before it counts as failed (and is retried).
     var joinTimeout: Duration
+    /// How long a bot that lost Janus or its media path keeps trying to come back.
+    var rejoinTimeout: Duration
 }
 
 extension LoadContext {

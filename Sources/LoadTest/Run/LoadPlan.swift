@@ -23,6 +23,12 @@ public struct LoadPlan: Sendable {
     /// Attempts after the first for a bot that fails to join (backoff 1 s, 2 s, 4 s … ≤ 30 s).
     public var retries = 3
     public var joinTimeout: Duration = .seconds(20)
+    /// A bot that lost Janus or its media path comes back within this (new PeerConnection,
+    /// or new sessions with backoff) or is reported lost. Set `janus.reclaimWindow` too for
+    /// sessions to be claimed back over a new WebSocket first (the CLI sets both).
+    public var rejoinTimeout: Duration = .seconds(60)
+    /// Faults injected in the steady window (`--chaos`); nil: none.
+    public var chaos: ChaosPlan?
     /// How often each bot's webrtcbin statistics are read.
     public var statsInterval: Duration = .seconds(2)
     /// Subscribers skip rtpjitterbuffer: no thread or timers per stream (they only count and

@@ -72,6 +72,12 @@ extension LoadRun {
                 nextStats = Date().addingTimeInterval(interval)
                 await statsPass(publishers: publishers, subscribers: subscribers)
             }
+            var comebacks = Comeback()
+            for c in await withTaskGroup(of: Comeback.self, body: { group in
+                for p in publishers { group.addTask { await p.comeback } }
+                for b in subscribers { group.addTask { await b.comeback } }
+                return await group.reduce(into: [Comeback]()) { $0.append($1) }
+            }) { comebacks.add(c) }
             let now = ProcessSample.now()
             let frames = subscribers.reduce(FrameStats.Snapshot.zero) { $0 + $1.frames }
             let figures = state.withLock { s -> LiveFigures in
@@ -86,8 +92,11 @@ extension LoadRun {
                     cpuCores: last.flatMap { a in now.map { ProcessSample.cores(from: a, to: $0) } } ?? 0,
                     rssMB: Double(now?.residentBytes ?? 0) / 1_048_576, threads: now?.threads ?? 0)
                 s.timeline.append(sample)
+                s.comebacks = comebacks
                 return LiveFigures(sample: sample, planned: s.records.count, retries: s.retries, phase: s.phase,
-                                   packetsSent: s.packetsOut, packetsReceived: s.packetsIn)
+                                   packetsSent: s.packetsOut, packetsReceived: s.packetsIn, comebacks: comebacks,
+                                   faults: s.faults.reduce(into: [:]) { $0[$1.kind, default: 0] += 1 },
+                                   faultsNotRecovered: s.faults.filter { $0.seconds == nil }.count)
             }
             last = now
             onSample(figures)

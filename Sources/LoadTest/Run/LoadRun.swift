@@ -13,6 +13,11 @@ public struct LiveFigures: Sendable {
     public var phase: String
     public var packetsSent: UInt64
     public var packetsReceived: UInt64
+    /// Over all bots so far: how they came back (drops, claims, rejoins, media restarts, gap).
+    public var comebacks = Comeback()
+    /// Chaos faults injected so far by kind, and those not recovered (yet).
+    public var faults: [String: Int] = [:]
+    public var faultsNotRecovered = 0
 }
 
 /// Runs one shard of a load test: starts the shared encoder and the room watcher, ramps the
@@ -39,6 +44,9 @@ public final class LoadRun: Sendable {
         var lastPass: Date?
         var lossPercent: Double?
         var phase = "starting"
+        var faults: [FaultRecord] = []
+        /// Totals of every bot's comebacks, refreshed once a second.
+        var comebacks = Comeback()
     }
 
     public init(plan: LoadPlan, onSample: @escaping @Sendable (LiveFigures) -> Void = { _ in }) {
@@ -62,7 +70,8 @@ public final class LoadRun: Sendable {
         }
         let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
                                   library: plan.library, logger: log, source: source, watcher: watcher,
-                                  subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout)
+                                  subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
+                                  rejoinTimeout: plan.rejoinTimeout)
         let publishers = plan.shard.indices(of: plan.publishers).map { PublisherBot(index: $0, display: "sfubot-load:p\($0)", context: context) }
         let subscribers = plan.shard.indices(of: plan.subscribers).map { SubscriberBot(index: $0, display: "sfubot-load:s\($0)", context: context) }
         state.withLock { s in
@@ -123,8 +132,18 @@ public final class LoadRun: Sendable {
             for p in publishers { sentAtStart[p.index] = p.audioStats.snapshot.sealed }
             for b in subscribers { openedAtStart[b.index] = b.framesByFeed }
             log.info("load: all bots settled after \(String(format: "%.1f", Date().timeIntervalSince(started))) s; holding")
+            let faultWatch = FaultWatch()
+            let chaos = plan.chaos.map { chaos in
+                Task { await injectFaults(chaos, publishers: publishers, subscribers: subscribers, started: started, watch: faultWatch) }
+            }
             if let duration = plan.duration { try? await Task.sleep(for: duration) } else {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            }
+            if let chaos {
+                // Faults stop with the window; those still healing get a little longer.
+                chaos.cancel()
+                await chaos.value
+                await Task { await faultWatch.settle(grace: .seconds(min(15, plan.rejoinTimeout.seconds + 5))) }.value
             }
             // Frames first (atomic counters), then the network counters.
             for p in publishers {
@@ -155,6 +174,14 @@ public final class LoadRun: Sendable {
             sampling.cancel()
             await sampling.value
             let peak = state.withLock { s in (s.timeline.map(\.rssMB).max() ?? 0, s.timeline.map(\.threads).max() ?? 0) }
+            for p in publishers {
+                let c = await p.comeback
+                state.withLock { $0.records["p\(p.index)"]?.comeback = c }
+            }
+            for b in subscribers {
+                let c = await b.comeback
+                state.withLock { $0.records["s\(b.index)"]?.comeback = c }
+            }
             finalizeRecords(publishers: publishers, subscribers: subscribers)
             await withTaskGroup(of: Void.self) { group in
                 for bot in bots { group.addTask { await bot.leave() } }
@@ -170,11 +197,12 @@ public final class LoadRun: Sendable {
             started: started, ended: Date(), steadyStart: steadyStart, steadyEnd: steadyEnd, interrupted: interrupted,
             timeline: s.timeline, steadyCPUSeconds: steadyCPU, peakRSSBytes: peak.0, peakThreads: peak.1,
             baselineThreads: baseline?.threads ?? 0, baselineRSSBytes: baseline?.residentBytes ?? 0,
-            steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups)
+            steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups,
+            faults: plan.chaos == nil ? nil : s.faults.sorted { $0.at < $1.at })
         return LoadResult(
             room: plan.room, janus: plan.janusURL, e2ee: plan.protection.isEncrypted, video: plan.video, media: plan.media,
             publishers: plan.publishers, subscribers: plan.subscribers, subscribeLimit: plan.subscribeLimit,
-            shards: [shard], bots: s.records.values.sorted { ($0.role.rawValue, $0.index) < ($1.role.rawValue, $1.index) })
+            chaos: plan.chaos, shards: [shard], bots: s.records.values.sorted { ($0.role.rawValue, $0.index) < ($1.role.rawValue, $1.index) })
     }
 
     /// One bot: join (with retries and backoff) and mark how it went.
