@@ -90,9 +90,11 @@ extension JanusSession {
         shutDown(.connectionLost)
     }
 
-    /// Requests made while reconnecting wait for the claim, at most one request timeout.
+    /// Requests made while reconnecting wait for the claim, at most one request timeout; a
+    /// cancelled task (a job stopping) does not wait.
     func waitIfReconnecting() async throws(JanusError) {
         guard case .reconnecting = state else { return }
+        guard !Task.isCancelled else { throw .disconnected }
         nextTransaction += 1
         let key = nextTransaction, timeout = options.requestTimeout
         let timer = Task {
@@ -101,9 +103,17 @@ extension JanusSession {
         }
         defer { timer.cancel() }
         do {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in reopenWaiters[key] = c }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in reopenWaiters[key] = c }
+            } onCancel: {
+                Task { await self.abandonWait(key) }
+            }
         } catch {
             throw .disconnected
         }
+    }
+
+    private func abandonWait(_ key: Int) {
+        reopenWaiters.removeValue(forKey: key)?.resume(throwing: JanusError.disconnected)
     }
 }

@@ -92,6 +92,11 @@ public actor JanusSession {
         }
     }
 
+    /// Whether requests go out now (not while reconnecting, closing or closed).
+    public var isOpen: Bool {
+        if case .open = state { true } else { false }
+    }
+
     /// Connects a WebSocket to `url` and creates a session.
     public static func connect(url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
         let connector = webSocketConnector(url: url, options: options, logger: logger)

@@ -145,7 +145,7 @@ struct AgentRejoinStateTests {
         let media = ScriptedMedia([.fail("test: Janus unreachable", retryable: true), .idle])
         let (agent, backend, identity, _, _) = try await Self.joined(media: media)
         let session = try #require(await agent.calls[41])
-        #expect(await eventually(within: 3) { backend.requests == 1 })
+        #expect(await eventually(within: 10) { backend.requests == 1 })
         let fresh = CallKey.random()
         var accept = SignalMessage(type: .participantAcceptRejoin)
         accept.callId = 41
@@ -153,7 +153,7 @@ struct AgentRejoinStateTests {
         accept.calleeDeviceId = 8
         accept.encryptedAESKey = try KeyWrap.wrap(fresh, for: identity.publicKey, from: backend.caller)
         await agent.received(accept.json)
-        #expect(await eventually(within: 3) { await agent.counters.rejoins == 1 })
+        #expect(await eventually(within: 10) { await agent.counters.rejoins == 1 })
         #expect(backend.rejoins == 1 && session.phase == .joined && media.starts.map(\.segment) == [0, 1])
         #expect(media.starts.last?.key.map { $0.same(as: fresh) } == true)
         await agent.stop()

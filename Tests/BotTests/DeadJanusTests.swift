@@ -54,6 +54,50 @@ extension MediaScene {
                 #expect(abs(f - 440) <= 440 * 0.02)
             }
         }
+
+        /// Stopped (SIGTERM cancels the run) while it is still trying to reach a Janus that is
+        /// gone: the reconnection stops at once, and the files, the mix and the manifest are final.
+        @Test func stoppingWhileRejoiningFinishesEveryFile() async throws {
+            let dir = try Scene.tempDirectory("dead-stop")
+            try await OwnJanus.with(port: 8196, in: dir) { janus in
+                let session = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
+                let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
+                await session.close()
+                let ring = KeyRing(current: .random())
+                let tone = try await Audio.tone(440, seconds: 20, in: dir)
+                let out = dir.appendingPathComponent("rec")
+                func config(_ display: String) throws -> BotConfig {
+                    var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
+                    c.janusURL = janus.url
+                    c.rejoinTimeout = .seconds(60)
+                    return c
+                }
+                let recorder = Task { try await Recorder(config: try config("9:Rec"), directory: out, mixFile: dir.appendingPathComponent("mix.ogg")).run() }
+                try await Task.sleep(for: .seconds(1))
+                let player = Task { try await Player(config: try config("4:Speaker"), file: tone.path).run() }
+                try await Task.sleep(for: .seconds(4))
+                await janus.stop()
+                try await Task.sleep(for: .seconds(2))  // reconnecting: refused, again and again
+
+                let clock = ContinuousClock(), t0 = clock.now
+                recorder.cancel()
+                player.cancel()
+                _ = try? await recorder.value
+                _ = try? await player.value
+                let took = clock.now - t0
+                #expect(took < .seconds(5), "a stop while rejoining took \(took)")
+
+                let manifest = try RecordingManifest.read(from: out)
+                #expect(manifest.ended != nil, "the manifest is final")
+                #expect(manifest.reconnection.connectionDrops == 1 && manifest.reconnection.rejoins == 0, "\(manifest.reconnection)")
+                #expect(manifest.gaps.allSatisfy { $0.end != nil }, "an outage listed is closed: \(manifest.gaps)")
+                let feed = try #require(manifest.feeds.first)
+                let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+                #expect(Double(samples.count) / 48000 >= 2.5, "what was recorded before the loss plays")
+                let mix = try await Audio.decode(dir.appendingPathComponent("mix.ogg"))
+                #expect(Double(mix.count) / 48000 >= 5, "the mix went on through the outage until the stop: \(Double(mix.count) / 48000) s")
+            }
+        }
     }
 }
 

@@ -35,7 +35,7 @@ struct FaultToolTests {
         drop.cancel()
         await #expect(throws: CancellationError.self) { _ = try await drop.value }
         #expect(try await !Faults.dropping(ports: ports), "cancelled, the rules are gone")
-        #expect(clock.now - t0 < .seconds(15), "cancelled, it did not wait its 60 s")
+        #expect(clock.now - t0 < .seconds(40), "cancelled, it did not wait its 60 s (bound loose for a loaded machine)")
         await #expect(throws: Faults.Failed.self) { _ = try await Faults.dropUDP(ports: 1...65535, for: .seconds(1)) }
     }
 }

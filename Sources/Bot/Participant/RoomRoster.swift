@@ -92,9 +92,9 @@ public actor RoomRoster {
     public var current: [RoomPublisher] { publishers.values.sorted { $0.id < $1.id } }
 
     /// Leaves the room and detaches. Safe to call more than once.
-    public func leave() async {
+    public func leave(announce: Bool = true) async {
         guard state == .joined || state == .lost else { return }
-        let announce = state == .joined
+        let announce = announce && state == .joined
         state = .leaving
         following?.cancel()
         if announce {

@@ -123,7 +123,9 @@ public struct Player: Sendable {
             rejoins += 1
             log.info("back in room \(config.room) as publisher \(joined.id) (rejoin \(rejoins))")
         }
-        await publisher.leave()
+        // A session still reconnecting would hold the `leave` for its request timeout.
+        let sessionOpen = await session.isOpen
+        await publisher.leave(announce: sessionOpen)
         await session.close()
         media.pipeline.setStateQuietly(.null)
         let audio = stats.snapshot, video = videoStats.snapshot

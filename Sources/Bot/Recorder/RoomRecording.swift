@@ -266,15 +266,19 @@ actor RoomRecording {
     /// rejoining: what was recorded before the loss is already finished, and the rejoin stops.
     func finish() async -> RecordingManifest? {
         guard state != .finishing, state != .finished else { return nil }
-        let wasRejoining = state == .rejoining
+        // Leaving is announced only on a session that can carry it now: one reconnecting
+        // would hold every request for its timeout.
+        let sessionOpen = await session?.isOpen ?? false
+        let announce = state != .rejoining && sessionOpen
+        guard state != .finishing, state != .finished else { return nil }
         state = .finishing
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()
         if let media, let mix = media.mix { await mix.finish(in: media.pipeline) }
-        await peer?.subscription.leave(announce: !wasRejoining)
+        await peer?.subscription.leave(announce: announce)
         peer?.following.cancel()
-        await roster?.leave()
+        await roster?.leave(announce: announce)
         await readSessionCounters()
         await session?.close()
         media?.pipeline.setStateQuietly(.null)
