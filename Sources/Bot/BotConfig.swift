@@ -27,6 +27,9 @@ public struct BotConfig: Sendable {
     /// the participant reconnects its media (ICE loss). Longer than a short network hiccup,
     /// which the old connection rides out by itself.
     public var mediaLossTimeout: Duration = .seconds(4)
+    /// A publisher opens a `keepalive` data channel and sends `ping:<epoch>` on it this often,
+    /// as ECall phones do (ECALL-WIRE §6); nil: no channel.
+    public var keepaliveInterval: Duration? = .seconds(30)
 
     public init(janusURL: String, room: Int64, display: String, protection: FrameProtection,
                 janus: JanusSession.Options = .init(), pipelines: PipelineLibrary, logger: Logger) {

@@ -66,6 +66,34 @@ GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRT
   return t;
 }
 
+GstWebRTCDataChannel *sfb_webrtc_create_data_channel(GstElement *webrtc, const char *label, gboolean ordered,
+                                                     gint max_retransmits, gint max_packet_lifetime,
+                                                     const char *protocol, gint id) {
+  // webrtcbin is closed below READY and would only log a critical.
+  if (GST_STATE(webrtc) < GST_STATE_READY) return NULL;
+  GstStructure *options = gst_structure_new("application/data-channel", "ordered", G_TYPE_BOOLEAN, ordered, NULL);
+  if (max_retransmits >= 0) gst_structure_set(options, "max-retransmits", G_TYPE_INT, max_retransmits, NULL);
+  if (max_packet_lifetime >= 0) gst_structure_set(options, "max-packet-lifetime", G_TYPE_INT, max_packet_lifetime, NULL);
+  if (protocol != NULL) gst_structure_set(options, "protocol", G_TYPE_STRING, protocol, NULL);
+  if (id >= 0) gst_structure_set(options, "negotiated", G_TYPE_BOOLEAN, TRUE, "id", G_TYPE_INT, id, NULL);
+  GstWebRTCDataChannel *channel = NULL;
+  g_signal_emit_by_name(webrtc, "create-data-channel", label, options, &channel);
+  gst_structure_free(options);
+  return channel;
+}
+
+GstWebRTCDataChannelState sfb_data_channel_ready_state(GstWebRTCDataChannel *channel) {
+  GstWebRTCDataChannelState state = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+  g_object_get(channel, "ready-state", &state, NULL);
+  return state;
+}
+
+char *sfb_data_channel_label(GstWebRTCDataChannel *channel) {
+  char *label = NULL;
+  g_object_get(channel, "label", &label, NULL);
+  return label;
+}
+
 char *sfb_webrtc_pad_mid(GstPad *pad) {
   if (!g_object_class_find_property(G_OBJECT_GET_CLASS(pad), "transceiver")) return NULL;
   GstWebRTCRTPTransceiver *t = NULL;

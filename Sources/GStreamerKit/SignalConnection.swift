@@ -11,10 +11,15 @@ public final class SignalConnection: Sendable {
 
     /// Connects `handler` (a `@convention(c)` function of the signal's own signature, cast to
     /// `GCallback`) with `data`, which `release` frees when the connection ends.
-    init(_ element: Element, signal: String, handler: GCallback, data: UnsafeMutableRawPointer, release: GClosureNotify) {
-        instance = UnsafeSendable(UnsafeMutableRawPointer(element.pointer))
+    convenience init(_ element: Element, signal: String, handler: GCallback, data: UnsafeMutableRawPointer, release: GClosureNotify) {
+        self.init(object: UnsafeMutableRawPointer(element.pointer), signal: signal, handler: handler, data: data, release: release)
+    }
+
+    /// The same for any GObject (a data channel is not an element).
+    init(object: UnsafeMutableRawPointer, signal: String, handler: GCallback, data: UnsafeMutableRawPointer, release: GClosureNotify) {
+        instance = UnsafeSendable(object)
         // Keep the instance alive as long as the connection may be disconnected.
-        gst_object_ref(instance.value)
+        g_object_ref(instance.value)
         id = Mutex(sfb_signal_connect(instance.value, signal, handler, data, release))
     }
 
@@ -25,6 +30,6 @@ public final class SignalConnection: Sendable {
 
     deinit {
         disconnect()
-        gst_object_unref(instance.value)
+        g_object_unref(instance.value)
     }
 }

@@ -58,6 +58,25 @@ public final class WebRTCBin: @unchecked Sendable {
         sink.padHandler.withLock { $0 = handler }
     }
 
+    /// Called on a GStreamer thread for each data channel the peer opens (`on-data-channel`),
+    /// with the channel already wrapped: its `events` hold everything from its first message.
+    /// Without a handler, such channels are left to webrtcbin.
+    public func onDataChannel(_ handler: @escaping @Sendable (DataChannel) -> Void) {
+        sink.dataChannelHandler.withLock { $0 = handler }
+    }
+
+    /// Opens a data channel (`create-data-channel`, options as its GstStructure). webrtcbin must
+    /// be at least READY (it refuses while closed); a channel made before the offer puts an
+    /// `m=application` section in it, one made later asks to negotiate again.
+    public func createDataChannel(_ label: String, options: DataChannel.Options = .init()) throws(GStreamerError) -> DataChannel {
+        func limited(_ value: Int?) -> gint { value.flatMap { gint(exactly: $0) }.map { max($0, -1) } ?? -1 }
+        guard let channel = sfb_webrtc_create_data_channel(
+            element.pointer, label, options.ordered ? 1 : 0, limited(options.maxRetransmits), limited(options.maxPacketLifetime),
+            options.subprotocol, limited(options.negotiatedID))
+        else { throw .webrtc("\(element.name) refused data channel '\(label)' (not READY, id taken, or no SCTP elements)") }
+        return DataChannel(takingOwnership: channel)
+    }
+
     public func createOffer() async throws(GStreamerError) -> SessionDescription {
         try await description(from: "offer") { sfb_webrtc_create_offer(element.pointer, $0) }
     }
@@ -163,6 +182,7 @@ public final class WebRTCBin: @unchecked Sendable {
     private final class Sink: Sendable {
         let continuation: AsyncStream<WebRTCEvent>.Continuation
         let padHandler = Mutex<(@Sendable (IncomingPad) -> Void)?>(nil)
+        let dataChannelHandler = Mutex<(@Sendable (DataChannel) -> Void)?>(nil)
         init(_ c: AsyncStream<WebRTCEvent>.Continuation) { continuation = c }
         static func from(_ data: UnsafeMutableRawPointer?) -> Sink { Unmanaged<Sink>.fromOpaque(data!).takeUnretainedValue() }
     }
@@ -171,6 +191,7 @@ public final class WebRTCBin: @unchecked Sendable {
         typealias NoArg = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
         typealias Candidate = @convention(c) (UnsafeMutableRawPointer?, guint, UnsafePointer<gchar>?, UnsafeMutableRawPointer?) -> Void
         typealias PadAdded = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GstPad>?, UnsafeMutableRawPointer?) -> Void
+        typealias DataChannelAdded = @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void
         typealias Notify = @convention(c) (UnsafeMutablePointer<GObject>?, UnsafeMutablePointer<GParamSpec>?, UnsafeMutableRawPointer?) -> Void
 
         let negotiation: NoArg = { _, data in Sink.from(data).continuation.yield(.negotiationNeeded) }
@@ -183,6 +204,12 @@ public final class WebRTCBin: @unchecked Sendable {
             // The pad is lent for the call; webrtcbin keeps its own reference.
             let incoming = IncomingPad(pad: Pad(retaining: pad), mid: takeGString(sfb_webrtc_pad_mid(pad)))
             Sink.from(data).padHandler.withLock { $0 }?(incoming)
+        }
+        let dataChannel: DataChannelAdded = { _, channel, data in
+            guard let channel, let handler = Sink.from(data).dataChannelHandler.withLock({ $0 }) else { return }
+            // The channel is lent for the call; the wrapper takes its own reference and connects
+            // its signals before returning, so no message arrives unheard.
+            handler(DataChannel(retaining: channel))
         }
         let notify: Notify = { object, spec, data in
             guard let object, let spec else { return }
@@ -203,6 +230,7 @@ public final class WebRTCBin: @unchecked Sendable {
             connect("on-negotiation-needed", unsafeBitCast(negotiation, to: GCallback.self)),
             connect("on-ice-candidate", unsafeBitCast(candidate, to: GCallback.self)),
             connect("pad-added", unsafeBitCast(padAdded, to: GCallback.self)),
+            connect("on-data-channel", unsafeBitCast(dataChannel, to: GCallback.self)),
             connect("notify::ice-gathering-state", unsafeBitCast(notify, to: GCallback.self)),
             connect("notify::ice-connection-state", unsafeBitCast(notify, to: GCallback.self)),
             connect("notify::connection-state", unsafeBitCast(notify, to: GCallback.self)),

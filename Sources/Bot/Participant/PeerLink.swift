@@ -12,6 +12,8 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
     case iceFailed
     /// Janus stopped receiving our media and did not get it back within the media-loss timeout.
     case mediaLost
+    /// A peer that answered keepalive pings left two in a row unanswered (`Keepalive`).
+    case keepaliveLost
 
     /// Short, for load reports and logs.
     public var description: String {
@@ -20,6 +22,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .sessionEnded: "Janus session ended"
         case .iceFailed: "ICE failed"
         case .mediaLost: "Janus stopped receiving our media"
+        case .keepaliveLost: "two keepalive pings went unanswered"
         }
     }
 
@@ -30,6 +33,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .sessionEnded: .janus(.disconnected)
         case .iceFailed: .negotiation("ICE failed: no candidate pair works")
         case .mediaLost: .negotiation("Janus stopped receiving our media (the path to it is lost)")
+        case .keepaliveLost: .negotiation("two keepalive pings went unanswered (the path to Janus is lost)")
         }
     }
 }

@@ -1,6 +1,7 @@
 public import GStreamerKit
 public import Janus
 public import Logging
+import Synchronization
 
 /// A VideoRoom publisher: join, then offer/configure/answer once webrtcbin asks to negotiate,
 /// candidates both ways, `webrtcup`, leave. The one copy of the publisher handshake: the
@@ -43,12 +44,18 @@ public actor Publisher {
     private var tasks: [Task<Void, Never>] = []
     /// webrtcbin's requests to negotiate, consumed by `publish`.
     private let negotiation = AsyncStream.makeStream(of: Void.self)
+    /// Pings on a `keepalive` data channel this often (nil: no channel), as ECall phones do.
+    private let keepaliveInterval: Duration?
+    /// The keepalive's latest ledger, written from its task, read by anyone.
+    private let keepaliveState = KeepaliveSnapshot()
 
-    public init(session: JanusSession, room: Int64, display: String, mediaLossTimeout: Duration? = nil, logger: Logger) {
+    public init(session: JanusSession, room: Int64, display: String, mediaLossTimeout: Duration? = nil,
+                keepaliveInterval: Duration? = nil, logger: Logger) {
         self.session = session
         self.room = room
         self.display = display
         self.mediaLossTimeout = mediaLossTimeout
+        self.keepaliveInterval = keepaliveInterval
         log = logger
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
@@ -103,6 +110,8 @@ public actor Publisher {
     /// Waits until webrtcbin asks to negotiate, then offer → `configure` → answer.
     public func publish(video: Bool) async throws(BotError) {
         guard case .joined(let id) = state, let link else { throw .negotiation("publish before join and follow") }
+        // Before the offer, so that it carries the channel's m=application section.
+        openKeepalive(on: link.webrtc)
         for await _ in negotiation.stream { break }
         guard state == .joined(feedID: id) else { throw .janus(.disconnected) }
         state = .publishing(feedID: id)
@@ -123,6 +132,45 @@ public actor Publisher {
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { sink.yield(.lost(.mediaLost)) }
         }
+    }
+
+    /// The keepalive's pings and pongs so far (nil without a keepalive channel).
+    package nonisolated var keepalive: KeepaliveLedger? { keepaliveState.value }
+
+    /// Opens the `keepalive` channel and pings on it once it is open. Its pongs can only watch
+    /// the path where someone answers: through Janus's VideoRoom nobody does (measured), so
+    /// there it only sends, as phones do. Without a channel (webrtcbin refused it) the
+    /// publisher goes on without.
+    private func openKeepalive(on webrtc: WebRTCBin) {
+        guard let interval = keepaliveInterval, keepalive == nil else { return }
+        let channel: DataChannel
+        do { channel = try webrtc.createDataChannel(Keepalive.label) } catch {
+            log.warning("no keepalive channel: \(error)")
+            return
+        }
+        keepaliveState.value = KeepaliveLedger()
+        var keepalive = Keepalive(interval: interval)
+        let log = self.log, state = keepaliveState, sink = eventSink
+        keepalive.observe = { ledger, activity in
+            state.value = ledger
+            switch activity {
+            case .answered where ledger.pongs == 1:
+                log.info("keepalive pings are answered: two unanswered in a row will count as a lost path")
+            case .pinged where ledger.missedInARow > 0:
+                log.warning("keepalive pong missed (\(ledger.missedInARow) in a row)")
+            default:
+                log.trace("keepalive: \(ledger.pingsSent) pings, \(ledger.pongs) pongs")
+            }
+        }
+        tasks.append(Task { [weak self] in
+            guard let loss = await keepalive.run(events: channel.events, send: { try channel.send(text: $0) }) else { return }
+            guard await self?.isLive == true else { return }
+            sink.yield(.lost(loss))
+        })
+    }
+
+    private var isLive: Bool {
+        if case .live = state { true } else { false }
     }
 
     private func mediaUp() {
@@ -146,5 +194,14 @@ public actor Publisher {
         }
         state = .left
         eventSink.finish()
+    }
+}
+
+/// The keepalive's latest ledger: written by its task, read by anyone.
+private final class KeepaliveSnapshot: Sendable {
+    private let state = Mutex<KeepaliveLedger?>(nil)
+    var value: KeepaliveLedger? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
     }
 }

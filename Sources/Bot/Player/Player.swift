@@ -135,7 +135,7 @@ public struct Player: Sendable {
     }
 
     private func makePublisher(_ session: JanusSession, _ log: Logger) -> Publisher {
-        Publisher(session: session, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, logger: log)
+        Publisher(session: session, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, keepaliveInterval: config.keepaliveInterval, logger: log)
     }
 
     /// Back in the room: on `session` if it is still good (only the media path was lost), else
@@ -145,7 +145,7 @@ public struct Player: Sendable {
                         logger log: Logger) async throws(BotError) -> (JanusSession, Publisher, VideoRoom.Joined) {
         let config = self.config
         @Sendable func join(_ s: JanusSession, _ attempt: Int) async throws(BotError) -> (Publisher, VideoRoom.Joined) {
-            let p = Publisher(session: s, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, logger: log)
+            let p = Publisher(session: s, room: config.room, display: config.display, mediaLossTimeout: config.mediaLossTimeout, keepaliveInterval: config.keepaliveInterval, logger: log)
             do throws(BotError) {
                 let joined = try await p.join(checkRoom: true, asking: attempt <= 3 ? id : nil)
                 return (p, joined)

@@ -33,6 +33,18 @@ GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRT
 /// The `mid` of the transceiver behind a webrtcbin pad (newly allocated, g_free it), or NULL.
 char *sfb_webrtc_pad_mid(GstPad *pad);
 
+/// `create-data-channel` with its options as the GstStructure webrtcbin reads: `ordered`,
+/// `max-retransmits` and `max-packet-lifetime` (-1: not set), `protocol` (NULL: none), and with
+/// `id` ≥ 0 a channel negotiated out of band (`negotiated`, `id`). Returns the channel with a
+/// reference the caller owns, or NULL (webrtcbin below READY, an id in use, no SCTP elements).
+GstWebRTCDataChannel *sfb_webrtc_create_data_channel(GstElement *webrtc, const char *label, gboolean ordered,
+                                                     gint max_retransmits, gint max_packet_lifetime,
+                                                     const char *protocol, gint id);
+
+/// A data channel's `ready-state` (GstWebRTCDataChannelState; 0 before it has a transport), and its `label` (newly allocated).
+GstWebRTCDataChannelState sfb_data_channel_ready_state(GstWebRTCDataChannel *channel);
+char *sfb_data_channel_label(GstWebRTCDataChannel *channel);
+
 /// Gives webrtcbin's rtpbin an `identity` instead of an rtpjitterbuffer for each new receive
 /// stream (signal `request-jitterbuffer`). Returns 0, or 1 (no rtpbin) / 2 (GStreamer too old).
 int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc);
