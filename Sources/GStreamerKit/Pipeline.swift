@@ -32,15 +32,7 @@ public final class Pipeline: Bin, @unchecked Sendable {
     /// Parses a description such as the files in `pipelines/`.
     public init(description: String) throws(GStreamerError) {
         GStreamer.initialize()
-        var error: UnsafeMutablePointer<GError>?
-        let e = gst_parse_launch(description, &error)
-        if let error {
-            let message = String(cString: error.pointee.message)
-            g_error_free(error)
-            if let e { gst_object_unref(UnsafeMutableRawPointer(e)) }
-            throw .parse(message)
-        }
-        guard var e else { throw .parse("empty pipeline") }
+        var e = try Self.parseLaunch(description)
         // A description of one element parses to that element: put it in a pipeline.
         if sfb_is_pipeline(e) == 0 {
             let p = gst_pipeline_new(nil)!
@@ -72,10 +64,8 @@ public final class Pipeline: Bin, @unchecked Sendable {
         return bin
     }
 
-    /// Parses a description of ONE element (e.g. `webrtcbin bundle-policy=max-bundle`), names it
-    /// and adds it to the pipeline (not yet started: call `syncStateWithParent`). Unlike a bin,
-    /// the element's own pads (request and sometimes pads included) are linkable from outside.
-    public func addElement(description: String, name: String) throws(GStreamerError) -> Element {
+    /// `gst_parse_launch`: the new (floating) element, or the parser's error.
+    private static func parseLaunch(_ description: String) throws(GStreamerError) -> UnsafeMutablePointer<GstElement> {
         var error: UnsafeMutablePointer<GError>?
         let e = gst_parse_launch(description, &error)
         if let error {
@@ -84,7 +74,15 @@ public final class Pipeline: Bin, @unchecked Sendable {
             if let e { gst_object_unref(UnsafeMutableRawPointer(e)) }
             throw .parse(message)
         }
-        guard let e else { throw .parse("empty element") }
+        guard let e else { throw .parse("empty description") }
+        return e
+    }
+
+    /// Parses a description of ONE element (e.g. `webrtcbin bundle-policy=max-bundle`), names it
+    /// and adds it to the pipeline (not yet started: call `syncStateWithParent`). Unlike a bin,
+    /// the element's own pads (request and sometimes pads included) are linkable from outside.
+    public func addElement(description: String, name: String) throws(GStreamerError) -> Element {
+        let e = try Self.parseLaunch(description)
         let element = Element(takingOwnership: e)  // sinks the floating reference
         guard sfb_is_pipeline(e) == 0 else {
             throw .parse("'\(description)' is more than one element")
