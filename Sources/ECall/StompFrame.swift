@@ -77,6 +77,9 @@ public struct StompParser: Sendable {
     }
 
     private var buffer: [UInt8] = []
+    /// A malformed frame's NUL has not arrived yet: what comes until it is the rest of that
+    /// frame, not a new one.
+    private var skippingToNUL = false
     /// Frames larger than this are malformed (and skipped).
     public var maxFrameSize = 1 << 20
 
@@ -85,6 +88,7 @@ public struct StompParser: Sendable {
     public mutating func append(_ bytes: some Sequence<UInt8>) -> [Event] {
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
+        if skippingToNUL, !skipPastNUL() { return events }
         while true {
             // Heart-beats: EOLs before a frame.
             var start = 0
@@ -119,9 +123,11 @@ public struct StompParser: Sendable {
     private mutating func skipPastNUL() -> Bool {
         if let nul = buffer.firstIndex(of: 0) {
             buffer.removeFirst(nul + 1)
+            skippingToNUL = false
             return true
         }
         buffer.removeAll()
+        skippingToNUL = true
         return false
     }
 

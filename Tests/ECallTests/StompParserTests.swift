@@ -43,6 +43,19 @@ struct StompParserTests {
         #expect(events.last == .frame(StompFrame("MESSAGE", [("subscription", "s"), ("content-length", "2")], body: Data("ok".utf8))))
     }
 
+    /// Found by FuzzStomp: a malformed frame whose NUL had not arrived yet was forgotten, so
+    /// the rest of it (a body that looks like a frame) was read as a frame of its own.
+    @Test func theRestOfAMalformedFrameIsDroppedWhenItArrivesLater() {
+        let good = StompFrame("RECEIPT", [("receipt-id", "1")])
+        let split = parse(["MESSAGE\nno colon here\n\n", "MESSAGE\nsubscription:forged\n\n{}\0", good.encoded])
+        #expect(split.count == 2 && split.last == .frame(good), "\(split)")
+        if case .malformed(let m) = split.first { #expect(m.reason == "a header line without ':'") } else { Issue.record("\(split)") }
+        // Bytes that are not UTF-8, split anywhere, are one malformed frame, as in one piece.
+        let bytes: [UInt8] = [0x3D, 0xA7, 0x0A, 0xF1, 0xA7, 0x0A]
+        var whole = StompParser(), chunked = StompParser()
+        #expect(bytes.indices.flatMap { chunked.append(bytes[$0...$0]) } == whole.append(bytes))
+    }
+
     @Test func randomBytesNeverCrashTheParser() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("MESSAGE\n:\\\0content-length:5abc\r".utf8)
