@@ -56,6 +56,19 @@ struct StompParserTests {
         #expect(bytes.indices.flatMap { chunked.append(bytes[$0...$0]) } == whole.append(bytes))
     }
 
+    /// Found by FuzzStomp: Swift takes "\r\n" as one Character, so a header value holding CR LF
+    /// went out unescaped and split its header (a value could inject headers), and a ':' or
+    /// '\\' followed by a combining mark was not seen as one. STOMP escapes bytes, not graphemes.
+    @Test func escapingWorksOnScalarsNotCharacters() {
+        let f = StompFrame("SEND", [("token", "a\r\nforged:1"), ("name\u{301}:\u{301}", "\\\u{301}")])
+        #expect(f.encoded.hasPrefix("SEND\ntoken:a\\r\\nforged\\c1\n"), "\(f.encoded.debugDescription)")
+        #expect(parse([f.encoded]) == [.frame(f)])
+        // A colon followed by a combining mark still ends the header name.
+        #expect(parse(["MESSAGE\na:\u{301}b\n\n\0"]) == [.frame(StompFrame("MESSAGE", [("a", "\u{301}b")]))])
+        // An escape followed by a combining mark is that escape, then the mark.
+        #expect(parse(["MESSAGE\na:\\n\u{301}\n\n\0"]) == [.frame(StompFrame("MESSAGE", [("a", "\n\u{301}")]))])
+    }
+
     @Test func randomBytesNeverCrashTheParser() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("MESSAGE\n:\\\0content-length:5abc\r".utf8)
