@@ -31,24 +31,26 @@ public struct StompFrame: Sendable, Equatable {
         return text + "\n" + String(decoding: body, as: UTF8.self) + "\0"
     }
 
+    // Escaping works on Unicode scalars: as Characters, "\r\n" is one (and slipped through
+    // unescaped, splitting its header), and so is ':' or '\\' followed by a combining mark.
     static func escape(_ s: String) -> String {
         var out = ""
-        for c in s {
+        for c in s.unicodeScalars {
             switch c {
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case ":": out += "\\c"
-            default: out.append(c)
+            default: out.unicodeScalars.append(c)
             }
         }
         return out
     }
 
     static func unescape(_ s: Substring) throws(StompParser.Malformed) -> String {
-        var out = "", it = s.makeIterator()
+        var out = "", it = s.unicodeScalars.makeIterator()
         while let c = it.next() {
-            guard c == "\\" else { out.append(c); continue }
+            guard c == "\\" else { out.unicodeScalars.append(c); continue }
             switch it.next() {
             case "\\": out += "\\"
             case "n": out += "\n"
@@ -77,6 +79,9 @@ public struct StompParser: Sendable {
     }
 
     private var buffer: [UInt8] = []
+    /// A malformed frame's NUL has not arrived yet: what comes until it is the rest of that
+    /// frame, not a new one.
+    private var skippingToNUL = false
     /// Frames larger than this are malformed (and skipped).
     public var maxFrameSize = 1 << 20
 
@@ -85,6 +90,7 @@ public struct StompParser: Sendable {
     public mutating func append(_ bytes: some Sequence<UInt8>) -> [Event] {
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
+        if skippingToNUL, !skipPastNUL() { return events }
         while true {
             // Heart-beats: EOLs before a frame.
             var start = 0
@@ -119,9 +125,11 @@ public struct StompParser: Sendable {
     private mutating func skipPastNUL() -> Bool {
         if let nul = buffer.firstIndex(of: 0) {
             buffer.removeFirst(nul + 1)
+            skippingToNUL = false
             return true
         }
         buffer.removeAll()
+        skippingToNUL = true
         return false
     }
 
@@ -148,10 +156,11 @@ public struct StompParser: Sendable {
         let escaped = command != "CONNECT" && command != "CONNECTED"
         var headers: [(String, String)] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return .malformed(.init(reason: "a header line without ':'")) }
+            guard let colon = line.unicodeScalars.firstIndex(of: ":") else { return .malformed(.init(reason: "a header line without ':'")) }
             do {
                 let name = escaped ? try StompFrame.unescape(line[..<colon]) : String(line[..<colon])
-                let value = escaped ? try StompFrame.unescape(line[line.index(after: colon)...]) : String(line[line.index(after: colon)...])
+                let rest = line[line.unicodeScalars.index(after: colon)...]
+                let value = escaped ? try StompFrame.unescape(rest) : String(rest)
                 headers.append((name, value))
             } catch { return .malformed(error) }
         }

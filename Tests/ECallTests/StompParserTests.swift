@@ -43,6 +43,32 @@ struct StompParserTests {
         #expect(events.last == .frame(StompFrame("MESSAGE", [("subscription", "s"), ("content-length", "2")], body: Data("ok".utf8))))
     }
 
+    /// Found by FuzzStomp: a malformed frame whose NUL had not arrived yet was forgotten, so
+    /// the rest of it (a body that looks like a frame) was read as a frame of its own.
+    @Test func theRestOfAMalformedFrameIsDroppedWhenItArrivesLater() {
+        let good = StompFrame("RECEIPT", [("receipt-id", "1")])
+        let split = parse(["MESSAGE\nno colon here\n\n", "MESSAGE\nsubscription:forged\n\n{}\0", good.encoded])
+        #expect(split.count == 2 && split.last == .frame(good), "\(split)")
+        if case .malformed(let m) = split.first { #expect(m.reason == "a header line without ':'") } else { Issue.record("\(split)") }
+        // Bytes that are not UTF-8, split anywhere, are one malformed frame, as in one piece.
+        let bytes: [UInt8] = [0x3D, 0xA7, 0x0A, 0xF1, 0xA7, 0x0A]
+        var whole = StompParser(), chunked = StompParser()
+        #expect(bytes.indices.flatMap { chunked.append(bytes[$0...$0]) } == whole.append(bytes))
+    }
+
+    /// Found by FuzzStomp: Swift takes "\r\n" as one Character, so a header value holding CR LF
+    /// went out unescaped and split its header (a value could inject headers), and a ':' or
+    /// '\\' followed by a combining mark was not seen as one. STOMP escapes bytes, not graphemes.
+    @Test func escapingWorksOnScalarsNotCharacters() {
+        let f = StompFrame("SEND", [("token", "a\r\nforged:1"), ("name\u{301}:\u{301}", "\\\u{301}")])
+        #expect(f.encoded.hasPrefix("SEND\ntoken:a\\r\\nforged\\c1\n"), "\(f.encoded.debugDescription)")
+        #expect(parse([f.encoded]) == [.frame(f)])
+        // A colon followed by a combining mark still ends the header name.
+        #expect(parse(["MESSAGE\na:\u{301}b\n\n\0"]) == [.frame(StompFrame("MESSAGE", [("a", "\u{301}b")]))])
+        // An escape followed by a combining mark is that escape, then the mark.
+        #expect(parse(["MESSAGE\na:\\n\u{301}\n\n\0"]) == [.frame(StompFrame("MESSAGE", [("a", "\n\u{301}")]))])
+    }
+
     @Test func randomBytesNeverCrashTheParser() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("MESSAGE\n:\\\0content-length:5abc\r".utf8)
