@@ -89,7 +89,10 @@ import Testing
         let peer = ScriptedPeer(answers: 0)
         peer.sink.yield(.open)
         let run = Task { await Keepalive(interval: .milliseconds(10)).run(events: peer.events, send: peer.send) }
-        try? await Task.sleep(for: .milliseconds(300))
+        // Until five pings went out (300 ms alone; far longer when the whole suite loads the
+        // machine): not a fixed window, which a starved cooperative pool can miss entirely.
+        let clock = ContinuousClock(), t0 = clock.now
+        while peer.sent.withLock({ $0.count }) < 5, clock.now - t0 < .seconds(30) { try? await Task.sleep(for: .milliseconds(20)) }
         run.cancel()
         #expect(await run.value == nil)
         #expect(peer.sent.withLock { $0.count } >= 5)
