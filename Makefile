@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test bench bench-load soak clean
+.PHONY: deps build demo test bench bench-load soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -34,6 +34,12 @@ bench-load: deps
 soak: deps
 	swift build -c release --product sfubot
 	scripts/in-netns scripts/soak
+
+# libFuzzer targets (Sources/Fuzz*/) with AddressSanitizer, 10^6 inputs each from the seed
+# corpus in Tests/Fuzz/Corpus/ (FUZZ_RUNS=N for another count, FUZZ_SECONDS=S for a time each);
+# built in .build/fuzz, apart from the normal build. Crashes land in .build/fuzz/crashes/.
+fuzz: deps
+	Tests/Fuzz/run
 
 clean:
 	rm -rf .build .run

@@ -153,3 +153,21 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer targets for `make fuzz` (Sources/Fuzz*/, seeds in Tests/Fuzz/Corpus/). They have no
+// main: libFuzzer's runs them, so they link only with `--sanitize fuzzer`. Declared only when
+// SFUBOT_FUZZ is set (the Makefile builds them in .build/fuzz), so the normal build never
+// compiles, links or sanitizes them.
+if Context.environment["SFUBOT_FUZZ"] != nil {
+    func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: name, dependencies: dependencies, swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])])
+    }
+    package.targets += [
+        .target(name: "FuzzSupport", swiftSettings: strict),
+        fuzzTarget("FuzzAudioFrame", ["FrameCrypto", "FuzzSupport"]),
+        fuzzTarget("FuzzVideoFrame", ["FrameCrypto", "FuzzSupport"]),
+        fuzzTarget("FuzzNALUnits", ["FrameCrypto", "FuzzSupport"]),
+        fuzzTarget("FuzzStomp", ["ECall", "FuzzSupport"]),
+        fuzzTarget("FuzzJanus", ["Janus", "FuzzSupport"]),
+    ]
+}

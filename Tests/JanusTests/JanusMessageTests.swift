@@ -23,6 +23,24 @@ import Testing
         #expect(json["token"] == nil, "absent options are not sent")
     }
 
+    /// Found by FuzzJanus: every level of nesting made the next one cost more (four scalar
+    /// types were tried, and failed, before an array or object), so a 1 KB message of nested
+    /// arrays took a second to decode, and one of 4 MiB would hold the session for hours.
+    /// Janus nests a few levels; deeper than `JSON.maxDepth` is refused.
+    @Test func deepNestingIsRefusedQuickly() throws {
+        func message(data: String) -> String { #"{"janus": "event", "data": "# + data + "}" }
+        func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+        var inner = try #require(try decode(message(data: nested(JSON.maxDepth))).data)
+        for _ in 1..<JSON.maxDepth { inner = try #require(inner.array?.first) }
+        #expect(inner == [])
+        #expect(throws: DecodingError.self) { try decode(message(data: nested(JSON.maxDepth + 1))) }
+        // Eight arrays 500 deep (JSONDecoder itself allows 512): 4 KB.
+        let hostile = message(data: "[" + Array(repeating: nested(500), count: 8).joined(separator: ", ") + "]")
+        let start = ContinuousClock.now
+        #expect(throws: DecodingError.self) { try decode(hostile) }
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+
     @Test func successCarriesIDs() throws {
         let m = try decode(Captured.createSuccess)
         #expect(m.janus == "success" && m.transaction == "a2" && m.data?["id"]?.int == 3551456549778141)
