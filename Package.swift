@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // GStreamer's C API (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev,
@@ -126,10 +128,25 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strict),
+        // `sfubot serve`: recordings and playbacks as jobs behind an HTTP API.
+        .target(
+            name: "Service",
+            dependencies: [
+                "Bot", "FrameCrypto", "Janus",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -148,7 +165,12 @@ let package = Package(
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest"],
+            dependencies: [
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -30,6 +30,8 @@ public struct Player: Sendable {
     public let stats = FrameStats()
     /// Video access units sealed, and sealing failures.
     public let videoStats = FrameStats()
+    /// What the player is doing now (phase, last loss).
+    public let status = LiveStatus()
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
@@ -80,6 +82,7 @@ public struct Player: Sendable {
         var log = config.logger
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
+        defer { status.set(.done) }
         if case .file(let file) = source, !FileManager.default.isReadableFile(atPath: file) { throw .inputNotFound(file) }
         var media = try makeMedia()
         let started = Date()
@@ -94,6 +97,7 @@ public struct Player: Sendable {
             throw error
         }
         log.info("joined room \(config.room) as publisher \(joined.id)")
+        status.set(.running)
         var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt: Double?
         while true {
             let outcome: Outcome
@@ -110,6 +114,8 @@ public struct Player: Sendable {
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded
             log.warning("lost the call (\(why)); rejoining within \(config.rejoinTimeout)")
+            status.set(.reconnecting)
+            status.noteError("lost the call: \(why)")
             await publisher.leave(announce: !sessionGone)
             media.pipeline.setStateQuietly(.null)
             if sessionGone { await session.close() }
@@ -121,8 +127,10 @@ public struct Player: Sendable {
                 throw error
             }
             rejoins += 1
+            status.set(.running)
             log.info("back in room \(config.room) as publisher \(joined.id) (rejoin \(rejoins))")
         }
+        status.set(.stopping)
         // A session still reconnecting would hold the `leave` for its request timeout.
         let sessionOpen = await session.isOpen
         await publisher.leave(announce: sessionOpen)

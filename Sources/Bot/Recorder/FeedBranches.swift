@@ -98,6 +98,9 @@ final class FeedBranches: Sendable {
 
     func reset() { state.withLock { $0 = Map() } }
 
+    /// File names an earlier recording into the same folder used: never written again.
+    func reserve(files: [String]) { state.withLock { $0.files.formUnion(files) } }
+
     /// The PeerConnection is being replaced: its pads, discard branches and mids are forgotten
     /// (the live recordings were detached and finished before); file names stay taken.
     func forgetPeer(pipeline: Pipeline) {
@@ -139,7 +142,11 @@ final class FeedBranches: Sendable {
             let ext = kind.fileExtension
             var name = "\(feed)-\(Self.safe(userID)).\(ext)"
             var n = 2
-            while m.files.contains(name) { name = "\(feed)-\(Self.safe(userID))-\(n).\(ext)"; n += 1 }
+            // Never over a file already there: an earlier recording's (a resumed one, or the same folder reused).
+            while m.files.contains(name) || FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+                name = "\(feed)-\(Self.safe(userID))-\(n).\(ext)"
+                n += 1
+            }
             do {
                 if let bin = m.discards.removeValue(forKey: mid) { pad.unlink(); pipeline.remove(bin) }
                 let idle = m.idle.removeValue(forKey: mid)

@@ -15,6 +15,13 @@ public struct Recorder: Sendable {
     public let duration: Duration?
     /// Also write one mixed audio track of the whole call here (Ogg Opus).
     public let mixFile: URL?
+    /// Continue a recording an earlier process left in `directory` (a crash, a restart): its
+    /// files and manifest are kept, every publisher continues in a new segment file, and the
+    /// time the recorder was away is a gap in the manifest. Without it the folder is recorded
+    /// into afresh.
+    public var resume = false
+    /// What the recording is doing now (phase, tracks and their counters, last error).
+    public let status = LiveStatus()
 
     public init(config: BotConfig, directory: URL, duration: Duration? = nil, mixFile: URL? = nil) {
         self.config = config
@@ -26,8 +33,11 @@ public struct Recorder: Sendable {
     /// Records until `duration` elapses or the task is cancelled; then finishes every file and
     /// returns the final manifest.
     public func run() async throws(BotError) -> RecordingManifest {
-        try prepareOutputs()
-        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile)
+        let earlier = resume ? try? RecordingManifest.read(from: directory) : nil
+        let mixFile = earlier.flatMap { _ in self.mixFile.map(Self.nextFree) } ?? self.mixFile
+        try prepareOutputs(mixFile: mixFile)
+        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status)
+        if let earlier { await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date()) }
         do {
             try await room.start()
             try await room.follow(for: duration)
@@ -41,10 +51,34 @@ public struct Recorder: Sendable {
         return manifest
     }
 
+    /// What `run` checks before joining (the folder takes files, the mix can be created),
+    /// for a caller that wants to refuse a job at once rather than see it fail.
+    public func checkOutputs() throws(BotError) { try prepareOutputs(mixFile: mixFile) }
+
+    /// When the manifest was last written: the last moment an earlier recorder is known to
+    /// have been recording.
+    static func lastWrite(in directory: URL) -> Date? {
+        let path = directory.appendingPathComponent("manifest.json").path
+        return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+    }
+
+    /// `file`, or `name-2.ext`, `name-3.ext`… : the first that does not exist (a resumed
+    /// recording's mix must not overwrite the earlier one).
+    static func nextFree(_ file: URL) -> URL {
+        guard FileManager.default.fileExists(atPath: file.path) else { return file }
+        let ext = file.pathExtension, stem = file.deletingPathExtension()
+        var n = 2
+        while true {
+            let candidate = URL(fileURLWithPath: stem.path + "-\(n)" + (ext.isEmpty ? "" : "." + ext))
+            if !FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+            n += 1
+        }
+    }
+
     /// Every output checked before joining, so a path that cannot be written ends the run at
     /// once rather than after the call: the folder (created 0700 if missing) takes new files,
     /// and the mix is created (0600).
-    func prepareOutputs() throws(BotError) {
+    func prepareOutputs(mixFile: URL?) throws(BotError) {
         let created = try PrivateFiles.createFolder(directory)
         try PrivateFiles.checkWritable(directory)
         if !created, PrivateFiles.isShared(directory) {

@@ -16,7 +16,7 @@ extension RecordingManifest {
             if let end { close(at: end) }
         }
 
-        mutating func close(at end: Date = Date(), cause: String?) {
+        public mutating func close(at end: Date = Date(), cause: String?) {
             if let cause { self.cause = cause }
             close(at: end)
         }
@@ -113,7 +113,7 @@ extension RecordingManifest {
 
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
-        case room, janus, e2ee, started, ended, feeds, timeline, mix, errors, gaps, reconnection, participants
+        case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, reconnection, participants
     }
 
     /// Manifests written before reconnection (no gaps, counters or participants) still read.
@@ -127,6 +127,7 @@ extension RecordingManifest {
         feeds = try c.decode([Feed].self, forKey: .feeds)
         timeline = try c.decodeIfPresent([TimelineEvent].self, forKey: .timeline) ?? []
         mix = try c.decodeIfPresent(String.self, forKey: .mix)
+        earlierMixes = try c.decodeIfPresent([String].self, forKey: .earlierMixes) ?? []
         errors = try c.decodeIfPresent([OutputError].self, forKey: .errors) ?? []
         gaps = try c.decodeIfPresent([Gap].self, forKey: .gaps) ?? []
         reconnection = try c.decodeIfPresent(Reconnection.self, forKey: .reconnection) ?? Reconnection()

@@ -53,6 +53,8 @@ public struct RecordingManifest: Codable, Sendable {
     public var timeline: [TimelineEvent] = []
     /// `--mix`: the file holding every publisher's audio mixed, from the first subscription on.
     public var mix: String?
+    /// Mixes of the same recording written before it was resumed (a restart), oldest first.
+    public var earlierMixes: [String] = []
     /// Tracks that could not be written or stopped being written, and a mix that stopped, while
     /// the rest of the call went on being recorded: one entry each.
     public var errors: [OutputError] = []

@@ -32,12 +32,17 @@ actor RoomRecording {
         let started: ContinuousClock.Instant
     }
 
-    var state = State.idle
+    var state = State.idle {
+        didSet { status.set(state.phase) }
+    }
+    let status: LiveStatus
     let config: BotConfig
     let directory: URL
     let log: Logger
     private let mixFile: URL?
-    private let started = Date()
+    var started = Date()
+    /// Mixes of the recording before this process resumed it.
+    var earlierMixes: [String] = []
     var session: JanusSession?
     var roster: RoomRoster?
     var media: Media?
@@ -64,8 +69,9 @@ actor RoomRecording {
     /// Opens sessions: the first and those of every rejoin.
     let connect: Rejoin.Connect
 
-    init(config: BotConfig, directory: URL, mixFile: URL?, connect: Rejoin.Connect? = nil) {
+    init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), connect: Rejoin.Connect? = nil) {
         self.connect = connect ?? config.connector
+        self.status = status
         self.mixFile = mixFile
         self.config = config
         self.directory = directory
@@ -95,6 +101,7 @@ actor RoomRecording {
         }
         self.roster = roster
         state = .recording
+        if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         log.info("recording room \(config.room) into \(directory.path)")
         try await add(await roster.current)
         follow(roster)
@@ -123,8 +130,9 @@ actor RoomRecording {
                 if let duration { try await Task.sleep(for: duration) } else { while true { try await Task.sleep(for: .seconds(3600)) } }
             }
             group.addTask { [weak self] in
+                // Every second: after a crash, a resumed recording knows to the second when it stopped.
                 while !Task.isCancelled {
-                    try await Task.sleep(for: .seconds(5))
+                    try await Task.sleep(for: .seconds(1))
                     await self?.readSessionCounters()
                     await self?.writeManifest()
                 }
@@ -154,6 +162,30 @@ actor RoomRecording {
             }
             group.cancelAll()
         }
+    }
+
+    /// Takes over what an earlier process recorded into the same folder: its tracks (those it
+    /// did not finish are marked so), timeline, gaps, counters and errors; new segments get new
+    /// file names, and the time away is a gap that ends when the recorder is back.
+    func resume(from earlier: RecordingManifest, awaySince: Date) {
+        started = earlier.started
+        finished = earlier.feeds.map { feed in
+            var f = feed
+            if f.left == nil {
+                f.left = f.lastFrame ?? awaySince
+                f.error = f.error ?? "the recorder stopped before finishing this track: the file holds what was written until then"
+            }
+            return f
+        }
+        timeline = earlier.timeline
+        gaps = earlier.gaps
+        for i in gaps.indices where gaps[i].end == nil { gaps[i].close(at: awaySince, cause: nil) }
+        gaps.append(.init(start: awaySince, cause: "the recorder was not running (process restarted)"))
+        counters = earlier.reconnection
+        earlierMixes = earlier.earlierMixes + (earlier.mix.map { [$0] } ?? [])
+        for e in earlier.errors { branches.note(e) }
+        branches.reserve(files: earlier.feeds.map(\.file))
+        log.info("resuming the recording in \(directory.path): \(earlier.feeds.count) earlier track(s) kept, new segments follow")
     }
 
     // MARK: - Room changes
@@ -249,17 +281,23 @@ actor RoomRecording {
         let feeds = (finished + branches.liveEntries).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) }
         return RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
-            feeds: feeds, timeline: timeline, mix: media?.mix?.file.path, errors: branches.errors,
-            gaps: gaps, reconnection: counters, participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
+            feeds: feeds, timeline: timeline, mix: media?.mix?.file.path ?? mixFile?.path, earlierMixes: earlierMixes,
+            errors: branches.errors, gaps: gaps, reconnection: counters,
+            participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
     }
 
     func readSessionCounters() async {
         guard let session else { return }
         sessionCounts = (await session.connectionDrops, await session.reclaims)
+        // A WebSocket being reconnected (and the session claimed) is a loss too, for the status.
+        let open = await session.isOpen
+        if state == .recording { status.set(open ? .running : .reconnecting) }
     }
 
     func writeManifest() {
-        do { try manifest(ended: nil).write(to: directory) } catch { log.error("cannot write manifest.json: \(error)") }
+        let current = manifest(ended: nil)
+        status.update(from: current)
+        do { try current.write(to: directory) } catch { log.error("cannot write manifest.json: \(error)") }
     }
 
     /// Ends every recording cleanly, leaves the room and writes the final manifest. Also while
@@ -286,6 +324,7 @@ actor RoomRecording {
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
         let final = manifest(ended: Date())
+        status.update(from: final)
         do {
             try final.write(to: directory)
             return final
@@ -304,5 +343,18 @@ actor RoomRecording {
             }
         }
         finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.map(\.entry))
+    }
+}
+
+extension RoomRecording.State {
+    /// As a service shows it.
+    var phase: LiveStatus.Phase {
+        switch self {
+        case .idle, .starting: .starting
+        case .recording: .running
+        case .rejoining: .reconnecting
+        case .finishing: .stopping
+        case .finished: .done
+        }
     }
 }

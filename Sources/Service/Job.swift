@@ -1,0 +1,80 @@
+public import Bot
+public import Foundation
+import FrameCrypto
+import Synchronization
+
+/// One recording or playback the service runs: its request, the participant doing it (whose
+/// `LiveStatus` says what it does now) and, once it ended, how.
+final class Job: Sendable {
+    enum State: String, Codable, Sendable, CaseIterable {
+        case starting, running, reconnecting, stopping, done, failed
+
+        var isFinal: Bool { self == .done || self == .failed }
+    }
+
+    /// How a job ended, kept and persisted.
+    struct Outcome: Codable, Sendable {
+        var state: State
+        var ended: Date
+        var error: String?
+    }
+
+    let id: String
+    let spec: JobSpec
+    let created: Date
+    /// Times the service took this job up again after a restart.
+    let resumes: Int
+    let live: LiveStatus
+    /// Playback: the player's frame counters (audio, video).
+    let sent: (audio: FrameStats, video: FrameStats)?
+    private let ending = Mutex<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?) {
+        self.id = id
+        self.spec = spec
+        self.created = created
+        self.resumes = resumes
+        self.live = live
+        self.sent = sent
+    }
+
+    var outcome: Outcome? { ending.withLock { $0.outcome } }
+
+    var state: State {
+        if let outcome { return outcome.state }
+        if ending.withLock({ $0.stopRequested }) { return .stopping }
+        return switch live.snapshot.phase {
+        case .starting: .starting
+        case .running: .running
+        case .reconnecting: .reconnecting
+        case .stopping, .done: .stopping
+        }
+    }
+
+    var isActive: Bool { outcome == nil }
+
+    /// Runs `body` as the job's task; its result becomes the outcome.
+    func start(_ body: @escaping @Sendable () async -> Outcome) {
+        task.withLock { $0 = Task { [self] in
+            let outcome = await body()
+            ending.withLock { $0.outcome = outcome }
+        } }
+    }
+
+    /// A job that ended before this process (read from the state folder), or never started.
+    func settle(_ outcome: Outcome) { ending.withLock { $0.outcome = outcome } }
+
+    /// Asks the job to stop (its files are finished) and waits until it has.
+    func stop() async {
+        ending.withLock { $0.stopRequested = true }
+        let t = task.withLock { $0 }
+        t?.cancel()
+        await t?.value
+    }
+
+    /// Waits for the job's end without stopping it.
+    func wait() async { await task.withLock({ $0 })?.value }
+
+    var stopRequested: Bool { ending.withLock { $0.stopRequested } }
+}

@@ -1,0 +1,229 @@
+import Bot
+import FrameCrypto
+import Foundation
+import Janus
+import Logging
+import Metrics
+import ServiceLifecycle
+
+/// Every job of the service: started, listed, stopped, persisted and, after a restart, taken
+/// up again. A service of its own in the group: at a graceful shutdown it stops every job
+/// (each finishes its files) before the process ends; jobs stopped that way stay "running" in
+/// the state folder, so the next start resumes them.
+actor JobManager: Service {
+    private let config: ServeConfiguration
+    private let store: JobStore?
+    private var jobs: [String: Job] = [:]
+    private var order: [String] = []
+    private var shuttingDown = false
+    private let log: Logger
+
+    init(config: ServeConfiguration) throws(ServeError) {
+        self.config = config
+        store = try config.stateDirectory.map { dir throws(ServeError) in try JobStore(stateDirectory: dir) }
+        var log = config.logger
+        log[metadataKey: "component"] = "serve"
+        self.log = log
+    }
+
+    // MARK: - Service
+
+    func run() async throws {
+        resumeStored()
+        // Until the group shuts down gracefully; the job gauges meanwhile.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [weak self] in
+                while !Task.isCancelled {
+                    await self?.publishGauges()
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        await stopAll()
+        publishGauges()
+    }
+
+    /// Every running job stopped at once, each finishing its files.
+    private func stopAll() async {
+        shuttingDown = true
+        let active = jobs.values.filter(\.isActive)
+        guard !active.isEmpty else { return }
+        log.info("stopping \(active.count) job(s): finishing their files")
+        let started = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            for job in active { group.addTask { await job.stop() } }
+        }
+        log.info("every job stopped in \(ContinuousClock.now - started)")
+    }
+
+    // MARK: - Jobs
+
+    func create(_ body: Data, kind: JobSpec.Kind) throws(RequestProblem) -> JobStatus {
+        guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
+        let spec = try JobSpec.parse(body, kind: kind)
+        if kind == .recording, let out = spec.out {
+            let dir = URL(fileURLWithPath: out).standardizedFileURL.path
+            if let other = jobs.values.first(where: {
+                $0.isActive && $0.spec.kind == .recording && $0.spec.room == spec.room
+                    && $0.spec.out.map { URL(fileURLWithPath: $0).standardizedFileURL.path } == dir
+            }) {
+                throw RequestProblem(status: 409, message: "room \(spec.room) is already being recorded into \(out) by job \(other.id)")
+            }
+        }
+        let job = try launch(id: Self.newID(kind), spec: spec, created: Date(), resumes: 0)
+        return JobStatus(job)
+    }
+
+    func list() -> [JobStatus] { order.compactMap { jobs[$0] }.map(JobStatus.init) }
+
+    func status(_ id: String) throws(RequestProblem) -> JobStatus {
+        guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        return JobStatus(job)
+    }
+
+    /// Stops a job and answers with its final state (also for a job that had ended).
+    func stop(_ id: String) async throws(RequestProblem) -> JobStatus {
+        guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        if job.isActive {
+            log.info("stopping job \(id) (asked)")
+            await job.stop()
+        }
+        return JobStatus(job)
+    }
+
+    private static func newID(_ kind: JobSpec.Kind) -> String {
+        (kind == .recording ? "rec-" : "play-") + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
+    }
+
+    // MARK: - Running
+
+    private func launch(id: String, spec: JobSpec, created: Date, resumes: Int) throws(RequestProblem) -> Job {
+        let botConfig = try botConfig(for: spec, id: id)
+        let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
+        if let remaining, remaining <= 0, resumes > 0 {
+            // Its time was up while the service was away.
+            let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil)
+            finish(job, Job.Outcome(state: .done, ended: Date(), error: nil))
+            return job
+        }
+        let duration = remaining.map { Duration.seconds(max(0.1, $0)) }
+        let job: Job
+        switch spec.kind {
+        case .recording:
+            var recorder = Recorder(
+                config: botConfig, directory: URL(fileURLWithPath: spec.out!), duration: duration,
+                mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
+            recorder.resume = resumes > 0
+            if resumes == 0 {
+                do { try recorder.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
+            }
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil)
+            let configured = recorder
+            job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await configured.run() } }
+        case .playback:
+            let player = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats))
+            job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await player.run() } }
+        }
+        jobs[id] = job
+        order.append(id)
+        persist(job)
+        log.info("job \(id): \(spec.kind.rawValue) of room \(spec.room)\(resumes > 0 ? " resumed (\(resumes))" : "")")
+        Task { [weak self] in
+            await job.wait()
+            await self?.ended(job)
+        }
+        return job
+    }
+
+    private static func outcome(of job: Job, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
+        do {
+            try await body()
+            return .init(state: .done, ended: Date(), error: nil)
+        } catch {
+            // A stop asked for is a clean end, whatever the step it interrupted said.
+            if job.stopRequested && (error.isStopped || Task.isCancelled) { return .init(state: .done, ended: Date(), error: nil) }
+            return .init(state: .failed, ended: Date(), error: error.description)
+        }
+    }
+
+    private func ended(_ job: Job) {
+        guard let outcome = job.outcome else { return }
+        log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
+        // Stopped by the shutdown: left "running" on disk, to be resumed.
+        if shuttingDown && outcome.state == .done && job.stopRequested { return }
+        persist(job)
+    }
+
+    private func finish(_ job: Job, _ outcome: Job.Outcome) {
+        job.settle(outcome)
+        jobs[job.id] = job
+        order.append(job.id)
+        persist(job)
+    }
+
+    private func persist(_ job: Job) {
+        guard let store else { return }
+        do { try store.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome)) } catch {
+            log.error("state: cannot save job \(job.id) in \(store.folder.path): \(error)")
+        }
+    }
+
+    /// Jobs the state folder holds: ended ones are listed, running ones taken up again.
+    private func resumeStored() {
+        guard let store else { return }
+        for record in store.load(logger: log) where jobs[record.id] == nil {
+            if let outcome = record.outcome {
+                let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
+                job.settle(outcome)
+                jobs[record.id] = job
+                order.append(record.id)
+                continue
+            }
+            do { _ = try launch(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes + 1) } catch {
+                log.error("job \(record.id) cannot be resumed: \(error.message)")
+                let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
+                finish(job, .init(state: .failed, ended: Date(), error: "not resumed: \(error.message)"))
+            }
+        }
+    }
+
+    private func botConfig(for spec: JobSpec, id: String) throws(RequestProblem) -> BotConfig {
+        let protection: FrameProtection
+        switch spec.key {
+        case .none: protection = .none
+        case .hex(let hex):
+            do { protection = .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
+        case .file(let path):
+            do { protection = .e2ee(KeyRing(current: try CallKey(contentsOfFile: path))) } catch {
+                throw .field("key.file", "\(path) is not a readable key file (32 raw bytes or 64 hex characters)")
+            }
+        }
+        if spec.kind == .playback, let file = spec.file, !FileManager.default.isReadableFile(atPath: file) {
+            throw .field("file", "\(file) cannot be read")
+        }
+        var log = config.logger
+        log[metadataKey: "job"] = "\(id)"
+        var bot = BotConfig(
+            janusURL: spec.janus ?? config.janus, room: spec.room,
+            display: spec.display ?? (spec.kind == .recording ? "0:sfubot recorder" : "0:sfubot"),
+            protection: protection, janus: config.janusOptions, pipelines: config.pipelines, logger: log)
+        bot.rejoinTimeout = config.rejoinTimeout
+        return bot
+    }
+
+    // MARK: - Metrics
+
+    private func publishGauges() {
+        var counts: [String: Int] = [:]
+        for job in jobs.values { counts["\(job.spec.kind.rawValue)/\(job.state.rawValue)", default: 0] += 1 }
+        for kind in JobSpec.Kind.allCases {
+            for state in Job.State.allCases {
+                Gauge(label: "sfubot_jobs", dimensions: [("kind", kind.rawValue), ("state", state.rawValue)])
+                    .record(counts["\(kind.rawValue)/\(state.rawValue)", default: 0])
+            }
+        }
+    }
+}

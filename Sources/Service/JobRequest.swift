@@ -1,0 +1,172 @@
+public import Foundation
+import Janus
+
+/// What a client asks for: a recording or a playback, checked field by field so a bad request
+/// is answered with the field it got wrong. Persisted as given (with the key) in the state
+/// folder, so a restarted service can take the job up again.
+public struct JobSpec: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable, CaseIterable { case recording, playback }
+
+    /// The call key: 64 hex characters, a key file on the service's machine, or explicitly none.
+    public enum Key: Codable, Sendable, Equatable {
+        case hex(String)
+        case file(String)
+        case none
+
+        private enum CodingKeys: String, CodingKey { case hex, file, none }
+
+        /// As the API takes it: `{"hex": "…"}`, `{"file": "…"}` or `{"none": true}`.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            if let hex = try c.decodeIfPresent(String.self, forKey: .hex) { self = .hex(hex) }
+            else if let file = try c.decodeIfPresent(String.self, forKey: .file) { self = .file(file) }
+            else if try c.decodeIfPresent(Bool.self, forKey: .none) == true { self = .none }
+            else { throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: "a key is {hex}, {file} or {none: true}")) }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case .hex(let hex): try c.encode(hex, forKey: .hex)
+            case .file(let file): try c.encode(file, forKey: .file)
+            case .none: try c.encode(true, forKey: .none)
+            }
+        }
+    }
+
+    public var kind: Kind
+    public var room: Int64
+    /// nil: the service's `--janus`.
+    public var janus: String?
+    public var key: Key
+    /// Recording: the folder for the files and manifest.json.
+    public var out: String?
+    /// Recording: every publisher's audio mixed into this file.
+    public var mix: String?
+    /// Playback: the file to play.
+    public var file: String?
+    /// Playback: the display name (`"<userId>:<Name>"`).
+    public var display: String?
+    public var loop: Bool
+    public var durationSeconds: Double?
+}
+
+/// A request the service refuses, with the HTTP status and a message naming what is wrong.
+public struct RequestProblem: Error, Sendable, Equatable {
+    public let status: Int
+    public let message: String
+
+    static func field(_ name: String, _ what: String) -> RequestProblem { .init(status: 400, message: "\(name): \(what)") }
+}
+
+extension JobSpec {
+    /// The longest job: 365 days, as the CLI's options.
+    static let maxSeconds: Double = 365 * 24 * 3600
+
+    /// Parses a request body (JSON object) for `kind`.
+    static func parse(_ body: Data, kind: Kind) throws(RequestProblem) -> JobSpec {
+        let parsed: JSON
+        do { parsed = try JSONDecoder().decode(JSON.self, from: body) } catch {
+            throw RequestProblem(status: 400, message: "the body is not valid JSON")
+        }
+        guard case .object(let object) = parsed else { throw RequestProblem(status: 400, message: "the body must be a JSON object") }
+        let fields = Fields(object)
+        let allowed: Set<String> = kind == .recording
+            ? ["room", "janus", "key", "out", "mix", "durationSeconds", "display"]
+            : ["room", "janus", "key", "file", "display", "loop", "durationSeconds"]
+        if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
+            throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
+        }
+        var spec = JobSpec(
+            kind: kind, room: try fields.room(), janus: try fields.janusURL(), key: try fields.key(),
+            loop: try fields.bool("loop") ?? false, durationSeconds: try fields.seconds("durationSeconds"))
+        spec.display = try fields.string("display")
+        if let display = spec.display, display.isEmpty || display.utf8.count > 256 {
+            throw .field("display", "give 1 to 256 bytes (ECall's \"<userId>:<Name>\")")
+        }
+        switch kind {
+        case .recording:
+            spec.out = try fields.path("out", required: true)
+            spec.mix = try fields.path("mix", required: false)
+        case .playback:
+            spec.file = try fields.path("file", required: true)
+        }
+        return spec
+    }
+}
+
+/// Typed reads of a JSON object's fields, each failure naming its field.
+private struct Fields {
+    let object: [String: JSON]
+    init(_ object: [String: JSON]) { self.object = object }
+
+    func room() throws(RequestProblem) -> Int64 {
+        guard let value = object["room"] else { throw .field("room", "required: the VideoRoom room id") }
+        guard case .int(let n) = value, n >= 1 else { throw .field("room", "must be a positive integer") }
+        return n
+    }
+
+    func string(_ name: String) throws(RequestProblem) -> String? {
+        guard let value = object[name], value != .null else { return nil }
+        guard case .string(let s) = value else { throw .field(name, "must be a string") }
+        return s
+    }
+
+    func bool(_ name: String) throws(RequestProblem) -> Bool? {
+        guard let value = object[name], value != .null else { return nil }
+        guard case .bool(let b) = value else { throw .field(name, "must be true or false") }
+        return b
+    }
+
+    func seconds(_ name: String) throws(RequestProblem) -> Double? {
+        guard let value = object[name], value != .null else { return nil }
+        let n: Double
+        switch value {
+        case .int(let i): n = Double(i)
+        case .double(let d): n = d
+        default: throw .field(name, "must be a number of seconds")
+        }
+        guard n.isFinite, n > 0, n <= JobSpec.maxSeconds else {
+            throw .field(name, "must be above 0 and at most \(Int(JobSpec.maxSeconds)) seconds (365 days), got \(n)")
+        }
+        return n
+    }
+
+    /// An absolute path: the service's working folder is nobody's business.
+    func path(_ name: String, required: Bool) throws(RequestProblem) -> String? {
+        guard let s = try string(name) else {
+            if required { throw .field(name, "required: an absolute path") }
+            return nil
+        }
+        guard s.hasPrefix("/"), s.utf8.count <= 4096, !s.utf8.contains(0) else { throw .field(name, "must be an absolute path") }
+        return s
+    }
+
+    func janusURL() throws(RequestProblem) -> String? {
+        guard let s = try string("janus") else { return nil }
+        guard let url = URL(string: s), ["ws", "wss"].contains(url.scheme ?? ""), let host = url.host, !host.isEmpty,
+              url.port.map({ (1...65535).contains($0) }) ?? true else {
+            throw .field("janus", "must be a ws:// or wss:// URL with a host (and a port of 1 to 65535)")
+        }
+        return s
+    }
+
+    func key() throws(RequestProblem) -> JobSpec.Key {
+        let forms = "{\"hex\": \"…\"}, {\"file\": \"/path\"} or {\"none\": true}"
+        guard let value = object["key"] else { throw .field("key", "required: \(forms)") }
+        guard case .object(let k) = value, k.count == 1, let (name, inner) = k.first else { throw .field("key", "must be one of \(forms)") }
+        switch (name, inner) {
+        case ("hex", .string(let hex)):
+            guard hex.utf8.count == 64, hex.utf8.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                throw .field("key.hex", "a call key is 64 hex characters (32 bytes); got \(hex.utf8.count) characters\(hex.utf8.count == 64 ? " that are not all hex" : "")")
+            }
+            return .hex(hex)
+        case ("hex", _): throw .field("key.hex", "must be a string of 64 hex characters")
+        case ("file", .string(let path)) where path.hasPrefix("/") && !path.utf8.contains(0): return .file(path)
+        case ("file", _): throw .field("key.file", "must be an absolute path to a key file (32 raw bytes or 64 hex characters)")
+        case ("none", .bool(true)): return .none
+        case ("none", _): throw .field("key.none", "must be true (media without ECall's frame encryption)")
+        default: throw .field("key", "must be one of \(forms)")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+public import Foundation
+import Bot
+import FrameCrypto
+
+/// A job as the API shows it (GET, POST and DELETE answers). Never the key.
+public struct JobStatus: Codable, Sendable {
+    public var id: String
+    public var kind: String
+    public var state: String
+    public var room: Int64
+    public var janus: String?
+    public var e2ee: Bool
+    public var out: String?
+    public var mix: String?
+    public var file: String?
+    public var display: String?
+    public var loop: Bool?
+    public var durationSeconds: Double?
+    public var created: Date
+    public var ended: Date?
+    /// Recording: every track so far with its frame counters.
+    public var feeds: [Feed]?
+    /// Recording: the files written so far (paths); playback: none.
+    public var files: [String]?
+    /// Playback: frames sealed (or sent as is) and frames that could not be sealed.
+    public var frames: Sent?
+    /// Times the job lost Janus or its media path and came back.
+    public var reconnects: Int
+    /// Times the service took the job up again after a restart (a recording continues in new
+    /// segments, with the time away as a gap in its manifest).
+    public var resumes: Int
+    public var lastError: String?
+    public var lastErrorTime: Date?
+
+    public struct Feed: Codable, Sendable {
+        public var feedId: Int64
+        public var display: String
+        public var kind: String
+        public var codec: String
+        public var file: String
+        public var live: Bool
+        public var framesReceived: Int
+        public var framesOpened: Int
+        public var framesDropped: Int
+        /// Drops by reason (`no_marker`, `too_short`, `no_key_opens`, `malformed`).
+        public var dropped: [String: Int]
+        public var error: String?
+    }
+
+    public struct Sent: Codable, Sendable {
+        public var audioSealed: Int
+        public var videoSealed: Int
+        public var sealFailed: Int
+    }
+
+    init(_ job: Job) {
+        let spec = job.spec, live = job.live.snapshot, outcome = job.outcome
+        id = job.id
+        kind = spec.kind.rawValue
+        state = job.state.rawValue
+        room = spec.room
+        janus = spec.janus
+        e2ee = spec.key != .none
+        out = spec.out
+        mix = spec.mix
+        file = spec.file
+        display = spec.display
+        loop = spec.kind == .playback ? spec.loop : nil
+        durationSeconds = spec.durationSeconds
+        created = job.created
+        ended = outcome?.ended
+        reconnects = live.comebacks
+        resumes = job.resumes
+        lastError = outcome?.error ?? live.lastError
+        lastErrorTime = outcome?.error != nil ? outcome?.ended : live.lastErrorTime
+        if spec.kind == .recording {
+            let dir = URL(fileURLWithPath: spec.out ?? "/")
+            feeds = live.feeds.map {
+                Feed(feedId: $0.feedID, display: $0.display, kind: $0.kind, codec: $0.codec, file: $0.file, live: $0.left == nil,
+                     framesReceived: $0.frames.received, framesOpened: $0.frames.opened, framesDropped: $0.frames.droppedTotal,
+                     dropped: $0.frames.dropped, error: $0.error)
+            }
+            files = live.feeds.map { dir.appendingPathComponent($0.file).path } + (spec.mix.map { [$0] } ?? [])
+        }
+        if let sent = job.sent {
+            let a = sent.audio.snapshot, v = sent.video.snapshot
+            frames = Sent(audioSealed: a.sealed, videoSealed: v.sealed, sealFailed: a.sealFailed + v.sealFailed)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `sfubot serve`: the HTTP API and the jobs, in one service group. SIGTERM or SIGINT shut it
+/// down gracefully: the server stops taking requests, every job finishes its files, and `run`
+/// returns (the process exits 0). A second signal, or a shutdown still busy after
+/// `maximumShutdown`, cancels what is left.
+public enum Serve {
+    public static let maximumShutdown: Duration = .seconds(25)
+
+    /// Runs until a signal. `onListening` is called with the bound port once the server listens.
+    public static func run(_ config: ServeConfiguration, onListening: (@Sendable (Int) -> Void)? = nil) async throws {
+        var logger = config.logger
+        logger[metadataKey: "component"] = "serve"
+        let log = logger
+        let jobs = try JobManager(config: config)
+        let routes = ServiceRoutes(config: config, jobs: jobs, readiness: Readiness(url: config.janus, options: config.janusOptions, logger: log))
+        var quiet = log
+        quiet.logLevel = max(log.logLevel, .notice)
+        let app = Application(
+            router: routes.router(),
+            configuration: .init(address: .hostname(config.host, port: config.port), serverName: "sfubot"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? config.port
+                log.info("serving on \(config.host):\(port)")
+                onListening?(port)
+            },
+            logger: quiet)
+        var groupConfig = ServiceGroupConfiguration(
+            // Shut down in reverse order: the server first (no new jobs), then the jobs.
+            services: [.init(service: jobs), .init(service: app)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            cancellationSignals: [],
+            logger: quiet)
+        groupConfig.maximumGracefulShutdownDuration = maximumShutdown
+        try await ServiceGroup(configuration: groupConfig).run()
+        log.info("stopped")
+    }
+}

@@ -1,0 +1,38 @@
+public import Bot
+public import Foundation
+public import Janus
+public import Logging
+
+/// How `sfubot serve` runs: where it listens, whom it trusts, which Janus its jobs use.
+public struct ServeConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// The bearer token every `/v1` request carries.
+    public var token: String
+    /// The Janus of every job that names none, and the one `/readyz` checks.
+    public var janus: String
+    /// Janus `apisecret` / `token`, if the server wants them.
+    public var janusOptions: JanusSession.Options
+    /// Jobs are persisted here and taken up again after a restart; nil: not persisted.
+    public var stateDirectory: URL?
+    public var pipelines: PipelineLibrary
+    public var logger: Logger
+    /// How long a job that lost Janus keeps trying to come back: a service outlives its Janus.
+    public var rejoinTimeout: Duration = .seconds(600)
+    /// The largest request body taken; a bigger one is answered 413.
+    public var maxBodyBytes = 64 * 1024
+    /// Renders the process's metrics (Prometheus text) for `/metrics`; nil: none.
+    public var metrics: (@Sendable () -> String)?
+
+    public init(host: String, port: Int, token: String, janus: String, janusOptions: JanusSession.Options = .init(),
+                stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {
+        self.host = host
+        self.port = port
+        self.token = token
+        self.janus = janus
+        self.janusOptions = janusOptions
+        self.stateDirectory = stateDirectory
+        self.pipelines = pipelines
+        self.logger = logger
+    }
+}

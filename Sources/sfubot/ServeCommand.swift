@@ -1,0 +1,108 @@
+import ArgumentParser
+import Bot
+import Foundation
+import Janus
+import Logging
+import Service
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run recordings and playbacks as jobs behind an HTTP API (a long-running service).",
+        discussion: """
+            POST /v1/recordings and /v1/playbacks start jobs (GET lists them or shows one with its \
+            state, feeds and counters; DELETE stops one and finishes its files). Every /v1 request \
+            carries `Authorization: Bearer <token>` (the token file must be 0600). /healthz says the \
+            process is alive, /readyz whether Janus answers, /metrics is Prometheus text, and \
+            /openapi.json describes the API. Jobs that lose Janus keep coming back for \
+            --rejoin-timeout. With --state-dir, jobs are saved there and the ones running when \
+            the service stopped (a crash, a restart) are taken up again: recordings continue \
+            in new segment files, the time away a gap in their manifest. SIGTERM or SIGINT: no \
+            new requests, every job finishes its files, exit 0.
+            """)
+
+    @Option(help: ArgumentHelp("Address to listen on: host:port (other than 127.0.0.1 only when you mean it).", valueName: "host:port"))
+    var listen = "127.0.0.1:8480"
+
+    @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600).", valueName: "path"))
+    var tokenFile: String
+
+    @Option(help: "Janus WebSocket URL for jobs that name none, and for /readyz.")
+    var janus = "ws://127.0.0.1:8188"
+
+    @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
+    var stateDir: String?
+
+    @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
+    var apiSecret: String?
+
+    @Option(help: ArgumentHelp("Janus auth token, if the server requires one.", valueName: "token"))
+    var janusToken: String?
+
+    @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
+    var pipelines: String?
+
+    @Option(help: ArgumentHelp("How long a job that lost Janus keeps trying to come back.", valueName: "seconds"))
+    var rejoinTimeout: Double = 600
+
+    @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace).")
+    var verbose: Int
+
+    func validate() throws {
+        _ = try Self.address(listen)
+        try OptionCheck.url(janus, "--janus")
+        try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
+    }
+
+    /// `host:port` (IPv6 in brackets), the port 0 to 65535 (0: any free port).
+    static func address(_ text: String) throws(ValidationError) -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":") else { throw ValidationError("--listen takes host:port, got \(text)") }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("--listen takes host:port with a port of 0 to 65535, got \(text)")
+        }
+        return (host, port)
+    }
+
+    func run() async throws {
+        do {
+            let (host, port) = try Self.address(listen)
+            LoggingSystem.bootstrapOnce()
+            var logger = Logger(label: "sfubot.serve")
+            logger.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
+            var janusOptions = JanusSession.Options(apiSecret: apiSecret, token: janusToken)
+            janusOptions.reclaimWindow = .zero
+            var config = ServeConfiguration(
+                host: host, port: port, token: try readToken(), janus: janus, janusOptions: janusOptions,
+                stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
+                logger: logger)
+            config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
+            if host != "127.0.0.1" && host != "localhost" && host != "::1" {
+                logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
+            }
+            try await Service.Serve.run(config)
+        } catch let e as CLIFailure {
+            e.exit()
+        } catch let e as ServeError {
+            CLIFailure(e.description, code: .config).exit()
+        } catch let e as BotError {
+            CLIFailure(e).exit()
+        }
+    }
+
+    /// The token, from a file only its owner can read: anyone who holds it can record calls.
+    private func readToken() throws(CLIFailure) -> String {
+        var info = stat()
+        guard stat(tokenFile, &info) == 0, let data = FileManager.default.contents(atPath: tokenFile) else {
+            throw CLIFailure("cannot read the token file \(tokenFile)", code: .noInput)
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw CLIFailure("the token file \(tokenFile) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it", code: .config)
+        }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
+            throw CLIFailure("the token in \(tokenFile) must be at least 16 characters, without spaces (e.g. `openssl rand -hex 32`)", code: .config)
+        }
+        return token
+    }
+}
