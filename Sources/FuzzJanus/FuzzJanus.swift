@@ -26,7 +26,7 @@ public func fuzzJanus(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             for s in streams { _ = (s.mid, s.feedID, s.type) }
         case .unpublished, .leaving, .other: break
         }
-    case .media, .hangup, .webrtcUp, .slowLink, .detached, nil: break
+    case .media, .hangup, .webrtcUp, .slowLink, .detached, .reclaimed, nil: break
     }
     return 0
 }
