@@ -54,9 +54,12 @@ final class Job: Sendable {
 
     var isActive: Bool { outcome == nil }
 
-    /// Runs `body` as the job's task; its result becomes the outcome.
+    /// Runs `body` as the job's task; its result becomes the outcome. Detached: a task made
+    /// in a request handler inherits the service group's graceful-shutdown task-local, and the
+    /// WebSocket client closes its connection to Janus when that fires, before the job could
+    /// leave the room cleanly. The job manager stops jobs itself, by cancelling this task.
     func start(_ body: @escaping @Sendable () async -> Outcome) {
-        task.withLock { $0 = Task { [self] in
+        task.withLock { $0 = Task.detached { [self] in
             let outcome = await body()
             ending.withLock { $0.outcome = outcome }
         } }
