@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // GStreamer's C API (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev,
@@ -68,7 +70,10 @@ let package = Package(
         ),
         .target(
             name: "Janus",
-            dependencies: ["TextWebSocket", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TextWebSocket", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         // A scriptable fake Janus (a JanusTransport whose far end a test drives): tests only.
@@ -108,6 +113,7 @@ let package = Package(
             dependencies: [
                 "GStreamerKit", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -123,13 +129,25 @@ let package = Package(
             dependencies: [
                 "Bot", "GStreamerKit", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict),
+        // Prometheus `/metrics` for every command: the one place swift-metrics is bootstrapped
+        // and served. Bot, Janus and LoadTest only emit through swift-metrics' API.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -144,11 +162,22 @@ let package = Package(
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
-        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(
+            name: "LoadTestTests",
+            dependencies: [
+                "LoadTest", "Bot", "FrameCrypto", "Janus", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest"],
+            dependencies: [
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
             swiftSettings: strict
         ),
     ]
