@@ -30,7 +30,9 @@ public final class MetricsServer: Sendable {
         task.withLock {
             $0?.cancel()
             $0 = Task {
-                do { try await app.runService() } catch { readyContinuation.yield(error) }
+                // No signals: the command's own handler turns SIGINT/SIGTERM into a clean stop
+                // (files finished); the server's would take them and the command never stop.
+                do { try await app.runService(gracefulShutdownSignals: []) } catch { readyContinuation.yield(error) }
                 readyContinuation.finish()
             }
         }

@@ -50,10 +50,12 @@ extension MediaScene {
         #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens"}"#, in: text ?? "") ?? 0 == 0, "\(text ?? "")")
         #expect(recorder.isRunning, "still recording while scraped")
         player.signal(SIGTERM)
-        _ = await player.finished()
+        _ = await player.exit(within: .seconds(30))
+        // The metrics server must not take the signal from the command (it once did: the
+        // recorder never stopped).
         recorder.signal(SIGTERM)
-        let stopped = await recorder.finished()
-        #expect(stopped.status == 0, "\(stopped.errText)")
+        let status = await recorder.exit(within: .seconds(45))
+        #expect(status == 0, "SIGTERM stops the recorder cleanly while it serves metrics")
     }
 }
 }
