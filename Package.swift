@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // GStreamer's C API (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev,
@@ -70,7 +71,10 @@ let package = Package(
         ),
         .target(
             name: "Janus",
-            dependencies: ["TextWebSocket", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TextWebSocket", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         // A scriptable fake Janus (a JanusTransport whose far end a test drives): tests only.
@@ -110,6 +114,7 @@ let package = Package(
             dependencies: [
                 "GStreamerKit", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -125,7 +130,19 @@ let package = Package(
             dependencies: [
                 "Bot", "GStreamerKit", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict),
+        // Prometheus `/metrics` for every command: the one place swift-metrics is bootstrapped
+        // and served. Bot, Janus and LoadTest only emit through swift-metrics' API.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // `sfubot serve`: recordings and playbacks as jobs behind an HTTP API.
@@ -146,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -158,15 +175,24 @@ let package = Package(
             name: "FrameCryptoTests",
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting"], swiftSettings: strict),
+        .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
-        .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(
+            name: "LoadTestTests",
+            dependencies: [
+                "LoadTest", "Bot", "FrameCrypto", "Janus", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,6 +14,8 @@ public enum FrameProtection: Sendable {
 /// A frame format of ECALL-WIRE: how a frame is sealed and opened, whole (audio) or per
 /// slice (video).
 package protocol FrameFormat: Sendable {
+    /// The `kind` label of the frame counters: "audio" or "video".
+    static var kind: String { get }
     static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
     static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int
     static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
@@ -22,6 +24,7 @@ package protocol FrameFormat: Sendable {
 
 /// Opus frames: sealed whole (ECALL-WIRE §2).
 package enum AudioFormat: FrameFormat {
+    package static let kind = "audio"
     package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count + AudioFrame.overhead }
     package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try AudioFrame.seal(frame, key: key, into: output)
@@ -34,6 +37,7 @@ package enum AudioFormat: FrameFormat {
 
 /// H.264 access units, length-prefixed: slices sealed, SPS/PPS/SEI clear (ECALL-WIRE §3).
 package enum VideoFormat: FrameFormat {
+    package static let kind = "video"
     package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(frame) ?? 0 }
     package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try VideoFrame.seal(frame, key: key, into: output)
@@ -49,15 +53,18 @@ package enum VideoFormat: FrameFormat {
 struct Sealer<Format: FrameFormat>: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
+    var metrics = FrameMetrics(kind: Format.kind)
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.sealedCapacity(input) }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         guard let key = ring.sealingKey, let n = try? Format.seal(input, key: key, into: output) else {
             stats.sealFailed()
+            metrics.sealFailed()
             return nil
         }
         stats.sealed()
+        metrics.sealed()
         return n
     }
 }
@@ -70,6 +77,7 @@ struct Opener<Format: FrameFormat>: FrameTransform {
     let stats: FrameStats
     let times: FrameTimes
     var onDrop: (@Sendable (DropReason) -> Void)? = nil
+    var metrics = FrameMetrics(kind: Format.kind)
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
 
@@ -79,9 +87,11 @@ struct Opener<Format: FrameFormat>: FrameTransform {
         do {
             let n = try Format.open(input, keys: ring.candidates, into: output)
             stats.opened()
+            metrics.opened()
             return n
         } catch {
             stats.dropped(error)
+            metrics.dropped(error)
             onDrop?(error)
             return nil
         }
@@ -110,8 +120,13 @@ extension Pad {
     /// of plain frames sent.
     package func attachSender<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats) -> PadProbe {
         switch protection {
-        case .e2ee(let ring): addFrameTransform(Sealer<F>(ring: ring, stats: stats))
-        case .none: addBufferObserver { _ in stats.sealed() }
+        case .e2ee(let ring): return addFrameTransform(Sealer<F>(ring: ring, stats: stats))
+        case .none:
+            let metrics = FrameMetrics(kind: F.kind)
+            return addBufferObserver { _ in
+                stats.sealed()
+                metrics.sealed()
+            }
         }
     }
 
@@ -119,11 +134,13 @@ extension Pad {
     package func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
                                         onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
         switch protection {
-        case .e2ee(let ring): addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
+        case .e2ee(let ring): return addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
         case .none:
-            addBufferObserver { _ in
+            let metrics = FrameMetrics(kind: F.kind)
+            return addBufferObserver { _ in
                 stats.received()
                 stats.opened()
+                metrics.opened()
                 times.mark()
             }
         }

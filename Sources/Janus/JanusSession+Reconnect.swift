@@ -16,6 +16,7 @@ extension JanusSession {
         case .open(let id) where violation == nil && connector != nil && options.reclaimWindow > .zero:
             connectionDrops += 1
             lastConnectionDrop = Date()
+            JanusMetrics.reconnecting()
             logger.warning("connection to Janus lost; reconnecting to claim the session")
             state = .reconnecting(id: id)
             // What was in flight is lost with the connection; Janus may or may not have done it.
@@ -76,6 +77,7 @@ extension JanusSession {
             guard case .reconnecting = state else { return }
             state = .open(id: id)
             reclaims += 1
+            JanusMetrics.reclaimed()
             let gap = clock.now - start
             logger.info("claimed the Janus session again after \(gap.formatted(.units(allowed: [.seconds, .milliseconds])))",
                         metadata: ["janus.attempt": "\(attempts)"])

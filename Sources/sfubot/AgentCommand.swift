@@ -2,6 +2,7 @@ import ArgumentParser
 import Bot
 import ECallAgent
 import Foundation
+import Telemetry
 import Logging
 
 struct AgentCommand: AsyncParsableCommand {
@@ -30,10 +31,14 @@ struct AgentCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace). Keys and tokens are never logged.")
     var verbose: Int
 
+    @OptionGroup var metricsOptions: MetricsOptions
+
     func run() async throws {
         LoggingSystem.bootstrapOnce()
         var log = Logger(label: "sfubot.agent")
         log.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
+        let server = await metricsOptions.start(logger: log)
+        defer { server?.stop() }
         do {
             let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log)
             // Calls in progress finish their files before it ends.

@@ -3,6 +3,7 @@ import Bot
 import Foundation
 import Janus
 import LoadTest
+import Telemetry
 
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,10 +46,7 @@ struct LoadRunCommand: AsyncParsableCommand {
     var shard = "0/1"
     @Option(help: ArgumentHelp("Write summary.json, bots.csv, raw.json, report.html and PNG plots here.", valueName: "dir"))
     var report: String?
-    @Option(help: ArgumentHelp("Serve Prometheus metrics on this port (GET /metrics).", valueName: "port"))
-    var metricsPort: Int?
-    @Option(help: ArgumentHelp("Address the metrics endpoint listens on.", valueName: "host"))
-    var metricsHost = "127.0.0.1"
+    @OptionGroup var metricsOptions: MetricsOptions
     @Option(help: "Retries for a bot that fails to join.")
     var retries = 3
     @Option(help: ArgumentHelp("Seconds a join may take before it is retried.", valueName: "seconds"))
@@ -76,7 +74,6 @@ struct LoadRunCommand: AsyncParsableCommand {
         try OptionCheck.count(retries, "--retries", in: 0...1000)
         try OptionCheck.seconds(joinTimeout, "--join-timeout")
         try OptionCheck.seconds(statsInterval, "--stats-interval")
-        try OptionCheck.port(metricsPort, "--metrics-port")
         // Each is a thread of its own; 0 would leave the shared media with no thread to push it.
         try OptionCheck.count(fanOutThreads, "--fan-out-threads", in: 1...256)
         if let chaos {
@@ -93,6 +90,8 @@ struct LoadRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = connection.logger("sfubot.load")
+        // Asked for and not served would look like a run with no figures: fail before joining.
+        let server = await metricsOptions.start(logger: logger)
         let library: PipelineLibrary
         do { library = try PipelineLibrary(directory: connection.pipelines) } catch { CLIFailure(error).exit() }
         if let media, !FileManager.default.isReadableFile(atPath: media) { CLIFailure(.inputNotFound(media)).exit() }
@@ -115,13 +114,7 @@ struct LoadRunCommand: AsyncParsableCommand {
         plan.rejoinTimeout = connection.sessionOptions.reclaimWindow
         plan.chaos = try chaos.map { try ChaosPlan(parsing: $0) }
         let display = LiveDisplay()
-        let metrics = metricsPort.map { _ in MetricsEndpoint(shard: plan.shard.index) }
-        if let metrics, let metricsPort {
-            // Asked for and not served would look like a run with no figures: fail before joining.
-            do { try await metrics.start(host: metricsHost, port: metricsPort, logger: logger) } catch {
-                CLIFailure(error.description, code: .config).exit()
-            }
-        }
+        let metrics = server.map { _ in LoadMetrics(shard: plan.shard.index) }
         let run = LoadRun(plan: plan) { figures in
             display.show(figures)
             metrics?.update(figures)
@@ -132,15 +125,15 @@ struct LoadRunCommand: AsyncParsableCommand {
             result = try await runCancellableOnSignals(grace: .seconds(60)) { try await run.run() }
         } catch let e as CLIFailure {
             display.finish()
-            metrics?.stop()
+            server?.stop()
             e.exit()
         } catch {
             display.finish()
-            metrics?.stop()
+            server?.stop()
             CLIFailure("load test could not start: \(error)", code: .unreachable).exit()
         }
         display.finish()
-        metrics?.stop()
+        server?.stop()
         let summary: LoadSummary
         if let report {
             do { summary = try await LoadReport.write(result, to: URL(fileURLWithPath: report)) } catch {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Bot
 import FrameCrypto
 import Foundation
+import Telemetry
 
 struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,6 +41,7 @@ struct Play: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var key: KeyOptions
+    @OptionGroup var metricsOptions: MetricsOptions
 
     @Option(help: ArgumentHelp("Display name as ECall shows it: \"<userId>:<Name>\".", valueName: "userId:Name"))
     var display = "0:sfubot"
@@ -58,6 +60,8 @@ struct Play: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let server = await metricsOptions.start(logger: connection.logger("sfubot.play"))
+        defer { server?.stop() }
         do {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.play")
             var player = Player(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Bot
 import FrameCrypto
 import Foundation
+import Telemetry
 
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,6 +20,7 @@ struct Record: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var key: KeyOptions
+    @OptionGroup var metricsOptions: MetricsOptions
 
     @Option(help: ArgumentHelp("Folder for the recordings and manifest.json.", valueName: "dir"))
     var out: String
@@ -37,6 +39,8 @@ struct Record: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let server = await metricsOptions.start(logger: connection.logger("sfubot.record"))
+        defer { server?.stop() }
         do {
             let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.record")
             let recorder = Recorder(

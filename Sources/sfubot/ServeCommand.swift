@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import Logging
 import Service
+import Telemetry
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -76,6 +77,8 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: port, token: try readToken(), janus: janus, janusOptions: janusOptions,
                 stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
                 logger: logger)
+            let registry = Telemetry.bootstrap()
+            config.metrics = { Telemetry.render(registry) }
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")

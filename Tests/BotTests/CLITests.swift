@@ -31,11 +31,17 @@ extension MediaScene {
     func loadStopsOnSignalAndWritesReport() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("load-cli")
+        let port = try SilentListener().port
         let p = try Self.start(["load", "--janus", Scene.janusURL!, "--room", "\(room)", "--publishers", "2", "--subscribers", "2",
-                                          "--duration", "0", "--key-hex", key, "--report", dir.path])
+                                          "--duration", "0", "--key-hex", key, "--report", dir.path, "--metrics-port", "\(port)"])
         // Until the bots are in and frames flow (the live line counts decrypted frames).
         try await Task.sleep(for: .seconds(6))
         #expect(p.isRunning)
+        // Its metrics: load's own figures (fed once a second) and the frame counters every command has.
+        let text = await MetricsCLITests.scrape(port) ?? ""
+        #expect(PrometheusText.value(#"sfubot_load_frames_decrypted_total{shard="0"}"#, in: text) ?? 0 > 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
         p.signal(SIGINT)
         let r = await p.finished()
         #expect(r.status == 1, "\(r.errText)")

@@ -42,6 +42,8 @@ import Testing
               (["load", "--fan-out-threads", "0"], "--fan-out-threads", "1 to 256"),
               (["load", "--metrics-port", "99999"], "--metrics-port", "1 to 65535"),
               (["load", "--metrics-port", "0"], "--metrics-port", "1 to 65535"),
+              (["record", "--out", "/tmp/sfubot-never", "--metrics-port", "70000"], "--metrics-port", "1 to 65535"),
+              (["play", "--test-pattern", "--metrics-port", "0"], "--metrics-port", "1 to 65535"),
           ])
     func outOfRangeNumbers(args: [String], option: String, range: String) async throws {
         let (r, _) = try await Self.run(args + nowhere + ["--key-hex", key])
@@ -60,13 +62,22 @@ import Testing
         #expect(room.run.status == 64 && room.run.err.contains("1 to 65535"), "\(room.run.err)")
     }
 
-    @Test("a metrics port already in use is an error before any bot joins")
-    func metricsPortInUse() async throws {
+    @Test("a metrics port already in use is an error before any bot joins",
+          arguments: [["load"], ["record", "--out", "/tmp/sfubot-never"], ["play", "--test-pattern"]])
+    func metricsPortInUse(command: [String]) async throws {
         let taken = try SilentListener()
-        let (r, _) = try await Self.run(["load", "--metrics-port", "\(taken.port)", "--no-e2ee"] + nowhere)
+        let (r, _) = try await Self.run(command + ["--metrics-port", "\(taken.port)", "--no-e2ee"] + nowhere)
         #expect(r.status == 78, "\(r.status): \(r.err)")
         #expect(r.err.contains("cannot serve metrics on 127.0.0.1:\(taken.port)"), "\(r.err)")
         #expect(r.err.split(separator: "\n").count == 1, "one line: \(r.err)")
+    }
+
+    @Test("agent: a metrics port already in use is an error before the config is even read")
+    func agentMetricsPortInUse() async throws {
+        let taken = try SilentListener()
+        let (r, _) = try await Self.run(["agent", "--config", "/tmp/sfubot-never/agent.json", "--metrics-port", "\(taken.port)"])
+        #expect(r.status == 78, "\(r.status): \(r.err)")
+        #expect(r.err.contains("cannot serve metrics on 127.0.0.1:\(taken.port)"), "\(r.err)")
     }
 
     @Test("a key of the wrong length says what was given and what a key is")

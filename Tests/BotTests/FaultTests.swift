@@ -41,6 +41,7 @@ extension MediaScene {
 
         @Test("WebSocket killed (ss -K), Janus keeps the session 30 s: claimed, gap ≤ 1 s")
         func webSocketDropWithClaim() async throws {
+            let reclaimsBefore = PrometheusText.processValue("sfubot_janus_reclaims_total")
             let o = try await Self.scene("ws-claim", port: 8191, rtpPorts: 12000...12099, reclaim: 30, fault: Self.killWebSockets)
             let gap = o.gap(fromFault: true)
             o.report(gap: gap, target: 1)
@@ -49,11 +50,14 @@ extension MediaScene {
             #expect(gap <= 1, "gap after the WebSocket drop: \(gap) s")
             let r = o.manifest.reconnection
             #expect(r.connectionDrops >= 1 && r.reclaims >= 1 && r.rejoins == 0, "claimed, not rejoined: \(r)")
+            #expect(PrometheusText.processValue("sfubot_janus_reclaims_total") - reclaimsBefore >= 1, "the claim is in the metrics")
             #expect(o.coverage.unplacedSeconds <= 1, "a hole hidden by timestamps: \(o.coverage.files)")
         }
 
         @Test("WebSocket killed (ss -K), Janus reclaims nothing (timeout 0): rejoined, gap ≤ 3 s")
         func webSocketDropWithoutClaim() async throws {
+            let names = ["sfubot_rejoins_total", "sfubot_gaps_total", "sfubot_gap_seconds_total", "sfubot_janus_reconnects_total"]
+            let before = names.map(PrometheusText.processValue)
             let o = try await Self.scene("ws-noclaim", port: 8192, rtpPorts: 12100...12199, reclaim: 0, fault: Self.killWebSockets)
             let gap = o.gap(fromFault: true)
             o.report(gap: gap, target: 3)
@@ -62,6 +66,9 @@ extension MediaScene {
             #expect(gap <= 3, "gap after the WebSocket drop: \(gap) s")
             let r = o.manifest.reconnection
             #expect(r.reclaims == 0 && r.rejoins >= 1, "Janus kept nothing to claim: rejoined: \(r)")
+            // In the metrics: the recorder and the player each dropped, rejoined and had a gap.
+            let grown = zip(names.map(PrometheusText.processValue), before).map { $0 - $1 }
+            #expect(grown[0] >= 2 && grown[1] >= 2 && grown[2] > 0 && grown[3] >= 2, "\(zip(names, grown).map { "\($0) +\($1)" })")
             #expect(o.manifest.gaps.first?.cause == "the Janus session ended", "the outage and its cause: \(o.manifest.gaps)")
             #expect(o.coverage.unplacedSeconds <= 3, "a hole hidden by timestamps: \(o.coverage.files)")
         }

@@ -2,6 +2,7 @@
 import JanusTesting
 import Logging
 import Synchronization
+import Telemetry
 import Testing
 
 /// A dropped connection under an open session, against the scripted fake: reconnect, `claim`,
@@ -47,7 +48,16 @@ import Testing
         return try await JanusSession.open(over: far.first, url: "fake", options: o, logger: log, reconnect: far.connector)
     }
 
+    /// A counter's value in the process's Prometheus registry (0 before it exists).
+    static func scraped(_ name: String) -> Double {
+        let text = Telemetry.render(Telemetry.bootstrap())
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+    }
+
     @Test func aDroppedConnectionIsReplacedAndTheSessionClaimed() async throws {
+        let reconnectsBefore = Self.scraped("sfubot_janus_reconnects_total")
+        let reclaimsBefore = Self.scraped("sfubot_janus_reclaims_total")
         let far = Far()
         let session = try await open(far)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
@@ -71,6 +81,9 @@ import Testing
         _ = try await asking.value
         #expect(await session.reclaims == 1)
         #expect(await session.connectionDrops == 1)
+        // The same in the metrics (other tests in this process may add theirs meanwhile).
+        #expect(Self.scraped("sfubot_janus_reconnects_total") - reconnectsBefore >= 1)
+        #expect(Self.scraped("sfubot_janus_reclaims_total") - reclaimsBefore >= 1)
         await session.close()
     }
 

@@ -3,6 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import LoadTest
+import Prometheus
+import Telemetry
 import Logging
 import Testing
 
@@ -102,17 +104,19 @@ import Testing
         #expect(back.bots == r.bots && back.shards[0].peakRSSBytes == r.shards[0].peakRSSBytes && back.shards[0].steadyStart == r.shards[0].steadyStart)
     }
 
-    @Test("the metrics endpoint's text is Prometheus exposition format with the shard label")
+    @Test("load's metrics are Prometheus exposition format with the shard label; counters follow the totals")
     func metricsText() {
-        let m = MetricsEndpoint(shard: 2)
-        #expect(m.render().isEmpty)
-        m.update(LiveFigures(sample: TimelineSample(t: 3, publishersJoined: 4, subscribersJoined: 5, failed: 1, mbpsOut: 0.5, mbpsIn: 2,
-                                                    lossPercent: 0.25, decryptFailures: 7, framesOpened: 900, cpuCores: 0.4, rssMB: 100, threads: 40),
-                             planned: 10, retries: 2, phase: "steady", packetsSent: 123, packetsReceived: 456))
-        let text = m.render()
+        let registry = PrometheusCollectorRegistry()
+        let m = LoadMetrics(shard: 2, factory: PrometheusMetricsFactory(registry: registry))
+        var figures = LiveFigures(sample: TimelineSample(t: 3, publishersJoined: 4, subscribersJoined: 5, failed: 1, mbpsOut: 0.5, mbpsIn: 2,
+                                                         lossPercent: 0.25, decryptFailures: 7, framesOpened: 900, cpuCores: 0.4, rssMB: 100, threads: 40),
+                                  planned: 10, retries: 2, phase: "steady", packetsSent: 123, packetsReceived: 456)
+        m.update(figures)
+        var text = Telemetry.render(registry)
         for line in ["sfubot_load_bots{shard=\"2\",role=\"subscriber\",state=\"joined\"} 5.0",
-                     "sfubot_load_decrypt_failures_total{shard=\"2\"} 7.0",
+                     "sfubot_load_decrypt_failures_total{shard=\"2\"} 7",
                      "# TYPE sfubot_load_rtp_packets_total counter",
+                     "sfubot_load_rtp_packets_total{shard=\"2\",direction=\"in\"} 456",
                      "sfubot_load_resident_bytes{shard=\"2\"} 104857600.0"] {
             #expect(text.contains(line + "\n"), "\(line)")
         }
@@ -120,24 +124,50 @@ import Testing
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             #expect(line.split(separator: " ").count == 2 && Double(line.split(separator: " ")[1]) != nil, "\(line)")
         }
+        // A second second: counters grow by what the totals grew, gauges take the new value.
+        figures.sample.decryptFailures = 9
+        figures.sample.subscribersJoined = 3
+        figures.comebacks.rejoins = 2
+        figures.faults = ["ws-drop": 4]
+        m.update(figures)
+        text = Telemetry.render(registry)
+        for line in ["sfubot_load_decrypt_failures_total{shard=\"2\"} 9",
+                     "sfubot_load_bots{shard=\"2\",role=\"subscriber\",state=\"joined\"} 3.0",
+                     "sfubot_load_rejoins_total{shard=\"2\"} 2",
+                     "sfubot_load_chaos_faults_total{shard=\"2\",kind=\"ws-drop\"} 4"] {
+            #expect(text.contains(line + "\n"), "\(line): \(text)")
+        }
     }
 
     @Test("--metrics-port serves the text on GET /metrics over HTTP on 127.0.0.1")
     func metricsOverHTTP() async throws {
-        let m = MetricsEndpoint(shard: 0)
+        let registry = PrometheusCollectorRegistry()
+        let m = LoadMetrics(shard: 0, factory: PrometheusMetricsFactory(registry: registry))
         m.update(LiveFigures(sample: TimelineSample(t: 1, publishersJoined: 3, subscribersJoined: 0, failed: 0, mbpsOut: 0, mbpsIn: 0,
                                                     lossPercent: nil, decryptFailures: 0, framesOpened: 0, cpuCores: 0, rssMB: 1, threads: 1),
                              planned: 3, retries: 0, phase: "steady", packetsSent: 0, packetsReceived: 0))
+        let server = MetricsServer(registry: registry)
         let port = Int.random(in: 20_000...29_999)
-        try await m.start(host: "127.0.0.1", port: port, logger: .init(label: "test"))
-        defer { m.stop() }
+        try await server.start(host: "127.0.0.1", port: port, logger: .init(label: "test"))
+        defer { server.stop() }
         var body = ""
+        var contentType: String?
         for _ in 0..<50 where body.isEmpty {
             try await Task.sleep(for: .milliseconds(100))
             if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/metrics")!),
-               (response as? HTTPURLResponse)?.statusCode == 200 { body = String(decoding: data, as: UTF8.self) }
+               let http = response as? HTTPURLResponse, http.statusCode == 200 {
+                body = String(decoding: data, as: UTF8.self)
+                contentType = http.value(forHTTPHeaderField: "Content-Type")
+            }
         }
         #expect(body.contains("sfubot_load_bots{shard=\"0\",role=\"publisher\",state=\"joined\"} 3.0"), "\(body)")
+        #expect(contentType?.hasPrefix("text/plain; version=0.0.4") == true, "\(contentType ?? "none")")
+        // A second server on the same port cannot listen, and says which port.
+        let second = MetricsServer(registry: registry)
+        await #expect(throws: MetricsServerError.self) { try await second.start(host: "127.0.0.1", port: port, logger: .init(label: "test")) }
+        do { try await second.start(host: "127.0.0.1", port: port, logger: .init(label: "test")) } catch {
+            #expect(error.port == port && error.description.contains("127.0.0.1:\(port)"))
+        }
     }
 
     @Test("a plot with no data says so instead of drawing empty axes")

@@ -119,6 +119,7 @@ public struct Player: Sendable {
             await publisher.leave(announce: !sessionGone)
             media.pipeline.setStateQuietly(.null)
             if sessionGone { await session.close() }
+            let lostSession = session, lostAt = ContinuousClock.now
             do {
                 media = try makeMedia()
                 (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)
@@ -127,6 +128,8 @@ public struct Player: Sendable {
                 throw error
             }
             rejoins += 1
+            if session === lostSession { BotMetrics.mediaRestarted() } else { BotMetrics.rejoined() }
+            BotMetrics.gap(seconds: (ContinuousClock.now - lostAt).seconds)
             status.set(.running)
             log.info("back in room \(config.room) as publisher \(joined.id) (rejoin \(rejoins))")
         }

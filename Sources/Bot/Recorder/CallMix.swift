@@ -10,6 +10,7 @@ final class CallMix: Sendable {
     private let library: PipelineLibrary
     private let finished: AsyncStream<Void>
     private let endProbe: PadProbe
+    private let bytesProbe: PadProbe
     private let inputs = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
     /// The name of the mix's branch in the pipeline (its inputs are `<feed branch>-mix<n>`).
@@ -22,7 +23,10 @@ final class CallMix: Sendable {
         bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.path]), name: Self.branchName)
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
-        endProbe = try bin.element(named: "file").staticPad("sink").onEndOfStream { done.yield(); done.finish() }
+        let sink = try bin.element(named: "file").staticPad("sink")
+        endProbe = sink.onEndOfStream { done.yield(); done.finish() }
+        let bytesOut = BotMetrics.bytesWritten()
+        bytesProbe = sink.addBufferObserver { bytesOut.add($0.count) }
         guard bin.syncStateWithParent() else { throw BotError.output("the mix \(file.path) could not be started") }
     }
 

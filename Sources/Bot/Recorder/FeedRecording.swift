@@ -94,6 +94,9 @@ final class FeedRecording: Sendable {
                            }),
             fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
+        // Bytes handed to the file sink (the muxer's rewrite of a header at the end counts again).
+        let bytesOut = BotMetrics.bytesWritten()
+        probes.append(fileSink.addBufferObserver { bytesOut.add($0.count) })
         let mediaTimes = self.mediaTimes
         probes.append(open.addTimedBufferObserver { _, pts in if let pts { mediaTimes.mark(pts) } })
         if kind == .video {

@@ -32,12 +32,17 @@ extension RoomRecording {
         if rejoinSession {
             guard await replaceSession(cause: cause) else { return }
             counters.rejoins += 1
+            BotMetrics.rejoined()
         } else {
             counters.mediaRestarts += 1
+            BotMetrics.mediaRestarted()
         }
         guard state == .rejoining, let roster else { return }
         state = .recording
-        if let last = gaps.indices.last { gaps[last].close(cause: nil) }
+        if let last = gaps.indices.last {
+            gaps[last].close(cause: nil)
+            BotMetrics.gap(seconds: gaps[last].seconds ?? 0)
+        }
         log.info("back in room \(config.room) after \(String(format: "%.1f", gaps.last?.seconds ?? 0)) s (\(cause))")
         do { try await add(await roster.current, rejoined: true) } catch { log.error("could not subscribe again: \(error)") }
         writeManifest()

@@ -1,3 +1,4 @@
+import Bot
 import Foundation
 import Janus
 import Logging
@@ -32,6 +33,8 @@ final class BotRecovery: Sendable {
 
     /// The comeback worked: on a new session (`rejoin`) or a new PeerConnection on the old one.
     func back(newSession: Bool, after seconds: Double) {
+        if newSession { BotMetrics.rejoined() } else { BotMetrics.mediaRestarted() }
+        BotMetrics.gap(seconds: seconds)
         state.withLock { s in
             if newSession { s.counts.rejoins += 1 } else { s.counts.mediaRestarts += 1 }
             s.counts.seconds.append(seconds)

@@ -1,0 +1,78 @@
+package import CoreMetrics
+package import FrameCrypto
+
+/// sfubot's counters (docs/architecture.md, "Metrics"), through swift-metrics' API only: the
+/// command that runs the process picks the backend (Prometheus, `Telemetry.bootstrap`).
+///
+/// Rare events (rejoins, restarts, gaps) make their counter when they happen rather than
+/// keep one in a static: a static made before the bootstrap would stay on the no-op handler
+/// for the life of the process, and Prometheus hands back the same series for the same name.
+package enum BotMetrics {
+    /// A participant is back on a new Janus session.
+    package static func rejoined() {
+        CoreMetrics.Counter(label: "sfubot_rejoins_total").increment()
+    }
+
+    /// A PeerConnection was replaced on the same session (ICE failed, media lost).
+    package static func mediaRestarted() {
+        CoreMetrics.Counter(label: "sfubot_ice_restarts_total").increment()
+    }
+
+    /// A participant had no media for `seconds`, from the loss until it was back.
+    package static func gap(seconds: Double) {
+        CoreMetrics.Counter(label: "sfubot_gaps_total").increment()
+        FloatingPointCounter(label: "sfubot_gap_seconds_total").increment(by: max(0, seconds))
+    }
+
+    /// The counter of recording bytes written; made once per file, bumped per buffer.
+    package static func bytesWritten() -> BytesWritten {
+        BytesWritten(counter: CoreMetrics.Counter(label: "sfubot_bytes_written_total"))
+    }
+}
+
+/// `sfubot_bytes_written_total`, as the recorder's files see it (they need not import
+/// swift-metrics, whose `Counter` would clash with the recorder's own).
+package struct BytesWritten: Sendable {
+    fileprivate let counter: CoreMetrics.Counter
+    package func add(_ bytes: Int) { counter.increment(by: bytes) }
+}
+
+/// The frame counters of one stream, made when the stream's sealer or opener is attached and
+/// bumped per frame (with Prometheus one relaxed atomic add each): never made per frame.
+package struct FrameMetrics: Sendable {
+    private let sealedCounter: CoreMetrics.Counter
+    private let sealFailureCounter: CoreMetrics.Counter
+    private let openedCounter: CoreMetrics.Counter
+    private let noMarker: CoreMetrics.Counter
+    private let tooShort: CoreMetrics.Counter
+    private let noKey: CoreMetrics.Counter
+    private let malformed: CoreMetrics.Counter
+
+    /// `kind`: "audio" or "video". `factory`: where the counters live (a test gives its own).
+    package init(kind: String, factory: any MetricsFactory = MetricsSystem.factory) {
+        let k = [("kind", kind)]
+        sealedCounter = .init(label: "sfubot_frames_sealed_total", dimensions: k, factory: factory)
+        sealFailureCounter = .init(label: "sfubot_seal_failures_total", dimensions: k, factory: factory)
+        openedCounter = .init(label: "sfubot_frames_opened_total", dimensions: k, factory: factory)
+        // Decrypt failures by reason only: the reason says what broke, whatever the medium.
+        func failures(_ r: DropReason) -> CoreMetrics.Counter {
+            .init(label: "sfubot_decrypt_failures_total", dimensions: [("reason", r.rawValue)], factory: factory)
+        }
+        noMarker = failures(.noMarker)
+        tooShort = failures(.tooShort)
+        noKey = failures(.noKey)
+        malformed = failures(.malformed)
+    }
+
+    package func sealed() { sealedCounter.increment() }
+    package func sealFailed() { sealFailureCounter.increment() }
+    package func opened() { openedCounter.increment() }
+    package func dropped(_ reason: DropReason) {
+        switch reason {
+        case .noMarker: noMarker.increment()
+        case .tooShort: tooShort.increment()
+        case .noKey: noKey.increment()
+        case .malformed: malformed.increment()
+        }
+    }
+}

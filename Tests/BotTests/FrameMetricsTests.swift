@@ -1,0 +1,75 @@
+@testable import Bot
+import CoreMetrics
+import FrameCrypto
+import GStreamerKit
+import Prometheus
+import Telemetry
+import Testing
+
+/// The frame counters through the real Sealer and Opener, scraped as Prometheus text. No
+/// Janus, no pipeline: the transforms are what the pad probes run on every frame.
+@Suite struct FrameMetricsTests {
+    /// Runs a frame transform the way its pad probe does: an output buffer of the capacity it
+    /// asks for, cut to what it wrote; nil if it dropped the frame.
+    func run(_ t: some FrameTransform, _ input: [UInt8]) -> [UInt8]? {
+        input.withUnsafeBytes { inBytes in
+            var out = [UInt8](repeating: 0, count: t.outputCapacity(for: inBytes))
+            let n = out.withUnsafeMutableBytes { t.transform(inBytes, into: $0) }
+            return n.map { Array(out.prefix($0)) }
+        }
+    }
+
+    @Test("sealed and opened frames move sfubot_frames_sealed/opened_total; a wrong key moves decrypt failures no_key_opens")
+    func countsSealedOpenedAndFailures() throws {
+        // A registry of this test's own: exact counts, whatever else runs in the process.
+        let registry = PrometheusCollectorRegistry()
+        let factory = PrometheusMetricsFactory(registry: registry)
+        let ring = KeyRing(current: .random())
+        let sealer = Sealer<AudioFormat>(ring: ring, stats: FrameStats(), metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+        let opener = Opener<AudioFormat>(ring: ring, stats: FrameStats(), times: FrameTimes(),
+                                         metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+        let stranger = Opener<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats(), times: FrameTimes(),
+                                           metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+        let frame = (0..<80).map { UInt8($0) }
+        var last: [UInt8] = []
+        for _ in 0..<5 {
+            last = try #require(run(sealer, frame))
+            #expect(run(opener, last) == frame)
+        }
+        #expect(run(stranger, last) == nil, "another call's key opens nothing")
+        #expect(run(opener, [0x00, 1, 2, 3]) == nil, "no ECall marker")
+
+        let text = Telemetry.render(registry)
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio"}"#, in: text) == 5, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) == 5, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_marker"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="audio"}"#, in: text) == 0, "\(text)")
+        #expect(text.contains("# TYPE sfubot_frames_opened_total counter"), "\(text)")
+    }
+
+    @Test("with no key to seal with, the frame is dropped and sfubot_seal_failures_total moves")
+    func countsSealFailures() throws {
+        let registry = PrometheusCollectorRegistry()
+        let sealer = Sealer<VideoFormat>(ring: KeyRing(), stats: FrameStats(),
+                                         metrics: FrameMetrics(kind: VideoFormat.kind, factory: PrometheusMetricsFactory(registry: registry)))
+        #expect(run(sealer, [0, 0, 0, 2, 0x65, 0x88]) == nil)
+        let text = Telemetry.render(registry)
+        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="video"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="video"}"#, in: text) == 0, "\(text)")
+    }
+
+    @Test("Telemetry.bootstrap is idempotent, and a sealer made after it counts in the process's registry")
+    func bootstrapFeedsTheProcessRegistry() throws {
+        let registry = Telemetry.bootstrap()
+        #expect(Telemetry.bootstrap() === registry)
+        let series = #"sfubot_frames_sealed_total{kind="audio"}"#
+        let before = PrometheusText.value(series, in: Telemetry.render(registry)) ?? 0
+        // The default metrics: what attachSender gives every stream.
+        let sealer = Sealer<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats())
+        for _ in 0..<3 { _ = try #require(run(sealer, [1, 2, 3, 4])) }
+        let after = try #require(PrometheusText.value(series, in: Telemetry.render(registry)))
+        // Other tests in this process may seal meanwhile: at least ours.
+        #expect(after - before >= 3)
+    }
+}
