@@ -83,7 +83,7 @@ struct ServeProcess {
         let text = try await request("GET", "/metrics", auth: false).text
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.reduce(0.0) { sum, line in
             let parts = line.split(separator: " ")
-            guard parts.count >= 2, parts[0] == name || parts[0].hasPrefix(name + "{"), parts[0].contains(matching),
+            guard parts.count >= 2, parts[0] == name || parts[0].hasPrefix(name + "{"), matching.isEmpty || parts[0].contains(matching),
                   let v = Double(parts[1]) else { return sum }
             return sum + v
         }
