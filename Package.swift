@@ -162,6 +162,8 @@ let package = Package(
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
         .testTarget(name: "LoadTestTests", dependencies: ["LoadTest", "Bot", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The service without a server: its OpenAPI document and request parsing.
+        .testTarget(name: "ServiceTests", dependencies: ["Service", "Janus"], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",
