@@ -45,7 +45,7 @@ extension MediaScene {
             "run", "http://127.0.0.1:\(serve.port)/openapi.json",
             "--header", "Authorization: Bearer \(serve.token)",
             "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance",
-            "--phases", "examples,coverage,fuzzing", "--max-examples", "25", "--workers", "1", "--seed", "12",
+            "--phases", "examples,coverage,fuzzing", "--max-examples", "50", "--workers", "1", "--seed", "12",
             "--request-timeout", "30", "--suppress-health-check", "all",
         ], environment: environment)
         guard let status = await run.exit(within: .seconds(300)) else {
