@@ -17,6 +17,7 @@ demo: build
 
 test: build
 	scripts/validate-k8s
+	scripts/schemathesis-venv
 	swift build --build-tests
 	SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build
 

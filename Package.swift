@@ -186,6 +186,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict),
+        // The service without a server: its OpenAPI document and request parsing.
+        .testTarget(name: "ServiceTests", dependencies: ["Service", "Janus"], swiftSettings: strict),
         .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
         .testTarget(
             name: "BotTests",

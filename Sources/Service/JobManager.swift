@@ -196,10 +196,7 @@ actor JobManager: Service {
         case .none: protection = .none
         case .hex(let hex):
             do { protection = .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
-        case .file(let path):
-            do { protection = .e2ee(KeyRing(current: try CallKey(contentsOfFile: path))) } catch {
-                throw .field("key.file", "\(path) is not a readable key file (32 raw bytes or 64 hex characters)")
-            }
+        case .file(let path): protection = .e2ee(KeyRing(current: try KeyFile.read(path)))
         }
         if spec.kind == .playback, let file = spec.file, !FileManager.default.isReadableFile(atPath: file) {
             throw .field("file", "\(file) cannot be read")

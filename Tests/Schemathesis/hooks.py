@@ -1,0 +1,44 @@
+"""schemathesis hooks for the serve schema test (Tests/BotTests/ServeSchemaTests.swift).
+
+A valid POST starts a real job, and the job writes where its paths say: a recording creates
+its `out` folder (and `mix` file), a playback and a `key.file` read theirs. Generated paths are
+anything absolute ("/", "/etc/x"…), so every path the service would accept is replaced before the request is sent: folders and
+mix files go under the test's sandbox folder, files to play and key files are the test's own. A path the service
+refuses anyway (relative, with a NUL byte, too long) is sent as generated, so refusals are
+still exercised. The rest of the body is left alone: inside the test's network namespace a
+generated Janus URL reaches nothing but loopback, and generated rooms do not exist on the
+test's Janus, so jobs fail at their join and stay listed as failed.
+"""
+import hashlib
+import os
+
+import schemathesis
+
+SANDBOX = os.environ["SFUBOT_SCHEMA_SANDBOX"]
+# A playable file and a valid key file, so that playbacks and `key.file` keys also start jobs.
+MEDIA = os.environ["SFUBOT_SCHEMA_MEDIA"]
+KEY_FILE = os.environ["SFUBOT_SCHEMA_KEY_FILE"]
+
+
+def _accepted_path(value):
+    return isinstance(value, str) and value.startswith("/") and "\0" not in value and len(value.encode()) <= 4096
+
+
+def _sandboxed(value):
+    # Same generated path, same sandbox path: two recordings into one folder still meet (409).
+    return os.path.join(SANDBOX, hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16])
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    for field in ("out", "mix"):
+        if _accepted_path(body.get(field)):
+            body[field] = _sandboxed(body[field])
+    if _accepted_path(body.get("file")):
+        body["file"] = MEDIA
+    key = body.get("key")
+    if isinstance(key, dict) and _accepted_path(key.get("file")):
+        key["file"] = KEY_FILE

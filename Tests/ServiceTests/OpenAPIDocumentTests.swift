@@ -1,0 +1,36 @@
+import Foundation
+import Janus
+@testable import Service
+import Testing
+
+/// The document the service serves at /openapi.json is docs/openapi.json, and it says what
+/// every route needs.
+@Suite struct OpenAPIDocumentTests {
+    static let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/openapi.json")
+
+    @Test("docs/openapi.json and the served (embedded) document are the same JSON, OpenAPI 3.1.0")
+    func sameDocument() throws {
+        let file = try JSONDecoder().decode(JSON.self, from: Data(contentsOf: Self.docs))
+        let embedded = try JSONDecoder().decode(JSON.self, from: Data(OpenAPIDocument.json.utf8))
+        #expect(file == embedded, "docs/openapi.json and Sources/Service/OpenAPIDocument.swift differ: copy one into the other")
+        #expect(embedded["openapi"]?.string == "3.1.0")
+    }
+
+    @Test("every /v1 operation needs the bearer token and documents 401; the open routes need none")
+    func security() throws {
+        let doc = try JSONDecoder().decode(JSON.self, from: Data(OpenAPIDocument.json.utf8))
+        guard case .object(let paths)? = doc["paths"] else { Issue.record("no paths"); return }
+        #expect(Set(paths.keys) == ["/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/recordings", "/v1/recordings/{id}",
+                                    "/v1/playbacks", "/v1/playbacks/{id}"])
+        #expect(doc["security"] == nil, "no global security: the open routes take no token")
+        for (path, item) in paths {
+            guard case .object(let operations) = item else { continue }
+            for (method, operation) in operations where method != "parameters" {
+                let secured = operation["security"] == [["bearer": []]]
+                #expect(secured == path.hasPrefix("/v1/"), "\(method) \(path)")
+                #expect((operation["responses"]?["401"] != nil) == path.hasPrefix("/v1/"), "\(method) \(path)")
+            }
+        }
+    }
+}
