@@ -65,11 +65,14 @@ actor JobManager: Service {
         let spec = try JobSpec.parse(body, kind: kind)
         if kind == .recording, let out = spec.out {
             let dir = URL(fileURLWithPath: out).standardizedFileURL.path
+            // One recording per folder: two would write the same manifest.json (and, for the
+            // same room, the same files).
             if let other = jobs.values.first(where: {
-                $0.isActive && $0.spec.kind == .recording && $0.spec.room == spec.room
-                    && $0.spec.out.map { URL(fileURLWithPath: $0).standardizedFileURL.path } == dir
+                $0.isActive && $0.spec.kind == .recording && $0.spec.out.map { URL(fileURLWithPath: $0).standardizedFileURL.path } == dir
             }) {
-                throw RequestProblem(status: 409, message: "room \(spec.room) is already being recorded into \(out) by job \(other.id)")
+                throw RequestProblem(status: 409, message: other.spec.room == spec.room
+                    ? "room \(spec.room) is already being recorded into \(out) by job \(other.id)"
+                    : "\(out) is in use by job \(other.id) (room \(other.spec.room)): give each recording its own folder")
             }
         }
         let job = try launch(id: Self.newID(kind), spec: spec, created: Date(), resumes: 0)

@@ -160,7 +160,7 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "409": {
-            "description": "This room is already being recorded into this folder by a running job (named in the message).",
+            "description": "A running recording already writes into this folder (the message names the job; same room or not).",
             "content": {
               "application/json": {
                 "schema": {

@@ -23,10 +23,10 @@ extension MediaScene {
             let play = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "loop": true])
             #expect(play.status == 201, "\(play.text)")
         }
-        // Until every recording has frames.
+        // Until every recording has two seconds of the tone.
         for (id, _) in recordings {
             let s = try await serve.waitFor("/v1/recordings/\(id)", within: .seconds(60)) { s in
-                ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesOpened"] as? Int ?? 0) > 20 }
+                ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesOpened"] as? Int ?? 0) > 100 }
             }
             #expect(s["state"] as? String == "running", "\(s)")
         }

@@ -99,6 +99,7 @@ extension MediaScene {
         try await refused(try json(["room": room, "key": ["none": true], "out": out, "durationSeconds": -1]), 400, naming: "durationSeconds")
         try await refused(try json(["room": room, "key": ["none": true], "out": out, "color": "red"]), 400, naming: "color")
         try await refused(try json(["room": room, "key": ["hex": key], "out": out]), 409, naming: id)
+        try await refused(try json(["room": room + 1, "key": ["hex": key], "out": out]), 409, naming: id)
         try await refused(Data(repeating: 0x20, count: 200_000), 413, naming: "larger")
         let badPlay = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "/nonexistent.wav"])
         #expect(badPlay.status == 400 && badPlay.text.contains("file"), "\(badPlay.text)")
