@@ -6,6 +6,11 @@
 /// Access units are length-prefixed (`stream-format=avc`, 4-byte big-endian lengths), the form
 /// GStreamer's payloader needs once slices are encrypted; the NAL bytes are those an ECall
 /// phone sees after Annex-B parsing, because sealing never produces a start code.
+///
+/// libwebrtc reads first_mb_in_slice, slice_type and pic_parameter_set_id from every slice
+/// before decrypting; where they run past the clear byte, sealing copies the plaintext's bits
+/// into the nonce's first bits (`NoncePin`) so phones and browsers do not drop our keyframes.
+/// Opening takes any nonce, pinned or not.
 public enum VideoFrame {
     /// Bytes sealing adds to one slice.
     public static let sliceOverhead = 28
@@ -96,18 +101,24 @@ public enum VideoFrame {
         return idr
     }
 
-    /// One slice: clear header bytes, then nonce ‖ ciphertext ‖ tag, re-sealed until start-code safe.
+    /// One slice: clear header bytes, then nonce ‖ ciphertext ‖ tag, re-sealed until start-code
+    /// safe and until the slice-header fields libwebrtc reads before decrypting come out as in
+    /// the plaintext (see `NoncePin`).
     static func sealSlice(_ nal: UnsafeRawBufferPointer, key: CallKey, into dst: UnsafeMutableRawBufferPointer) -> Bool {
         let base = dst.baseAddress!
         base.copyMemory(from: nal.baseAddress!, byteCount: clearCount)
         let plain = UnsafeRawBufferPointer(rebasing: nal[clearCount...])
         let nonce = base + clearCount
         let body = UnsafeRawBufferPointer(start: base + 1, count: dst.count - 1)  // from the clear 2nd byte on
+        let pin = NoncePin(slice: nal)
         return key.pool.withCipher { cipher in
             for _ in 0..<maxSealTries {
-                guard cipher.nextNonce(into: nonce),
-                      cipher.seal(nonce: nonce, plain, ciphertext: nonce + 12, tag: base + (dst.count - 16)) else { return false }
-                if !NALUnits.breaksAnnexB(body) { return true }
+                guard cipher.nextNonce(into: nonce) else { return false }
+                pin?.apply(to: nonce)
+                guard cipher.seal(nonce: nonce, plain, ciphertext: nonce + 12, tag: base + (dst.count - 16)) else { return false }
+                // The body check spans the clear byte and the (pinned) nonce, so a start code
+                // formed across them (e.g. clear 00, nonce 00 01) is re-sealed too.
+                if !NALUnits.breaksAnnexB(body), pin?.holds(inSealed: body) ?? true { return true }
             }
             return false
         } == true
