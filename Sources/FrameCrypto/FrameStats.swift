@@ -60,6 +60,13 @@ public final class FrameStats: Sendable {
                 received: a.received + b.received, opened: a.opened + b.opened,
                 dropped: a.dropped.merging(b.dropped, uniquingKeysWith: +))
         }
+        /// What was counted between `b` and `a` (b taken earlier).
+        public static func - (a: Snapshot, b: Snapshot) -> Snapshot {
+            Snapshot(
+                sealed: a.sealed - b.sealed, sealFailed: a.sealFailed - b.sealFailed,
+                received: a.received - b.received, opened: a.opened - b.opened,
+                dropped: a.dropped.merging(b.dropped.mapValues { -$0 }, uniquingKeysWith: +))
+        }
         public static let zero = Snapshot(sealed: 0, sealFailed: 0, received: 0, opened: 0, dropped: [:])
     }
 }

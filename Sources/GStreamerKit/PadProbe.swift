@@ -237,3 +237,29 @@ extension Pad {
         })
     }
 }
+
+private final class CapsBox: Sendable {
+    let handler: @Sendable (String) -> Void
+    init(_ h: @escaping @Sendable (String) -> Void) { handler = h }
+}
+
+extension Pad {
+    /// Calls `handler` with the caps of every caps event leaving this (src) pad, on the
+    /// streaming thread and before the event goes on. The handler may link this pad to a new
+    /// peer: GStreamer then sends the new peer the sticky events (stream-start) before this
+    /// one, and this caps event goes to the new peer.
+    public func beforeCaps(_ handler: @escaping @Sendable (String) -> Void) -> PadProbe {
+        let box = Unmanaged.passRetained(CapsBox(handler)).toOpaque()
+        let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, { _, info, data in
+            guard let info, let data, let event = gst_pad_probe_info_get_event(info), event.pointee.type == GST_EVENT_CAPS else { return GST_PAD_PROBE_OK }
+            var caps: UnsafeMutablePointer<GstCaps>?
+            gst_event_parse_caps(event, &caps)
+            guard let caps, let text = takeGString(gst_caps_to_string(caps)) else { return GST_PAD_PROBE_OK }
+            Unmanaged<CapsBox>.fromOpaque(data).takeUnretainedValue().handler(text)
+            return GST_PAD_PROBE_OK
+        }, box, { data in
+            if let data { Unmanaged<CapsBox>.fromOpaque(data).release() }
+        })
+        return PadProbe(pad: self, id: id)
+    }
+}

@@ -1,5 +1,6 @@
 import FrameCrypto
 import Foundation
+import GStreamerKit
 import Testing
 @testable import Bot
 
@@ -78,6 +79,58 @@ extension MediaScene {
         try text.replacingOccurrences(of: "! tee name=split", with: "! identity error-after=100 ! tee name=split")
             .write(to: branch, atomically: true, encoding: .utf8)
         return pipelines
+    }
+
+    /// Issue 13, bug 1: libwebrtc changes a sender's picture size mid-call by itself, and
+    /// Matroska refuses a caps change. The track goes on in a new file, nothing is lost at the
+    /// switch, and no other feed notices.
+    @Test func aPictureSizeChangeGoesOnInANewFileAndNoOtherFeedNotices() async throws {
+        let dir = try Scene.tempDirectory("resize")
+        // 3 s at 640x360, then 3 s at 320x180, in one stream (MPEG-TS carries the new SPS in
+        // band), constrained baseline: sent as it is, so the room sees the change mid-call.
+        let clip = dir.appendingPathComponent("resize.ts")
+        try await runToEnd("""
+            concat name=vc ! h264parse ! queue ! mpegtsmux name=m ! filesink location="\(clip.path)" \
+            videotestsrc num-buffers=45 ! video/x-raw,width=640,height=360,framerate=15/1 ! x264enc key-int-max=15 bframes=0 ! video/x-h264,profile=constrained-baseline ! vc. \
+            videotestsrc num-buffers=45 ! video/x-raw,width=320,height=180,framerate=15/1 ! x264enc key-int-max=15 bframes=0 ! video/x-h264,profile=constrained-baseline ! vc. \
+            audiotestsrc num-buffers=282 ! audio/x-raw,rate=48000 ! avenc_aac ! queue ! m.
+            """)
+        let tone = try await Audio.tone(1000, seconds: 6, in: dir)
+        let out = dir.appendingPathComponent("rec")
+        let (manifest, _) = try await record(out: out, ring: KeyRing(current: .random()), [
+            Publisher(after: 0, display: "3:Resizer", source: .file(clip.path)),
+            Publisher(after: 0, display: "4:Other", source: .file(tone.path)),
+        ])
+
+        #expect(manifest.errors.isEmpty, "\(manifest.errors)")
+        let video = manifest.feeds.filter { $0.kind == "video" }
+        try #require(video.count == 2, "\(manifest.feeds.map(\.file))")
+        let (before, after) = (video[0], video[1])
+        #expect(before.feedID == after.feedID && before.continues == nil && after.continues == before.file)
+        #expect(after.cause == "picture size changed from 640x360 to 320x180", "\(after.cause ?? "")")
+        #expect(before.width == 640 && before.height == 360 && after.width == 320 && after.height == 180)
+        // Every frame opened went into one of the two files; the second starts on the sender's IDR.
+        let opened = before.frames.opened + after.frames.opened
+        var decoded: [Int] = []
+        for entry in [before, after] { decoded.append(try await Audio.videoLuma(out.appendingPathComponent(entry.file)).count) }
+        #expect(after.frames.opened >= 43 && decoded[1] >= after.frames.opened - 1, "after the change: \(after.frames.opened) opened, \(decoded[1]) decoded")
+        #expect(decoded[0] >= 25 && decoded[0] + decoded[1] >= opened - 2, "\(decoded) decoded of \(opened) opened")
+        for (entry, size) in zip([before, after], [(640, 360), (320, 180)]) {
+            let caps = try #require(try MediaInfo.discover(out.appendingPathComponent(entry.file).path).videoCaps)
+            #expect(capsInt("width", in: caps) == size.0 && capsInt("height", in: caps) == size.1, "\(entry.file): \(caps)")
+        }
+        // One participant, no gap between the two files, which follow each other on the media clock.
+        let resizer = try #require(manifest.participants.first { $0.userID == "3" })
+        #expect(resizer.gaps.isEmpty, "\(resizer.gaps)")
+        #expect(try #require(after.firstMediaTime) - (try #require(before.lastMediaTime)) < 0.2)
+
+        // Both publishers' audio went on to the end: ~6 s each, their own sound.
+        for user in ["3", "4"] {
+            let audio = try #require(manifest.feeds.first { $0.kind == "audio" && $0.userID == user })
+            let heard = try await heard(out.appendingPathComponent(audio.file))
+            #expect(heard.seconds >= 5, "user \(user): \(heard.seconds) s")
+            if user == "4" { #expect(abs(heard.frequency - 1000) < 20) }
+        }
     }
 
     @Test func aBranchFailingMidCallStopsOnlyItsOwnFeed() async throws {

@@ -60,10 +60,11 @@ enum Audio {
         return url
     }
 
-    /// Decodes an Ogg Opus file to 48 kHz mono samples; throws if it does not decode.
+    /// Decodes an Opus file (Ogg, or Matroska for .mka/.mkv) to 48 kHz mono samples; throws if it does not decode.
     static func decode(_ file: URL) async throws -> [Int16] {
         let raw = file.deletingPathExtension().appendingPathExtension("raw")
-        try await runToEnd("filesrc location=\"\(file.path)\" ! oggdemux ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! filesink location=\"\(raw.path)\"")
+        let demux = ["mka", "mkv"].contains(file.pathExtension) ? "matroskademux" : "oggdemux"
+        try await runToEnd("filesrc location=\"\(file.path)\" ! \(demux) ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! filesink location=\"\(raw.path)\"")
         let data = try Data(contentsOf: raw)
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }

@@ -51,7 +51,7 @@ final class FeedBranches: Sendable {
         for (mid, pad) in reused { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
     }
 
-    var liveEntries: [RecordingManifest.Feed] { state.withLock { $0.recordings.values.map(\.entry) } }
+    var liveEntries: [RecordingManifest.Feed] { state.withLock { $0.recordings.values.flatMap(\.entries) } }
 
     var errors: [RecordingManifest.OutputError] { failures.withLock { $0 } }
 
@@ -62,7 +62,7 @@ final class FeedBranches: Sendable {
     /// recording has that branch.
     func fail(bin: String) -> FeedRecording? {
         state.withLock { m in
-            guard let hit = m.recordings.first(where: { $0.value.branchName == bin }) else { return nil }
+            guard let hit = m.recordings.first(where: { $0.value.owns(bin: bin) }) else { return nil }
             let (mid, recording) = (hit.key, hit.value)
             m.failed[mid] = recording.feedID
             Self.unfeed(mid, &m)
@@ -140,21 +140,21 @@ final class FeedBranches: Sendable {
             let userID = RecordingManifest.splitDisplay(display).0
             m.failed[mid] = nil
             let ext = kind.fileExtension
-            var name = "\(feed)-\(Self.safe(userID)).\(ext)"
-            var n = 2
-            // Never over a file already there: an earlier recording's (a resumed one, or the same folder reused).
-            while m.files.contains(name) || FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
-                name = "\(feed)-\(Self.safe(userID))-\(n).\(ext)"
-                n += 1
-            }
+            let name = Self.newName(feed: feed, userID: userID, ext: ext, in: directory, &m)
             do {
                 if let bin = m.discards.removeValue(forKey: mid) { pad.unlink(); pipeline.remove(bin) }
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
-                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix, onKeyMissing: config.onKeyMissing)
+                    source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
+                    onKeyMissing: config.onKeyMissing, logger: log,
+                    nextFile: { [directory] in
+                        self.state.withLock { m in directory.appendingPathComponent(Self.newName(feed: feed, userID: userID, ext: ext, in: directory, &m)) }
+                    },
+                    onFileFailure: { text, file in
+                        self.note(.init(time: Date(), feedID: feed, display: display, mid: mid, kind: kind.media, file: file.lastPathComponent, error: text))
+                    })
                 idle?.remove()
-                m.files.insert(name)
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
             } catch {
@@ -164,6 +164,19 @@ final class FeedBranches: Sendable {
                 discard(pad: pad, mid: mid, pipeline: pipeline, &m)
             }
         }
+    }
+
+    /// A file name for `feed` that no file of this recording has had, reserved: never over a file
+    /// already there (an earlier recording's, a resumed one, or the same folder reused).
+    private static func newName(feed: Int64, userID: String, ext: String, in directory: URL, _ m: inout Map) -> String {
+        var name = "\(feed)-\(safe(userID)).\(ext)"
+        var n = 2
+        while m.files.contains(name) || FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+            name = "\(feed)-\(safe(userID))-\(n).\(ext)"
+            n += 1
+        }
+        m.files.insert(name)
+        return name
     }
 
     /// A stream the recorder does not write still needs a sink, or it stalls the session.

@@ -2,11 +2,13 @@ import FrameCrypto
 import Foundation
 import GStreamerKit
 import Janus
+import Logging
 import Synchronization
 
 /// One track of one publisher being written, decrypted and not transcoded: audio to
-/// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.mkv` (H.264 only). The branch after webrtcbin,
-/// its decryption, counters and times.
+/// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.mkv` (H.264 only; a caps change mid-call
+/// continues in a new file, see `VideoFiles`). The branch after webrtcbin, its decryption,
+/// counters and times.
 final class FeedRecording: Sendable {
     enum Kind: String, Sendable {
         /// An audio-only publisher's audio: Ogg Opus.
@@ -26,7 +28,8 @@ final class FeedRecording: Sendable {
     let feedID: Int64
     let display: String
     let mid: String
-    let file: URL
+    /// The first file (audio: the only one).
+    private let firstFile: URL
     /// The branch's name in the pipeline, which the path of its elements' errors carries.
     let branchName: String
     let stats = FrameStats()
@@ -37,10 +40,10 @@ final class FeedRecording: Sendable {
     private let bin: Bin
     /// Audio with `--mix`: the branch feeding the call's mix.
     private let mixInput: CallMix.Input?
-    /// Video: width and height from the written stream's caps, read at its first frame.
-    private let resolution = Resolution()
-    /// Running time of the first and last frame written, in seconds.
-    let mediaTimes = MediaTimes()
+    /// Video: the files written one after the other (one unless the caps changed).
+    private let videoFiles: VideoFiles?
+    /// Audio: running time of the first and last frame written, in seconds.
+    private let mediaTimes = MediaTimes()
     private let sinkPad: Pad
     private let probes: [PadProbe]
     private let finished: AsyncStream<Void>
@@ -49,18 +52,22 @@ final class FeedRecording: Sendable {
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
+    /// `nextFile` names each further video file; `onFileFailure` reports a video file that could
+    /// not follow the previous one (the track then stops, its files keep what was written).
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
-         onKeyMissing: (@Sendable (Int64) -> Void)? = nil) throws {
+         onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger,
+         nextFile: @escaping @Sendable () -> URL = { fatalError("video only") },
+         onFileFailure: @escaping @Sendable (String, URL) -> Void = { _, _ in }) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
         self.mid = mid
-        self.file = file
+        firstFile = file
         let description = try library.description(kind.pipeline, ["file": file.path])
         // Private from the start, and a name or folder that cannot be written fails here, for
-        // this feed only, before anything is linked.
-        try PrivateFiles.create(file, option: "the folder")
+        // this feed only, before anything is linked (video: VideoFiles creates its files).
+        if kind.isAudio { try PrivateFiles.create(file, option: "the folder") }
         branchName = "feed-\(feedID)-\(mid)"
         let bin: Bin
         do { bin = try pipeline.addBin(description: description, name: branchName) } catch {
@@ -69,21 +76,31 @@ final class FeedRecording: Sendable {
         }
         self.bin = bin
         // Whatever fails below takes the branch out again: no half-built branch, no empty file.
-        var mixInput: CallMix.Input?, complete = false
+        var mixInput: CallMix.Input?, videoFiles: VideoFiles?, complete = false
         defer {
             if !complete {
                 mixInput?.remove(from: pipeline)
                 pipeline.remove(bin)
-                try? FileManager.default.removeItem(at: file)
+                videoFiles?.remove()
+                for f in videoFiles?.all ?? [] { try? FileManager.default.removeItem(at: f.url) }
+                if kind.isAudio { try? FileManager.default.removeItem(at: file) }
             }
         }
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
         let open = try bin.element(named: "open").staticPad("src")
-        let fileSink = try bin.element(named: "file").staticPad("sink")
         let stats = self.stats, times = self.times
         let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
         self.keyFrames = keyFrames
+        let keyFramesReceived = self.keyFramesReceived
+        if kind == .video {
+            videoFiles = try VideoFiles(
+                source: try bin.staticPad("src"), first: file, pipeline: pipeline, library: library, branchName: branchName, logger: logger,
+                nextFile: nextFile,
+                mark: { .init(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0) },
+                onFinished: { done.yield(); done.finish() }, onFailure: onFileFailure)
+        }
+        self.videoFiles = videoFiles
         var probes = [
             kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times, onDrop: { reason in
                                if reason == .noKey { onKeyMissing?(feedID) }
@@ -92,14 +109,16 @@ final class FeedRecording: Sendable {
                                keyFrames?.request()
                                if reason == .noKey { onKeyMissing?(feedID) }
                            }),
-            fileSink.onEndOfStream { done.yield(); done.finish() },
         ]
-        // Bytes handed to the file sink (the muxer's rewrite of a header at the end counts again).
-        let bytesOut = BotMetrics.bytesWritten()
-        probes.append(fileSink.addBufferObserver { bytesOut.add($0.count) })
-        let mediaTimes = self.mediaTimes
-        probes.append(open.addTimedBufferObserver { _, pts in if let pts { mediaTimes.mark(pts) } })
-        if kind == .video {
+        if kind.isAudio {
+            let fileSink = try bin.element(named: "file").staticPad("sink")
+            probes.append(fileSink.onEndOfStream { done.yield(); done.finish() })
+            // Bytes handed to the file sink (the muxer's rewrite of a header at the end counts again).
+            let bytesOut = BotMetrics.bytesWritten()
+            probes.append(fileSink.addBufferObserver { bytesOut.add($0.count) })
+            let mediaTimes = self.mediaTimes
+            probes.append(open.addTimedBufferObserver { _, pts in if let pts { mediaTimes.mark(pts) } })
+        } else {
             let counter = keyFramesReceived
             probes.append(open.addBufferObserver { au in
                 if VideoFrame.containsIDR(au) { counter.increment() }
@@ -117,13 +136,6 @@ final class FeedRecording: Sendable {
             // because the avc depayloader outputs nothing before the first SPS/PPS.
             probes.append(try bin.staticPad("sink").addBufferObserver { _ in
                 if counter.value == 0 { keyFrames?.request() }
-            })
-            let written = try bin.element(named: "parse").staticPad("src"), resolution = self.resolution
-            probes.append(written.addKeyFrameStart())
-            probes.append(written.addBufferObserver { _ in
-                guard resolution.value == nil, let caps = written.caps,
-                      let w = capsInt("width", in: caps), let h = capsInt("height", in: caps) else { return }
-                resolution.set(width: w, height: h)
             })
         }
         if let tap {
@@ -156,17 +168,42 @@ final class FeedRecording: Sendable {
         }
         mixInput?.remove(from: pipeline)
         pipeline.remove(bin)
+        videoFiles?.remove()
     }
 
-    var entry: RecordingManifest.Feed {
+    /// The file being written now.
+    var file: URL { videoFiles?.current?.url ?? firstFile }
+
+    /// Whether the pipeline child `name` belongs to this track (its branch or one of its files).
+    func owns(bin name: String) -> Bool { name == branchName || videoFiles?.owns(bin: name) == true }
+
+    /// One manifest entry per file: audio has one; video one more after each caps change, the
+    /// track's counters split between them at the change.
+    var entries: [RecordingManifest.Feed] {
         let (userID, name) = RecordingManifest.splitDisplay(display)
-        return RecordingManifest.Feed(
-            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
-            file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
-            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot, keyFrameRequests: keyFrames?.sent,
-            keyFrames: kind == .video ? keyFramesReceived.value : nil,
-            width: resolution.value?.width, height: resolution.value?.height,
-            firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last)
+        let left = leftAt.withLock { $0 }
+        guard let files = videoFiles?.all, !files.isEmpty else {
+            return [RecordingManifest.Feed(
+                feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
+                file: firstFile.lastPathComponent, joined: joinedAt, left: left,
+                firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot,
+                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last)]
+        }
+        let now = VideoFiles.Mark(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0)
+        let zero = VideoFiles.Mark(time: joinedAt, frames: .zero, keyFrames: 0, keyFrameRequests: 0)
+        return files.enumerated().map { i, f in
+            let start = f.start ?? zero, end = f.end.withLock { $0 }
+            let upTo = end ?? now
+            return RecordingManifest.Feed(
+                feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
+                file: f.url.lastPathComponent, joined: f.start?.time ?? joinedAt, left: end?.time ?? left,
+                firstFrame: f.start == nil ? times.firstDate : f.start?.time, lastFrame: end?.time ?? times.lastDate,
+                frames: upTo.frames - start.frames, keyFrameRequests: upTo.keyFrameRequests - start.keyFrameRequests,
+                keyFrames: upTo.keyFrames - start.keyFrames,
+                width: f.resolution.value?.width, height: f.resolution.value?.height,
+                firstMediaTime: f.mediaTimes.first, lastMediaTime: f.mediaTimes.last,
+                continues: i > 0 ? files[i - 1].url.lastPathComponent : nil, cause: f.cause)
+        }
     }
 }
 
@@ -197,7 +234,7 @@ final class Counter: Sendable {
     var value: Int { count.load(ordering: .relaxed) }
 }
 
-/// A video track's resolution, set once from a streaming thread.
+/// A video file's resolution, set from a streaming thread.
 final class Resolution: Sendable {
     private let state = Mutex<(width: Int, height: Int)?>(nil)
     func set(width: Int, height: Int) { state.withLock { $0 = (width, height) } }

@@ -40,12 +40,17 @@ public struct RecordingManifest: Codable, Sendable {
         /// Why this track stopped being written before the feed left (the file keeps what was
         /// written until then); nil if it was not cut short.
         public var error: String? = nil
+        /// Video: the file this one continues without a gap, because the stream's caps changed
+        /// (Matroska keeps one picture size and one SPS/PPS per file); nil for a track's first file.
+        public var continues: String? = nil
+        /// Why the track went on in this file, e.g. "picture size changed from 640x360 to 320x180".
+        public var cause: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
-            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error
+            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, continues, cause
         }
     }
 

@@ -217,7 +217,7 @@ actor RoomRecording {
         timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
         let done = branches.detach(feed: p.id)
         for r in done { await r.finish(in: media.pipeline) }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.map(\.entry))
+        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.flatMap(\.entries))
         writeManifest()
     }
 
@@ -342,7 +342,7 @@ actor RoomRecording {
                 for r in live { group.addTask { await r.finish(in: media.pipeline) } }
             }
         }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.map(\.entry))
+        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.flatMap(\.entries))
     }
 }
 

@@ -3,7 +3,7 @@ import GStreamerKit
 import Logging
 
 /// Puts each publisher's video and audio track files into `<feedId>-<userId>.mkv` once it
-/// leaves (or the recording stops).
+/// leaves (or the recording stops), if its video is in one file.
 struct TrackRemux {
     let library: PipelineLibrary
     let directory: URL
@@ -14,6 +14,13 @@ struct TrackRemux {
     func merge(_ entries: [RecordingManifest.Feed]) async -> [RecordingManifest.Feed] {
         var out = entries
         for feed in Set(entries.map(\.feedID)) {
+            // Video in several files (its caps changed mid-call): one Matroska track cannot hold
+            // them, so the files stay apart; the manifest's media times line them up.
+            let videoFiles = out.filter { $0.feedID == feed && $0.file.hasSuffix(".video.mkv") }
+            guard videoFiles.count <= 1 else {
+                logger.info("feed \(feed): video in \(videoFiles.count) files (its format changed mid-call), audio apart; the manifest's media times line them up")
+                continue
+            }
             guard let v = out.firstIndex(where: { $0.feedID == feed && $0.file.hasSuffix(".video.mkv") }),
                   let a = out.firstIndex(where: { $0.feedID == feed && $0.file.hasSuffix(".audio.mka") }) else { continue }
             let name = String(out[v].file.dropLast(".video.mkv".count)) + ".mkv"
