@@ -1,0 +1,181 @@
+'use strict';
+const params = new URLSearchParams(location.search);
+const room = Number(params.get('room'));
+const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
+const watchSeconds = Number(params.get('seconds') || '15');
+
+const result = {
+  phase: 'start', errors: [], feed: null,
+  video: { frames: 0, opened: 0, failed: 0, failedAfterKeyframe: 0, keyframesOpened: 0, slicesOpened: 0,
+           firstRtpTimestamp: null, lastRtpTimestamp: null, failReasons: {} },
+  audio: { frames: 0, opened: 0, failed: 0, failReasons: {} },
+  stats: { video: null, audio: null },
+};
+function note(msg) { console.log('[ecall-page] ' + msg); }
+function fail(msg) { result.errors.push(String(msg)); note('error: ' + msg); }
+
+// --- janus-protocol over WebSocket -------------------------------------------------------
+let ws, sessionId, handleId;
+const pending = new Map();
+const events = [];
+let eventWaiter = null;
+function tx() { return Math.random().toString(36).slice(2); }
+function send(msg, wantSuccess = true) {
+  const transaction = tx();
+  msg.transaction = transaction;
+  if (sessionId) msg.session_id = sessionId;
+  ws.send(JSON.stringify(msg));
+  if (!wantSuccess) return Promise.resolve();
+  return new Promise((resolve, reject) => pending.set(transaction, { resolve, reject }));
+}
+function nextEvent(pred) {
+  return new Promise((resolve) => {
+    const i = events.findIndex(pred);
+    if (i >= 0) { resolve(events.splice(i, 1)[0]); return; }
+    eventWaiter = { pred, resolve };
+  });
+}
+function onMessage(ev) {
+  const m = JSON.parse(ev.data);
+  if (m.janus === 'ack') return;
+  const p = pending.get(m.transaction);
+  if (p && (m.janus === 'success' || m.janus === 'error')) {
+    pending.delete(m.transaction);
+    if (m.janus === 'error') p.reject(new Error(JSON.stringify(m.error))); else p.resolve(m);
+    return;
+  }
+  if (m.janus === 'event' || m.janus === 'hangup' || m.janus === 'webrtcup' || m.janus === 'media') {
+    if (m.janus === 'hangup') fail('janus hangup: ' + m.reason);
+    if (eventWaiter && eventWaiter.pred(m)) { const w = eventWaiter; eventWaiter = null; w.resolve(m); }
+    else events.push(m);
+  }
+}
+
+// --- ECall frame transforms ----------------------------------------------------------------
+function countReason(map, e) { const k = (e && e.message) || String(e) || 'decrypt'; map[k] = (map[k] || 0) + 1; }
+function rtpTimestamp(frame) {
+  const md = frame.getMetadata ? frame.getMetadata() : {};
+  return md.rtpTimestamp !== undefined ? md.rtpTimestamp : frame.timestamp;
+}
+function videoTransform(key) {
+  const v = result.video;
+  let sawKeyframe = false;
+  return new TransformStream({
+    async transform(frame, controller) {
+      v.frames++;
+      const ts = rtpTimestamp(frame) >>> 0;
+      if (v.firstRtpTimestamp === null) v.firstRtpTimestamp = ts;
+      v.lastRtpTimestamp = ts;
+      try {
+        const opened = await ECall.openVideo(key, new Uint8Array(frame.data));
+        frame.data = opened.data.buffer;
+        v.opened++;
+        v.slicesOpened += opened.slices;
+        if (opened.idr) { v.keyframesOpened++; sawKeyframe = true; }
+        controller.enqueue(frame);
+      } catch (e) {
+        v.failed++;
+        if (sawKeyframe) v.failedAfterKeyframe++;
+        countReason(v.failReasons, e);
+      }
+    },
+  });
+}
+function audioTransform(key) {
+  const a = result.audio;
+  return new TransformStream({
+    async transform(frame, controller) {
+      a.frames++;
+      try {
+        frame.data = (await ECall.openAudio(key, new Uint8Array(frame.data))).buffer;
+        a.opened++;
+        controller.enqueue(frame);
+      } catch (e) { a.failed++; countReason(a.failReasons, e); }
+    },
+  });
+}
+
+async function collectStats(pc) {
+  const report = await pc.getStats();
+  report.forEach((s) => {
+    if (s.type !== 'inbound-rtp') return;
+    const pick = (keys) => Object.fromEntries(keys.filter((k) => s[k] !== undefined).map((k) => [k, s[k]]));
+    if (s.kind === 'video') {
+      result.stats.video = pick(['framesReceived', 'framesDecoded', 'keyFramesDecoded', 'framesDropped', 'freezeCount',
+        'totalFreezesDuration', 'pliCount', 'firCount', 'nackCount', 'packetsReceived', 'packetsLost', 'frameWidth', 'frameHeight']);
+    } else if (s.kind === 'audio') {
+      result.stats.audio = pick(['packetsReceived', 'packetsLost', 'totalSamplesReceived', 'concealedSamples', 'audioLevel']);
+    }
+  });
+}
+
+async function post() {
+  await fetch('/result', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) });
+}
+
+async function main() {
+  const key = await ECall.importKey(params.get('key'));
+  // Without a media permission Chromium does not enumerate local addresses for ICE (only the
+  // default route's, and there is no route in the namespace): take the fake camera, keep it.
+  window.keepPermission = await navigator.mediaDevices.getUserMedia({ audio: true, video: true });
+  ws = new WebSocket(janusURL, 'janus-protocol');
+  ws.onmessage = onMessage;
+  await new Promise((res, rej) => { ws.onopen = res; ws.onerror = () => rej(new Error('websocket to ' + janusURL + ' failed')); });
+  sessionId = (await send({ janus: 'create' })).data.id;
+  setInterval(() => send({ janus: 'keepalive' }, false), 25000);
+  handleId = (await send({ janus: 'attach', plugin: 'janus.plugin.videoroom' })).data.id;
+  const message = (body, jsep) => send(Object.assign({ janus: 'message', handle_id: handleId, body }, jsep ? { jsep } : {}), false);
+
+  result.phase = 'waiting for a publisher';
+  let feed = null;
+  for (let i = 0; i < 600 && feed === null; i++) {
+    const r = await send({ janus: 'message', handle_id: handleId, body: { request: 'listparticipants', room } });
+    const parts = (r.plugindata && r.plugindata.data && r.plugindata.data.participants) || [];
+    const pub = parts.find((p) => p.publisher);
+    if (pub) feed = pub.id; else await new Promise((res) => setTimeout(res, 100));
+  }
+  if (feed === null) throw new Error('no publisher in room ' + room);
+  result.feed = feed;
+
+  result.phase = 'subscribing';
+  await message({ request: 'join', ptype: 'subscriber', room, streams: [{ feed }], use_msid: true });
+  const offerEvent = await nextEvent((m) => m.jsep && m.jsep.type === 'offer');
+
+  const pc = new RTCPeerConnection({ encodedInsertableStreams: true, bundlePolicy: 'max-bundle' });
+  pc.ontrack = (ev) => {
+    const streams = ev.receiver.createEncodedStreams();
+    const t = ev.track.kind === 'video' ? videoTransform(key) : audioTransform(key);
+    streams.readable.pipeThrough(t).pipeTo(streams.writable).catch((e) => fail('pipe: ' + e));
+    const el = document.getElementById(ev.track.kind === 'video' ? 'v' : 'a');
+    el.srcObject = new MediaStream([ev.track]);
+    el.play().catch(() => {});
+  };
+  pc.onicecandidate = (ev) => {
+    note('local candidate ' + (ev.candidate ? ev.candidate.candidate : 'end'));
+    send({ janus: 'trickle', handle_id: handleId, candidate: ev.candidate ? ev.candidate : { completed: true } }, false);
+  };
+  pc.onconnectionstatechange = () => note('connection ' + pc.connectionState);
+  pc.oniceconnectionstatechange = () => note('ice ' + pc.iceConnectionState);
+  await pc.setRemoteDescription(offerEvent.jsep);
+  const answer = await pc.createAnswer();
+  await pc.setLocalDescription(answer);
+  await message({ request: 'start' }, { type: answer.type, sdp: answer.sdp });
+
+  result.phase = 'watching';
+  const until = Date.now() + watchSeconds * 1000;
+  while (Date.now() < until) {
+    await new Promise((res) => setTimeout(res, 1000));
+    await collectStats(pc);
+    note(JSON.stringify({ v: result.video.opened, vf: result.video.failed, a: result.audio.opened, dec: result.stats.video && result.stats.video.framesDecoded }));
+  }
+  await collectStats(pc);
+  result.phase = 'done';
+  pc.close();
+  ws.close();
+}
+
+main().catch((e) => { fail(e && e.stack ? e.stack : e); })
+  .finally(async () => {
+    try { await post(); } catch (e) { note('post failed: ' + e); }
+    document.title = 'done';
+  });
