@@ -29,6 +29,22 @@ const ECall = {
     return new Uint8Array(plain);
   },
 
+  // Seals one audio frame with the given 12-byte nonce (test vectors: compare bytes with Swift).
+  async sealAudio(key, plain, nonce) {
+    const ct = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce }, key, plain));
+    const out = new Uint8Array(1 + 12 + ct.length);
+    out[0] = 0xff; out.set(nonce, 1); out.set(ct, 13);
+    return out;
+  },
+
+  // Seals one slice NAL (header and next byte clear) with the given nonce.
+  async sealSlice(key, nal, nonce) {
+    const ct = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce }, key, nal.subarray(2)));
+    const out = new Uint8Array(2 + 12 + ct.length);
+    out.set(nal.subarray(0, 2)); out.set(nonce, 2); out.set(ct, 14);
+    return out;
+  },
+
   // NAL units of an Annex-B access unit: [{prefixStart, start, end}], `start` at the NAL header.
   // A zero right before `00 00 01` belongs to the 4-byte start code, not to the previous NAL.
   nalUnits(data) {
