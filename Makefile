@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test bench bench-load soak fuzz clean
+.PHONY: deps build demo test test-chromium bench bench-load soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -20,6 +20,13 @@ test: build
 	scripts/schemathesis-venv
 	swift build --build-tests
 	SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build
+	$(MAKE) test-chromium
+
+# Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, then Chromium
+# subscribed to `sfubot play --test-pattern` (Tests/Chromium/README.md).
+test-chromium: build
+	Tests/Chromium/run-vectors
+	scripts/in-netns Tests/Chromium/run-subscriber
 
 bench: deps
 	swift build -c release --product sfubot-bench

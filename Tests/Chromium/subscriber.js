@@ -52,7 +52,7 @@ function onMessage(ev) {
 }
 
 // --- ECall frame transforms ----------------------------------------------------------------
-function countReason(map, e) { const k = (e && e.message) || String(e) || 'decrypt'; map[k] = (map[k] || 0) + 1; }
+function countReason(map, e) { const k = (e && (e.message || e.name)) || String(e); map[k] = (map[k] || 0) + 1; }
 function rtpTimestamp(frame) {
   const md = frame.getMetadata ? frame.getMetadata() : {};
   return md.rtpTimestamp !== undefined ? md.rtpTimestamp : frame.timestamp;
@@ -166,7 +166,7 @@ async function main() {
   while (Date.now() < until) {
     await new Promise((res) => setTimeout(res, 1000));
     await collectStats(pc);
-    note(JSON.stringify({ v: result.video.opened, vf: result.video.failed, a: result.audio.opened, dec: result.stats.video && result.stats.video.framesDecoded }));
+    note(JSON.stringify({ v: result.video.opened, vf: result.video.failed, a: result.audio.opened, dec: result.stats.video && result.stats.video.framesDecoded, fc: result.stats.video && result.stats.video.freezeCount }));
   }
   await collectStats(pc);
   result.phase = 'done';
