@@ -22,11 +22,15 @@ test: build
 	SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build
 	$(MAKE) test-chromium
 
-# Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, then Chromium
-# subscribed to `sfubot play --test-pattern` (Tests/Chromium/README.md).
+# Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed
+# to `sfubot play --test-pattern`, and Chromium publishing to `sfubot record` with the key, another
+# key and no transform (Tests/Chromium/README.md).
 test-chromium: build
 	Tests/Chromium/run-vectors
 	scripts/in-netns Tests/Chromium/run-subscriber
+	scripts/in-netns Tests/Chromium/run-publisher
+	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 
 bench: deps
 	swift build -c release --product sfubot-bench

@@ -45,6 +45,49 @@ const ECall = {
     return out;
   },
 
+  // Seals one audio frame with a fresh random nonce (ECALL-WIRE §2).
+  async sealAudioRandom(key, plain) {
+    return ECall.sealAudio(key, plain, crypto.getRandomValues(new Uint8Array(12)));
+  },
+
+  // Whether sealed slice bytes (from the clear second byte on) would break Annex-B framing:
+  // a 00 00 00 or 00 00 01 inside, or a trailing 00 (taken as part of the next start code).
+  breaksAnnexB(b) {
+    for (let i = 0; i + 2 < b.length; i++) if (b[i] === 0 && b[i + 1] === 0 && b[i + 2] <= 1) return true;
+    return b.length > 0 && b[b.length - 1] === 0;
+  },
+
+  // Seals every slice of an Annex-B access unit as a phone does, re-sealing with a fresh nonce
+  // until no start code forms (ECALL-WIRE §3). SPS, PPS, SEI, AUD stay clear.
+  async sealVideo(key, data) {
+    const units = ECall.nalUnits(data);
+    if (units.length === 0) throw new Error('no_start_code');
+    const parts = [];
+    let cursor = 0;
+    for (const u of units) {
+      const type = data[u.start] & 0x1f;
+      parts.push(data.subarray(cursor, u.start));
+      const nal = data.subarray(u.start, u.end);
+      if ((type === 1 || type === 5) && nal.length >= 2) {
+        let sealed = null;
+        for (let t = 0; t < 16 && sealed === null; t++) {
+          const s = await ECall.sealSlice(key, nal, crypto.getRandomValues(new Uint8Array(12)));
+          if (!ECall.breaksAnnexB(s.subarray(1))) sealed = s;
+        }
+        if (sealed === null) throw new Error('seal_failed');
+        parts.push(sealed);
+      } else {
+        parts.push(nal);
+      }
+      cursor = u.end;
+    }
+    parts.push(data.subarray(cursor));
+    const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+    let o = 0;
+    for (const p of parts) { out.set(p, o); o += p.length; }
+    return out;
+  },
+
   // NAL units of an Annex-B access unit: [{prefixStart, start, end}], `start` at the NAL header.
   // A zero right before `00 00 01` belongs to the 4-byte start code, not to the previous NAL.
   nalUnits(data) {

@@ -14,43 +14,6 @@ const result = {
 function note(msg) { console.log('[ecall-page] ' + msg); }
 function fail(msg) { result.errors.push(String(msg)); note('error: ' + msg); }
 
-// --- janus-protocol over WebSocket -------------------------------------------------------
-let ws, sessionId, handleId;
-const pending = new Map();
-const events = [];
-let eventWaiter = null;
-function tx() { return Math.random().toString(36).slice(2); }
-function send(msg, wantSuccess = true) {
-  const transaction = tx();
-  msg.transaction = transaction;
-  if (sessionId) msg.session_id = sessionId;
-  ws.send(JSON.stringify(msg));
-  if (!wantSuccess) return Promise.resolve();
-  return new Promise((resolve, reject) => pending.set(transaction, { resolve, reject }));
-}
-function nextEvent(pred) {
-  return new Promise((resolve) => {
-    const i = events.findIndex(pred);
-    if (i >= 0) { resolve(events.splice(i, 1)[0]); return; }
-    eventWaiter = { pred, resolve };
-  });
-}
-function onMessage(ev) {
-  const m = JSON.parse(ev.data);
-  if (m.janus === 'ack') return;
-  const p = pending.get(m.transaction);
-  if (p && (m.janus === 'success' || m.janus === 'error')) {
-    pending.delete(m.transaction);
-    if (m.janus === 'error') p.reject(new Error(JSON.stringify(m.error))); else p.resolve(m);
-    return;
-  }
-  if (m.janus === 'event' || m.janus === 'hangup' || m.janus === 'webrtcup' || m.janus === 'media') {
-    if (m.janus === 'hangup') fail('janus hangup: ' + m.reason);
-    if (eventWaiter && eventWaiter.pred(m)) { const w = eventWaiter; eventWaiter = null; w.resolve(m); }
-    else events.push(m);
-  }
-}
-
 // --- ECall frame transforms ----------------------------------------------------------------
 function countReason(map, e) { const k = (e && (e.message || e.name)) || String(e); map[k] = (map[k] || 0) + 1; }
 function rtpTimestamp(frame) {
@@ -118,18 +81,14 @@ async function main() {
   // Without a media permission Chromium does not enumerate local addresses for ICE (only the
   // default route's, and there is no route in the namespace): take the fake camera, keep it.
   window.keepPermission = await navigator.mediaDevices.getUserMedia({ audio: true, video: true });
-  ws = new WebSocket(janusURL, 'janus-protocol');
-  ws.onmessage = onMessage;
-  await new Promise((res, rej) => { ws.onopen = res; ws.onerror = () => rej(new Error('websocket to ' + janusURL + ' failed')); });
-  sessionId = (await send({ janus: 'create' })).data.id;
-  setInterval(() => send({ janus: 'keepalive' }, false), 25000);
-  handleId = (await send({ janus: 'attach', plugin: 'janus.plugin.videoroom' })).data.id;
-  const message = (body, jsep) => send(Object.assign({ janus: 'message', handle_id: handleId, body }, jsep ? { jsep } : {}), false);
+  const janus = new JanusClient(janusURL);
+  janus.onHangup = (reason) => fail('janus hangup: ' + reason);
+  await janus.connect();
 
   result.phase = 'waiting for a publisher';
   let feed = null;
   for (let i = 0; i < 600 && feed === null; i++) {
-    const r = await send({ janus: 'message', handle_id: handleId, body: { request: 'listparticipants', room } });
+    const r = await janus.request({ janus: 'message', body: { request: 'listparticipants', room } });
     const parts = (r.plugindata && r.plugindata.data && r.plugindata.data.participants) || [];
     const pub = parts.find((p) => p.publisher);
     if (pub) feed = pub.id; else await new Promise((res) => setTimeout(res, 100));
@@ -138,8 +97,8 @@ async function main() {
   result.feed = feed;
 
   result.phase = 'subscribing';
-  await message({ request: 'join', ptype: 'subscriber', room, streams: [{ feed }], use_msid: true });
-  const offerEvent = await nextEvent((m) => m.jsep && m.jsep.type === 'offer');
+  janus.message({ request: 'join', ptype: 'subscriber', room, streams: [{ feed }], use_msid: true });
+  const offerEvent = await janus.nextEvent((m) => m.jsep && m.jsep.type === 'offer');
 
   const pc = new RTCPeerConnection({ encodedInsertableStreams: true, bundlePolicy: 'max-bundle' });
   pc.ontrack = (ev) => {
@@ -152,14 +111,14 @@ async function main() {
   };
   pc.onicecandidate = (ev) => {
     note('local candidate ' + (ev.candidate ? ev.candidate.candidate : 'end'));
-    send({ janus: 'trickle', handle_id: handleId, candidate: ev.candidate ? ev.candidate : { completed: true } }, false);
+    janus.trickle(ev.candidate);
   };
   pc.onconnectionstatechange = () => note('connection ' + pc.connectionState);
   pc.oniceconnectionstatechange = () => note('ice ' + pc.iceConnectionState);
   await pc.setRemoteDescription(offerEvent.jsep);
   const answer = await pc.createAnswer();
   await pc.setLocalDescription(answer);
-  await message({ request: 'start' }, { type: answer.type, sdp: answer.sdp });
+  janus.message({ request: 'start' }, { type: answer.type, sdp: answer.sdp });
 
   result.phase = 'watching';
   const until = Date.now() + watchSeconds * 1000;
@@ -171,7 +130,7 @@ async function main() {
   await collectStats(pc);
   result.phase = 'done';
   pc.close();
-  ws.close();
+  janus.close();
 }
 
 main().catch((e) => { fail(e && e.stack ? e.stack : e); })
