@@ -5,6 +5,9 @@ const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
 const seconds = Number(params.get('seconds') || '15');
 const keyHex = params.get('key');
 const display = params.get('display') || '7:Chromium';
+// resize=S: after S seconds the encoder halves the picture size, as libwebrtc does by itself
+// when bandwidth or CPU drops (issue 13, bug 1).
+const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
 
 const result = { phase: 'start', errors: [], feed: null, codec: null,
   video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
@@ -61,9 +64,18 @@ async function main() {
   await pc.setRemoteDescription(answer.jsep);
 
   result.phase = 'publishing';
-  const until = Date.now() + seconds * 1000;
+  const started = Date.now();
+  const until = started + seconds * 1000;
+  const videoSender = pc.getSenders().find((s) => s.track && s.track.kind === 'video');
   while (Date.now() < until) {
     await new Promise((res) => setTimeout(res, 1000));
+    if (resizeAfter !== null && !result.resizedAt && Date.now() - started >= resizeAfter * 1000) {
+      const p = videoSender.getParameters();
+      p.encodings[0].scaleResolutionDownBy = 2;
+      await videoSender.setParameters(p);
+      result.resizedAt = result.video.sealed;
+      note('resized after frame ' + result.resizedAt);
+    }
     note(JSON.stringify({ v: result.video.sealed, a: result.audio.sealed, vf: result.video.failed }));
   }
   const report = await pc.getStats();
