@@ -28,6 +28,7 @@ test: build
 test-chromium: build
 	Tests/Chromium/run-vectors
 	scripts/in-netns Tests/Chromium/run-subscriber
+	MODE=audio-file scripts/in-netns Tests/Chromium/run-subscriber
 	scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher

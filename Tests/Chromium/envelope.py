@@ -1,6 +1,8 @@
 """Audio that survives a codec and can be recognised after it, without numpy.
    envelope.py make OUT.wav            a 20 s pattern: 440 Hz tone switched on/off per 100 ms by a
                                        fixed pseudo-random sequence (48 kHz mono s16)
+   envelope.py compare-json SRC.wav ENV.json   the same, with the recording's envelope already
+                                       made (20 ms RMS at 8 kHz, by the subscriber page)
    envelope.py compare SRC.wav REC.raw best normalised correlation of 20 ms RMS envelopes of the
                                        source (looped, as Chromium's fake microphone loops it) and
                                        a recording (raw s16le mono 8 kHz); prints it"""
@@ -27,11 +29,12 @@ def envelope(samples, rate):
     return [math.sqrt(sum(s * s for s in samples[i:i + n]) / n) for i in range(0, len(samples) - n + 1, n)]
 
 
-def compare(src, rec):
+def compare(src, rec, er=None):
     with wave.open(src) as w:
         s = array.array("h", w.readframes(w.getnframes()))
-    r = array.array("h", open(rec, "rb").read())
-    es, er = envelope(s[::6], 8000), envelope(r, 8000)
+    es = envelope(s[::6], 8000)
+    if er is None:
+        er = envelope(array.array("h", open(rec, "rb").read()), 8000)
     if len(er) < 50:
         print("0.0"); return
 
@@ -47,4 +50,14 @@ def compare(src, rec):
 
 
 if __name__ == "__main__":
-    make(sys.argv[2]) if sys.argv[1] == "make" else compare(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    elif sys.argv[1] == "compare-json":
+        import json
+        env = json.load(open(sys.argv[3])).get("audioEnvelope") or []
+        # Only the part with sound in it: before the first frame and after the last the page hears silence.
+        first = next((i for i, x in enumerate(env) if x > 100), len(env))
+        last = max((i for i, x in enumerate(env) if x > 100), default=0)
+        compare(sys.argv[2], None, env[first:last + 1])
+    else:
+        compare(sys.argv[2], sys.argv[3])

@@ -58,6 +58,24 @@ function audioTransform(key) {
   });
 }
 
+// The decoded audio as a 20 ms RMS envelope at 8 kHz (compared with the source by envelope.py).
+result.audioEnvelope = [];
+function captureEnvelope(track) {
+  const ctx = new AudioContext({ sampleRate: 8000 });
+  const source = ctx.createMediaStreamSource(new MediaStream([track]));
+  const node = ctx.createScriptProcessor(1024, 1, 1);
+  let sum = 0, n = 0;
+  node.onaudioprocess = (e) => {
+    for (const x of e.inputBuffer.getChannelData(0)) {
+      sum += x * x * 32767 * 32767; n++;
+      if (n === 160) { result.audioEnvelope.push(Math.sqrt(sum / n)); sum = 0; n = 0; }
+    }
+  };
+  source.connect(node);
+  node.connect(ctx.destination);
+  ctx.resume().catch(() => {});
+}
+
 async function collectStats(pc) {
   const report = await pc.getStats();
   report.forEach((s) => {
@@ -108,6 +126,7 @@ async function main() {
     const el = document.getElementById(ev.track.kind === 'video' ? 'v' : 'a');
     el.srcObject = new MediaStream([ev.track]);
     el.play().catch(() => {});
+    if (ev.track.kind === 'audio') captureEnvelope(ev.track);
   };
   pc.onicecandidate = (ev) => {
     note('local candidate ' + (ev.candidate ? ev.candidate.candidate : 'end'));
