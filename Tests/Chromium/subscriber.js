@@ -28,6 +28,8 @@ function videoTransform(key) {
       v.frames++;
       const ts = rtpTimestamp(frame) >>> 0;
       if (v.firstRtpTimestamp === null) v.firstRtpTimestamp = ts;
+      // The first frames' arrival: where a start-up freeze comes from (sender gap or receiver).
+      if (v.frames <= 12) (v.firstArrivals = v.firstArrivals || []).push([Math.round(performance.now()), (ts - v.firstRtpTimestamp) >>> 0, frame.type]);
       v.lastRtpTimestamp = ts;
       try {
         const opened = await ECall.openVideo(key, new Uint8Array(frame.data));
