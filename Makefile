@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-chromium bench bench-load soak fuzz clean
+.PHONY: deps build demo test test-chromium bench bench-chromium bench-load soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -36,6 +36,12 @@ test-chromium: build
 bench: deps
 	swift build -c release --product sfubot-bench
 	.build/release/sfubot-bench
+
+# CPU-s/s and PSS of headless Chromium's process tree publishing sealed audio for 30 s, next to
+# `sfubot play` (release) doing the same (Tests/Chromium/bench).
+bench-chromium: deps
+	swift build -c release --product sfubot
+	SFUBOT=.build/release/sfubot scripts/in-netns Tests/Chromium/bench
 
 # How many E2EE bots one core of sfubot carries, against the local Janus (prints figures).
 bench-load: deps

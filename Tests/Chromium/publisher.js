@@ -7,6 +7,7 @@ const keyHex = params.get('key');
 const display = params.get('display') || '7:Chromium';
 // resize=S: after S seconds the encoder halves the picture size, as libwebrtc does by itself
 // when bandwidth or CPU drops (issue 13, bug 1).
+const withVideo = params.get('video') !== '0';  // video=0: microphone only (bench)
 const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
 
 const result = { phase: 'start', errors: [], feed: null, codec: null,
@@ -35,7 +36,7 @@ async function main() {
   const media = await navigator.mediaDevices.getUserMedia({
     // No echo cancellation, noise suppression or gain control: the recording is compared with the file.
     audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false },
-    video: { width: 640, height: 360, frameRate: 10 } });
+    video: withVideo ? { width: 640, height: 360, frameRate: 10 } : false });
   const janus = new JanusClient(janusURL);
   janus.onHangup = (reason) => { if (result.phase !== 'done') fail('janus hangup: ' + reason); };  // after unpublish: expected
   await janus.connect();
@@ -61,14 +62,14 @@ async function main() {
   }
   const offer = await pc.createOffer();
   await pc.setLocalDescription(offer);
-  janus.message({ request: 'configure', audio: true, video: true, videocodec: 'h264' }, { type: offer.type, sdp: offer.sdp });
+  janus.message({ request: 'configure', audio: true, video: withVideo, videocodec: 'h264' }, { type: offer.type, sdp: offer.sdp });
   const answer = await janus.nextEvent((m) => m.jsep && m.jsep.type === 'answer');
   await pc.setRemoteDescription(answer.jsep);
 
   result.phase = 'publishing';
   const started = Date.now();
   const until = started + seconds * 1000;
-  const videoSender = pc.getSenders().find((s) => s.track && s.track.kind === 'video');
+  const videoSender = withVideo ? pc.getSenders().find((s) => s.track && s.track.kind === 'video') : null;
   while (Date.now() < until) {
     await new Promise((res) => setTimeout(res, 1000));
     if (resizeAfter !== null && !result.resizedAt && Date.now() - started >= resizeAfter * 1000) {
