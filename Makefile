@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test bench bench-load soak fuzz clean
+.PHONY: deps build demo test test-chromium bench bench-chromium bench-load soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -22,10 +22,29 @@ test: build
 	@# The failures again at the end, where a CI log's tail shows them.
 	@set -o pipefail; SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build 2>&1 | tee .build/test.log \
 	  || { echo "── what failed:"; grep -E "✘|recorded an issue" .build/test.log | tail -30; exit 1; }
+	$(MAKE) test-chromium
+
+# Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed
+# to `sfubot play --test-pattern`, and Chromium publishing to `sfubot record` with the key, another
+# key and no transform (Tests/Chromium/README.md).
+test-chromium: build
+	Tests/Chromium/run-vectors
+	scripts/in-netns Tests/Chromium/run-subscriber
+	MODE=audio-file scripts/in-netns Tests/Chromium/run-subscriber
+	scripts/in-netns Tests/Chromium/run-publisher
+	MODE=resize scripts/in-netns Tests/Chromium/run-publisher
+	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 
 bench: deps
 	swift build -c release --product sfubot-bench
 	.build/release/sfubot-bench
+
+# CPU-s/s and PSS of headless Chromium's process tree publishing sealed audio for 30 s, next to
+# `sfubot play` (release) doing the same (Tests/Chromium/bench).
+bench-chromium: deps
+	swift build -c release --product sfubot
+	SFUBOT=.build/release/sfubot scripts/in-netns Tests/Chromium/bench
 
 # How many E2EE bots one core of sfubot carries, against the local Janus (prints figures).
 bench-load: deps

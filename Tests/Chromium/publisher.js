@@ -1,0 +1,101 @@
+'use strict';
+const params = new URLSearchParams(location.search);
+const room = Number(params.get('room'));
+const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
+const seconds = Number(params.get('seconds') || '15');
+const keyHex = params.get('key');
+const display = params.get('display') || '7:Chromium';
+// resize=S: after S seconds the encoder halves the picture size, as libwebrtc does by itself
+// when bandwidth or CPU drops (issue 13, bug 1).
+const withVideo = params.get('video') !== '0';  // video=0: microphone only (bench)
+const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
+
+const result = { phase: 'start', errors: [], feed: null, codec: null,
+  video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
+function note(msg) { console.log('[ecall-page] ' + msg); }
+function fail(msg) { result.errors.push(String(msg)); note('error: ' + msg); }
+
+function sealTransform(key, kind) {
+  const c = result[kind];
+  return new TransformStream({
+    async transform(frame, controller) {
+      c.frames++;
+      try {
+        const data = new Uint8Array(frame.data);
+        frame.data = (kind === 'video' ? await ECall.sealVideo(key, data) : await ECall.sealAudioRandom(key, data)).buffer;
+        if (kind === 'video' && frame.type === 'key') c.keyframes++;
+        c.sealed++;
+        controller.enqueue(frame);
+      } catch (e) { c.failed++; }  // never send a frame in the clear
+    },
+  });
+}
+
+async function main() {
+  const key = keyHex === 'none' ? null : await ECall.importKey(keyHex);
+  const media = await navigator.mediaDevices.getUserMedia({
+    // No echo cancellation, noise suppression or gain control: the recording is compared with the file.
+    audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false },
+    video: withVideo ? { width: 640, height: 360, frameRate: 10 } : false });
+  const janus = new JanusClient(janusURL);
+  janus.onHangup = (reason) => { if (result.phase !== 'done') fail('janus hangup: ' + reason); };  // after unpublish: expected
+  await janus.connect();
+  janus.message({ request: 'join', ptype: 'publisher', room, display });
+  const joined = await janus.nextEvent((m) => m.plugindata && m.plugindata.data && m.plugindata.data.videoroom === 'joined');
+  result.feed = joined.plugindata.data.id;
+
+  const pc = new RTCPeerConnection(key ? { encodedInsertableStreams: true, bundlePolicy: 'max-bundle' } : { bundlePolicy: 'max-bundle' });
+  pc.onicecandidate = (ev) => janus.trickle(ev.candidate);
+  pc.onconnectionstatechange = () => note('connection ' + pc.connectionState);
+  for (const track of media.getTracks()) {
+    const t = pc.addTransceiver(track, { direction: 'sendonly' });
+    if (track.kind === 'video') {
+      // ECall rooms take H.264; Chromium 156 here sends 42e01f, packetization-mode 1.
+      const h264 = RTCRtpSender.getCapabilities('video').codecs.filter((c) =>
+        c.mimeType === 'video/H264' && /profile-level-id=42e01f/.test(c.sdpFmtpLine || '') && /packetization-mode=1/.test(c.sdpFmtpLine || ''));
+      t.setCodecPreferences(h264);
+    }
+    if (key) {
+      const s = t.sender.createEncodedStreams();
+      s.readable.pipeThrough(sealTransform(key, track.kind)).pipeTo(s.writable).catch((e) => fail('pipe: ' + e));
+    }
+  }
+  const offer = await pc.createOffer();
+  await pc.setLocalDescription(offer);
+  janus.message({ request: 'configure', audio: true, video: withVideo, videocodec: 'h264' }, { type: offer.type, sdp: offer.sdp });
+  const answer = await janus.nextEvent((m) => m.jsep && m.jsep.type === 'answer');
+  await pc.setRemoteDescription(answer.jsep);
+
+  result.phase = 'publishing';
+  const started = Date.now();
+  const until = started + seconds * 1000;
+  const videoSender = withVideo ? pc.getSenders().find((s) => s.track && s.track.kind === 'video') : null;
+  while (Date.now() < until) {
+    await new Promise((res) => setTimeout(res, 1000));
+    if (resizeAfter !== null && !result.resizedAt && Date.now() - started >= resizeAfter * 1000) {
+      const p = videoSender.getParameters();
+      p.encodings[0].scaleResolutionDownBy = 2;
+      await videoSender.setParameters(p);
+      result.resizedAt = result.video.sealed;
+      note('resized after frame ' + result.resizedAt);
+    }
+    note(JSON.stringify({ v: result.video.sealed, a: result.audio.sealed, vf: result.video.failed }));
+  }
+  const report = await pc.getStats();
+  report.forEach((s) => {
+    if (s.type === 'outbound-rtp') result.stats[s.kind] = { framesEncoded: s.framesEncoded, framesSent: s.framesSent, packetsSent: s.packetsSent,
+      frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoderImplementation: s.encoderImplementation };
+    if (s.type === 'codec') result.codec = (result.codec ? result.codec + ' ' : '') + s.mimeType + ';' + (s.sdpFmtpLine || '');
+  });
+  result.phase = 'done';
+  janus.message({ request: 'unpublish' });
+  await new Promise((res) => setTimeout(res, 300));
+  pc.close();
+  janus.close();
+}
+
+main().catch((e) => fail(e && e.stack ? e.stack : e))
+  .finally(async () => {
+    try { await fetch('/result', { method: 'POST', body: JSON.stringify(result) }); } catch (e) { note('post failed: ' + e); }
+    document.title = 'done';
+  });
