@@ -39,6 +39,7 @@ test-chromium: build
 bench: deps
 	swift build -c release --product sfubot-bench
 	.build/release/sfubot-bench
+	$(MAKE) bench-chromium
 
 # CPU-s/s and PSS of headless Chromium's process tree publishing sealed audio for 30 s, next to
 # `sfubot play` (release) doing the same (Tests/Chromium/bench).
