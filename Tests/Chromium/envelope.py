@@ -1,6 +1,6 @@
-"""Audio that survives a codec and can be recognised after it, without numpy.
-   envelope.py make OUT.wav            a 20 s pattern: 440 Hz tone switched on/off per 100 ms by a
-                                       fixed pseudo-random sequence (48 kHz mono s16)
+"""Speech that can be recognised after a codec, without numpy.
+   envelope.py make OUT.wav            about 20 s of English speech from espeak-ng (Debian), made
+                                       offline, resampled to 48 kHz mono s16 by GStreamer
    envelope.py compare-json SRC.wav ENV.json   the same, with the recording's envelope already
                                        made (20 ms RMS at 8 kHz, by the subscriber page)
    envelope.py compare SRC.wav REC.raw best normalised correlation of 20 ms RMS envelopes of the
@@ -8,20 +8,25 @@
                                        a recording (raw s16le mono 8 kHz); prints it"""
 import array
 import math
-import random
+import os
+import subprocess
 import sys
 import wave
 
-RATE, SECONDS, UNIT = 48000, 20, 0.1
+# Pauses between words and sentences give the envelope its shape; no two seconds alike.
+TEXT = ("This is the end to end encrypted call bot speaking. Seven green boxes, forty two keys. "
+        "The quick brown fox jumps over the lazy dog, twice. Can you hear me now? "
+        "One, two, three. Every frame is sealed before it leaves, and opened when it comes back. "
+        "Numbers: eight hundred and nine, sixty, five.")
 
 
 def make(path):
-    rng = random.Random(13)
-    on = [rng.random() < 0.5 for _ in range(int(SECONDS / UNIT))]
-    samples = array.array("h", (int(12000 * math.sin(2 * math.pi * 440 * i / RATE)) if on[int(i / RATE / UNIT)] else 0
-                                for i in range(RATE * SECONDS)))
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1); w.setsampwidth(2); w.setframerate(RATE); w.writeframes(samples.tobytes())
+    raw = path + ".espeak.wav"
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", raw, TEXT], check=True)
+    subprocess.run(["gst-launch-1.0", "-q", "filesrc", f"location={raw}", "!", "wavparse", "!", "audioconvert", "!",
+                    "audioresample", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!", "wavenc", "!",
+                    "filesink", f"location={path}"], check=True)
+    os.remove(raw)
 
 
 def envelope(samples, rate):
