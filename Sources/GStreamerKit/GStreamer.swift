@@ -3,6 +3,7 @@ internal import CGStreamer
 /// Process-wide GStreamer setup.
 public enum GStreamer {
     private static let initialized: Bool = {
+        SRTPLibrary.preload()
         gst_init(nil, nil)
         return true
     }()

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Bot
 import Foundation
+import GStreamerKit
 import Janus
 import LoadTest
+import Logging
 import Telemetry
 
 struct Load: AsyncParsableCommand {
@@ -95,6 +97,10 @@ struct LoadRunCommand: AsyncParsableCommand {
         let library: PipelineLibrary
         do { library = try PipelineLibrary(directory: connection.pipelines) } catch { CLIFailure(error).exit() }
         if let media, !FileManager.default.isReadableFile(atPath: media) { CLIFailure(.inputNotFound(media)).exit() }
+        GStreamer.initialize()
+        // Per-packet cost depends on it: say which SRTP library the figures are made with.
+        if let srtp = SRTPLibrary.loaded { logger.info("SRTP: libsrtp2 built with OpenSSL (\(srtp))") }
+        else { logger.notice("SRTP: the system's libsrtp2 (\(SRTPLibrary.fallbackReason ?? "")); per-packet CPU is higher") }
         var plan: LoadPlan
         do {
             plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,
