@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 
 /// Per-sender keys (`--key-map FILE`): each sender seals with its own key, as PQSRTC's
@@ -68,6 +69,23 @@ public struct KeyMap: Sendable {
         guard let colon = display.firstIndex(of: ":") else { return display.isEmpty ? nil : display }
         let id = display[..<colon]
         return id.isEmpty ? nil : String(id)
+    }
+}
+
+extension KeyMap {
+    /// `load --per-sender-keys`: one key per sender, derived from the run's call key
+    /// (HKDF-SHA256, info "sfubot per-sender key <id>"), so every shard of a run, each its own
+    /// process, derives the same map. Index 0 each.
+    public static func derived(from callKey: CallKey, senders ids: [String]) -> KeyMap {
+        KeyMap(senders: Dictionary(uniqueKeysWithValues: ids.map { id in
+            let bytes = HKDF<SHA256>.deriveKey(inputKeyMaterial: callKey.symmetricKey, info: Data("sfubot per-sender key \(id)".utf8), outputByteCount: 32)
+            return (id, [0: bytes.withUnsafeBytes { try! CallKey(bytes: $0) }])  // 32 bytes: cannot fail
+        }))
+    }
+
+    /// The same map with cipher pools of its own (see `CallKey.withOwnCiphers`).
+    public func withOwnCiphers() -> KeyMap {
+        KeyMap(senders: senders.mapValues { s in Dictionary(uniqueKeysWithValues: s.keys.map { ($0.index, $0.key.withOwnCiphers()) }) })
     }
 }
 

@@ -30,6 +30,11 @@ extension MediaScene {
         #expect(entry.from >= before && entry.from <= Date().timeIntervalSince1970)
     }
 
+    @Test func perSenderKeysNeedACallKey() async throws {
+        let r = try await CLITests.run(["load", "--janus", Scene.janusURL!, "--room", "1", "--no-e2ee", "--per-sender-keys"])
+        #expect(r.status == 64 && r.err.contains("--per-sender-keys derives"), "\(r.err)")
+    }
+
     @Test func aKeyLogOthersCanReadIsRefused() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("keylog-open")

@@ -156,6 +156,16 @@ import Testing
         }
     }
 
+    /// Every shard of a load run derives the same map; every sender's key differs.
+    @Test func derivedMapIsDeterministicAndDistinct() {
+        let call = CallKey.random()
+        let a = KeyMap.derived(from: call, senders: ["p0", "p1"]), b = KeyMap.derived(from: call, senders: ["p0", "p1"])
+        #expect(a.senders["p0"]?.newest?.exportedHex == b.senders["p0"]?.newest?.exportedHex)
+        #expect(a.senders["p0"]?.newest?.exportedHex != a.senders["p1"]?.newest?.exportedHex)
+        #expect(a.senders["p0"]?.newest?.exportedHex != call.exportedHex)
+        #expect(a.senders["p1"]?.keys.map(\.index) == [0])
+    }
+
     @Test func participantIDIsBeforeTheFirstColon() {
         #expect(KeyMap.participantID(display: "123:Ann:x") == "123")
         #expect(KeyMap.participantID(display: ":Ann") == nil)
