@@ -36,6 +36,7 @@ public final class KeyLog: Sendable {
     public let path: String
     private let fd: Int32
     private let lock = Mutex(())
+    private let warnedOfFailure = Atomic<Bool>(false)
 
     /// Opens `path` for appending, creating it with mode 0600. Refuses a file that is not a
     /// regular file of ours or that group or others can access: the log holds keys.
@@ -65,9 +66,15 @@ public final class KeyLog: Sendable {
         encoder.outputFormatting = [.sortedKeys]
         guard var line = try? encoder.encode(entry) else { return false }
         line.append(0x0A)
-        return lock.withLock { _ in
-            line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) == $0.count }
+        let (written, error) = lock.withLock { _ in
+            line.withUnsafeBytes { ($0.count == write(fd, $0.baseAddress, $0.count), errno) }
         }
+        // A key missing from the log makes part of a capture undecryptable later: say so, once
+        // (FrameCrypto has no logger; the path is the user's, no key is printed).
+        if !written, !warnedOfFailure.exchange(true, ordering: .relaxed) {
+            FileHandle.standardError.write(Data("sfubot: warning: cannot append to key log \(path): \(String(cString: strerror(error)))\n".utf8))
+        }
+        return written
     }
 
     /// Appends `key` for `call`, in use from `from`.
