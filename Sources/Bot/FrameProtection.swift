@@ -3,12 +3,17 @@ package import Foundation
 package import GStreamerKit
 import Synchronization
 
-/// Whether media is sealed with the call key (ECall's E2EE) or sent as is.
+/// Whether media is sealed with the call key (ECall's E2EE), with each sender's own key, or
+/// sent as is.
 public enum FrameProtection: Sendable {
     case e2ee(KeyRing)
+    /// Receive side of per-sender keying: each feed is opened with its sender's keys, chosen
+    /// once when the feed is attached (never a map lookup per frame). A sender seals with
+    /// `.e2ee` holding its own newest key; sealing with `.perSender` drops every frame.
+    case perSender(KeyMap)
     case none
 
-    public var isEncrypted: Bool { if case .e2ee = self { true } else { false } }
+    public var isEncrypted: Bool { if case .none = self { false } else { true } }
 }
 
 /// A frame format of ECALL-WIRE: how a frame is sealed and opened, whole (audio) or per
@@ -121,6 +126,9 @@ extension Pad {
     package func attachSender<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats) -> PadProbe {
         switch protection {
         case .e2ee(let ring): return addFrameTransform(Sealer<F>(ring: ring, stats: stats))
+        // Whose key would it be? The caller resolves its own participant id to `.e2ee` first;
+        // an empty ring here fails closed (every frame dropped, counted as seal failures).
+        case .perSender: return addFrameTransform(Sealer<F>(ring: KeyRing(), stats: stats))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in
@@ -131,10 +139,17 @@ extension Pad {
     }
 
     /// Attaches the receive side: the opener, or a counter of frames passed through as is.
+    /// With per-sender keys the feed's sender is found by `display` (`<participantId>:<name>`)
+    /// or `feedID`, and `openedBy` counts which of its key indexes opened each frame.
     package func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
+                                        display: String = "", feedID: Int64? = nil, openedBy: KeyIndexCounts? = nil,
                                         onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
         switch protection {
         case .e2ee(let ring): return addFrameTransform(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
+        case .perSender(let map):
+            let sender = map.keys(display: display, feedID: feedID)
+            return addFrameTransform(SenderOpener<F>(
+                sender: sender, counts: openedBy ?? KeyIndexCounts(sender), stats: stats, times: times, onDrop: onDrop))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in

@@ -31,7 +31,7 @@ extension Agent {
             log.error("invitation to call \(callID): \(error)")
             return
         }
-        let session = CallSession(callID: callID, roomID: roomID, key: key, logger: log)
+        let session = CallSession(callID: callID, roomID: roomID, key: key, logger: log, keyLog: keyLog)
         calls[callID] = session
         await refreshHost(session)
         guard isJoining(session) else { return gaveUp(session) }

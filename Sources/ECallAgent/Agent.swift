@@ -1,6 +1,6 @@
 public import Bot
 import ECall
-import FrameCrypto
+public import FrameCrypto
 import Foundation
 public import Logging
 
@@ -67,6 +67,8 @@ public actor Agent {
     let pipelines: PipelineLibrary
     let media: any CallMedia
     let rejoinPolicy: RejoinPolicy
+    /// `--key-log`: every call key of every call, with the time it came into use.
+    let keyLog: KeyLog?
     /// Tagged `component: agent`, and `ecall.user`/`ecall.device` once logged in; each call's
     /// session adds `call.id`. Keys and tokens are never logged.
     var log: Logger
@@ -95,14 +97,17 @@ public actor Agent {
         if case .running = state { true } else { false }
     }
 
-    public init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger) {
-        self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia())
+    /// - Parameter keyLog: where every call key goes as it comes into use (opt-in: it holds keys).
+    public init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, keyLog: KeyLog? = nil) {
+        self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia(), keyLog: keyLog)
     }
 
     /// `media` starts the bot in a call; tests pass one they can watch (or one that fails), and
     /// a rejoin policy with short waits.
-    init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, media: any CallMedia, rejoin: RejoinPolicy = .init()) {
+    init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, media: any CallMedia, rejoin: RejoinPolicy = .init(),
+         keyLog: KeyLog? = nil) {
         self.config = config
+        self.keyLog = keyLog
         self.pipelines = pipelines
         self.media = media
         rejoinPolicy = rejoin

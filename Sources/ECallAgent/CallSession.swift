@@ -47,10 +47,12 @@ final class CallSession: Sendable {
         var requestSent: Date?
     }
 
-    init(callID: Int64, roomID: Int64, key: CallKey, logger: Logger) {
+    /// `keyLog` is told of the first key and of every key the ring is given later (rotation,
+    /// emergency, rejoin), with the time each comes into use.
+    init(callID: Int64, roomID: Int64, key: CallKey, logger: Logger, keyLog: KeyLog? = nil) {
         self.callID = callID
         self.roomID = roomID
-        ring = KeyRing(current: key)
+        ring = KeyRing(current: key, observer: keyLog?.observer(call: callID))
         log = logger
     }
 

@@ -17,6 +17,13 @@ public final class KeyRing: Sendable {
         public var backup: CallKey?
         public var future: CallKey?
         public static let none = Candidates()
+
+        /// Keys chosen by the caller (a key log's keys around a frame's time, one sender's key).
+        public init(current: CallKey? = nil, backup: CallKey? = nil, future: CallKey? = nil) {
+            self.current = current
+            self.backup = backup
+            self.future = future
+        }
     }
 
     private struct Scheduled: Sendable {
@@ -31,19 +38,30 @@ public final class KeyRing: Sendable {
         var future: Scheduled?
     }
 
+    /// Told of every key the ring is given and the Unix time from which it is in use (a key
+    /// log, see `KeyLog`). Called outside the ring's lock, on the caller's thread.
+    public typealias KeyObserver = @Sendable (_ key: CallKey, _ from: Double) -> Void
+
     private let state: Mutex<State>
     private let clock: @Sendable () -> Double
+    private let observer: KeyObserver?
 
-    /// - Parameter clock: Unix time in seconds; tests inject their own.
-    public init(current: CallKey? = nil, clock: (@Sendable () -> Double)? = nil) {
+    /// - Parameters:
+    ///   - clock: Unix time in seconds; tests inject their own.
+    ///   - observer: told of `current` (from now) and of each key given later.
+    public init(current: CallKey? = nil, clock: (@Sendable () -> Double)? = nil, observer: KeyObserver? = nil) {
         self.state = Mutex(State(current: current))
-        self.clock = clock ?? { Date().timeIntervalSince1970 }
+        let clock = clock ?? { Date().timeIntervalSince1970 }
+        self.clock = clock
+        self.observer = observer
+        if let current { observer?(current, clock()) }
     }
 
     /// Makes `key` current at once (an emergency `send_aes_key`); the old current becomes the backup.
     public func setCurrent(_ key: CallKey) {
         let now = clock()
         state.withLock { Self.promote(key, in: &$0, now: now) }
+        observer?(key, now)
     }
 
     /// A rotation: `key` opens frames from now on as the future key and becomes current
@@ -54,6 +72,7 @@ public final class KeyRing: Sendable {
             s.future = Scheduled(key: key, applyAt: time, expiresAt: now + Self.futureLifetime)
             Self.advance(&s, now: now)
         }
+        observer?(key, time)
     }
 
     /// The key new frames are sealed with, after applying any rotation that is due.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Bot
 import ECallAgent
+import FrameCrypto
 import Foundation
 import Telemetry
 import Logging
@@ -33,6 +34,11 @@ struct AgentCommand: AsyncParsableCommand {
 
     @OptionGroup var metricsOptions: MetricsOptions
 
+    @Option(help: ArgumentHelp(
+        "Append every call key to this file as it comes into use (first key, rotations, emergency keys, rejoins), one JSON line each ({call, key, from}), so recordings spanning rotations can be decrypted later. It holds keys in the clear: created 0600, refused if others can read it.",
+        valueName: "file"))
+    var keyLog: String?
+
     func run() async throws {
         LoggingSystem.bootstrapOnce()
         var log = Logger(label: "sfubot.agent")
@@ -40,7 +46,8 @@ struct AgentCommand: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: log)
         defer { server?.stop() }
         do {
-            let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log)
+            let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log,
+                              keyLog: try KeyLogOption.open(keyLog))
             // Calls in progress finish their files before it ends.
             try await runCancellableOnSignals(grace: .seconds(30)) { try await agent.run() }
             print("agent: \(await agent.counters)")

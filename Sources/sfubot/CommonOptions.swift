@@ -68,16 +68,43 @@ struct KeyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("File holding the call key: 32 raw bytes or 64 hex characters.", valueName: "path"))
     var keyFile: String?
 
+    @Option(help: ArgumentHelp(
+        "Per-sender keys: JSON {\"<participantId>\": {\"<index>\": \"<hex key>\", ...}, ...}. Each feed is opened with its sender's keys (participant id from its display \"<id>:<name>\", else its feed id), newest index first; a sender seals with its own newest key.",
+        valueName: "path"))
+    var keyMap: String?
+
     @Flag(help: "Send and receive media without ECall's frame encryption.")
     var noE2ee = false
 
     func validate() throws {
-        let given = [keyHex != nil, keyFile != nil, noE2ee].filter { $0 }.count
-        guard given == 1 else { throw ValidationError("give exactly one of --key-hex, --key-file or --no-e2ee") }
+        let given = [keyHex != nil, keyFile != nil, keyMap != nil, noE2ee].filter { $0 }.count
+        guard given == 1 else { throw ValidationError("give exactly one of --key-hex, --key-file, --key-map or --no-e2ee") }
+    }
+
+    /// The key map of `--key-map`, read once.
+    func map() throws -> KeyMap? {
+        guard let keyMap else { return nil }
+        do {
+            let map = try KeyMap(contentsOfFile: keyMap)
+            warnIfOthersCanRead(keyMap)
+            return map
+        } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+    }
+
+    /// The protection of a bot that sends as `display` (`<participantId>:<name>`): with a key map,
+    /// its own newest key; else as `protection()`.
+    func sendingProtection(display: String) throws -> FrameProtection {
+        guard let map = try map() else { return try protection() }
+        let id = KeyMap.participantID(display: display) ?? ""
+        guard let key = map.senders[id]?.newest else {
+            throw CLIFailure("--key-map \(keyMap!) has no key for participant \"\(id)\" (from --display \(display)); senders: \(map.senders.keys.sorted().joined(separator: ", "))", code: .badKey)
+        }
+        return .e2ee(KeyRing(current: key))
     }
 
     func protection() throws -> FrameProtection {
         if noE2ee { return .none }
+        if let map = try map() { return .perSender(map) }
         do {
             let key: CallKey
             if let keyHex {
@@ -158,6 +185,32 @@ enum OptionCheck {
         guard !port.isEmpty else { return }
         guard port.allSatisfy(\.isASCII) && port.allSatisfy(\.isNumber), let n = Int(port), (1...65535).contains(n) else {
             throw ValidationError("\(option): the port takes 1 to 65535, got \(port)")
+        }
+    }
+}
+
+/// `--key-log FILE`: opened (0600, refused if others can read it) with a warning on stderr.
+enum KeyLogOption {
+    static func open(_ path: String?) throws -> KeyLog? {
+        guard let path else { return nil }
+        let log: KeyLog
+        do { log = try KeyLog(path: path) } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+        FileHandle.standardError.write(Data((KeyLog.warning(path) + "\n").utf8))
+        return log
+    }
+
+    /// Logs the keys `record` starts with (it has no rotation: they stay in use): the call
+    /// key, or every sender's keys with their indexes. `call` is the room id.
+    static func logStart(_ log: KeyLog?, _ protection: FrameProtection, call: Int64) {
+        guard let log else { return }
+        let now = Date().timeIntervalSince1970
+        switch protection {
+        case .e2ee(let ring): if let key = ring.sealingKey { log.append(call: call, key: key, from: now) }
+        case .perSender(let map):
+            for (id, sender) in map.senders.sorted(by: { $0.key < $1.key }) {
+                for k in sender.keys.reversed() { log.append(call: call, key: k.key, from: now, index: k.index, participant: id) }
+            }
+        case .none: break
         }
     }
 }

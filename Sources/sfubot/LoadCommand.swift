@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bot
+import FrameCrypto
 import Foundation
 import GStreamerKit
 import Janus
@@ -61,6 +62,8 @@ struct LoadRunCommand: AsyncParsableCommand {
         "Break things during the steady window, at rates per minute: ws-drop (each bot's WebSocket closes) and ice-restart (its PeerConnection is replaced) per bot, key-rotation (a new call key, current 3 s after it is given to every bot) for the run; e.g. ws-drop=2,ice-restart=1,key-rotation=1. The report shows per kind the time from fault to the first decrypted frame, and any bot that did not recover.",
         valueName: "kind=rate,..."))
     var chaos: String?
+    @Flag(help: "Per-sender keys: every publisher bot seals with a key of its own, derived from the call key (--key-hex/--key-file) and its id p<i> (display p<i>:sfubot-load); every subscriber holds the whole map. With --key-map instead, publisher p<i> seals with the map's newest key for \"p<i>\".")
+    var perSenderKeys = false
 
     /// Most bots of each role one run may plan (over all shards).
     static let maxBots = 100_000
@@ -78,6 +81,9 @@ struct LoadRunCommand: AsyncParsableCommand {
         try OptionCheck.seconds(statsInterval, "--stats-interval")
         // Each is a thread of its own; 0 would leave the shared media with no thread to push it.
         try OptionCheck.count(fanOutThreads, "--fan-out-threads", in: 1...256)
+        if perSenderKeys, key.keyHex == nil && key.keyFile == nil {
+            throw ValidationError("--per-sender-keys derives each bot's key from the call key: give --key-hex or --key-file")
+        }
         if let chaos {
             let plan: ChaosPlan
             do { plan = try ChaosPlan(parsing: chaos) } catch { throw ValidationError("--chaos: \(error)") }
@@ -86,8 +92,19 @@ struct LoadRunCommand: AsyncParsableCommand {
                 // leave the others' subscribers without the key.
                 guard LoadPlan.Shard(shard)?.count == 1 else { throw ValidationError("--chaos key-rotation works only with one shard") }
                 guard !key.noE2ee else { throw ValidationError("--chaos key-rotation needs a call key (not --no-e2ee)") }
+                // Rotation replaces the one call key; per-sender keys do not rotate here.
+                guard !perSenderKeys, key.keyMap == nil else { throw ValidationError("--chaos key-rotation works with one call key, not with per-sender keys") }
             }
         }
+    }
+
+    /// The run's protection: the call key, a key map, or (`--per-sender-keys`) a map derived
+    /// from the call key with one key per publisher.
+    func loadProtection() throws -> FrameProtection {
+        let protection = try key.protection()
+        guard perSenderKeys else { return protection }
+        guard case .e2ee(let ring) = protection, let callKey = ring.sealingKey else { return protection }
+        return .perSender(KeyMap.derived(from: callKey, senders: (0..<publishers).map(LoadPlan.senderID)))
     }
 
     func run() async throws {
@@ -104,7 +121,7 @@ struct LoadRunCommand: AsyncParsableCommand {
         var plan: LoadPlan
         do {
             plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,
-                            protection: try key.protection(), library: library, logger: logger)
+                            protection: try loadProtection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
         plan.video = video

@@ -43,7 +43,7 @@ struct Play: AsyncParsableCommand {
     @OptionGroup var key: KeyOptions
     @OptionGroup var metricsOptions: MetricsOptions
 
-    @Option(help: ArgumentHelp("Display name as ECall shows it: \"<userId>:<Name>\".", valueName: "userId:Name"))
+    @Option(help: ArgumentHelp("Display name as ECall shows it: \"<userId>:<Name>\". With --key-map the userId is the participant id whose newest key seals the media.", valueName: "userId:Name"))
     var display = "0:sfubot"
 
     @Flag(help: "Play the file again and again until stopped.")
@@ -63,7 +63,7 @@ struct Play: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.play"))
         defer { server?.stop() }
         do {
-            let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.play")
+            let config = try connection.botConfig(display: display, protection: try key.sendingProtection(display: display), label: "sfubot.play")
             var player = Player(
                 config: config, source: file.map { .file($0) } ?? .testPattern, loop: loop,
                 duration: try OptionCheck.seconds(duration, "--duration"))

@@ -34,6 +34,11 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Display name the recorder joins with: \"<userId>:<Name>\".", valueName: "userId:Name"))
     var display = "0:sfubot recorder"
 
+    @Option(help: ArgumentHelp(
+        "Append the key(s) used to this file, one JSON line each ({call: room id, key, from, index}), for decrypting raw captures later. It holds keys in the clear: created 0600, refused if others can read it. record has no key rotation (only agent follows rotations).",
+        valueName: "file"))
+    var keyLog: String?
+
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
     }
@@ -42,7 +47,9 @@ struct Record: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.record"))
         defer { server?.stop() }
         do {
-            let config = try connection.botConfig(display: display, protection: try key.protection(), label: "sfubot.record")
+            let protection = try key.protection()
+            KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
+            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
             let recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
                 duration: try OptionCheck.seconds(duration, "--duration"),

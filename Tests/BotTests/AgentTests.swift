@@ -34,9 +34,9 @@ extension MediaScene {
         }
 
         /// `sfubot agent` from a config file, running until cancelled, once it has logged in.
-        static func startAgent(_ configFile: URL, logger: Logger) async throws
+        static func startAgent(_ configFile: URL, logger: Logger, keyLog: KeyLog? = nil) async throws
             -> (Agent, Task<Void, any Error>, (userID: Int64, deviceID: Int64)) {
-            let agent = Agent(config: try AgentConfig.load(configFile.path), pipelines: try PipelineLibrary(), logger: logger)
+            let agent = Agent(config: try AgentConfig.load(configFile.path), pipelines: try PipelineLibrary(), logger: logger, keyLog: keyLog)
             let running = Task { try await agent.run(readOTP: { nil }) }
             for _ in 0..<100 {
                 if let ids = await agent.device { return (agent, running, ids) }
@@ -60,7 +60,9 @@ extension MediaScene {
                     "on_invite": "record", "recordings": "recordings", "poll_seconds": 0.5,
                 ]).write(to: configFile)
                 let log = CapturedLog()
-                let (agent, running, me) = try await Self.startAgent(configFile, logger: log.logger("agent"))
+                // With a key log (`--key-log`): every key the agent takes, with its time.
+                let keyLogFile = dir.appendingPathComponent("keys.jsonl").path
+                let (agent, running, me) = try await Self.startAgent(configFile, logger: log.logger("agent"), keyLog: try KeyLog(path: keyLogFile))
 
                 // The caller creates the room and invites the agent with the key wrapped for its device.
                 let caller = try await Phone.login("caller", url: api, otp: backend.configuration.otp)
@@ -149,6 +151,16 @@ extension MediaScene {
                 let secrets = [firstHex, secondHex] + [session.accessToken, session.refreshToken, identity.pkcs8PEM.split(separator: "\n")[1].description, caller.session.accessToken]
                 for secret in secrets { #expect(!logged.contains(secret), "a secret in the logs") }
                 #expect(logged.contains("refused key_rotation"), "the forged rotation is logged")
+
+                // The key log: private; the first key from the join, the rotation's from its
+                // timestamp, the forged key nowhere; the reader picks each by time.
+                let mode = (try FileManager.default.attributesOfItem(atPath: keyLogFile)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+                #expect(mode & 0o777 == 0o600)
+                let keys = try KeyLog.Entries(path: keyLogFile, call: call.id)
+                #expect(keys.keys.map(\.key.exportedHex) == [firstHex, secondHex], "\(keys.keys.count) keys")
+                #expect(keys.keys.count == 2 && keys.keys[1].from == at)
+                #expect(keys.candidates(at: at - 1).current?.exportedHex == firstHex)
+                #expect(keys.candidates(at: at + 1).current?.exportedHex == secondHex)
                 await caller.stomp.close()
                 await mallory.stomp.close()
             }

@@ -37,6 +37,8 @@ final class FeedRecording: Sendable {
     let keyFrames: KeyFrameRequests?
     /// Video: decrypted access units holding an IDR slice.
     let keyFramesReceived = Counter()
+    /// Per-sender keys: frames opened per key index of this feed's sender.
+    let keyIndexes: KeyIndexCounts?
     private let bin: Bin
     /// Audio with `--mix`: the branch feeding the call's mix.
     private let mixInput: CallMix.Input?
@@ -93,6 +95,11 @@ final class FeedRecording: Sendable {
         let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
         self.keyFrames = keyFrames
         let keyFramesReceived = self.keyFramesReceived
+        // Per-sender keys: this feed's sender is looked up once, here, not per frame.
+        let keyIndexes: KeyIndexCounts? = if case .perSender(let map) = protection {
+            KeyIndexCounts(map.keys(display: display, feedID: feedID))
+        } else { nil }
+        self.keyIndexes = keyIndexes
         if kind == .video {
             videoFiles = try VideoFiles(
                 source: try bin.staticPad("src"), first: file, pipeline: pipeline, library: library, branchName: branchName, logger: logger,
@@ -102,10 +109,12 @@ final class FeedRecording: Sendable {
         }
         self.videoFiles = videoFiles
         var probes = [
-            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times, onDrop: { reason in
+            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times,
+                                                     display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
                                if reason == .noKey { onKeyMissing?(feedID) }
                            })
-                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times, onDrop: { reason in
+                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times,
+                                                     display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
                                keyFrames?.request()
                                if reason == .noKey { onKeyMissing?(feedID) }
                            }),
@@ -187,7 +196,7 @@ final class FeedRecording: Sendable {
                 feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
                 file: firstFile.lastPathComponent, joined: joinedAt, left: left,
                 firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot,
-                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last)]
+                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last, openedByKeyIndex: keyIndexes?.snapshot)]
         }
         let now = VideoFiles.Mark(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0)
         let zero = VideoFiles.Mark(time: joinedAt, frames: .zero, keyFrames: 0, keyFrameRequests: 0)
@@ -202,7 +211,9 @@ final class FeedRecording: Sendable {
                 keyFrames: upTo.keyFrames - start.keyFrames,
                 width: f.resolution.value?.width, height: f.resolution.value?.height,
                 firstMediaTime: f.mediaTimes.first, lastMediaTime: f.mediaTimes.last,
-                continues: i > 0 ? files[i - 1].url.lastPathComponent : nil, cause: f.cause)
+                continues: i > 0 ? files[i - 1].url.lastPathComponent : nil, cause: f.cause,
+                // The track's counts: the files of one track share its sender's keys.
+                openedByKeyIndex: keyIndexes?.snapshot)
         }
     }
 }

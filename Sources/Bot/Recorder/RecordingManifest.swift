@@ -45,12 +45,16 @@ public struct RecordingManifest: Codable, Sendable {
         public var continues: String? = nil
         /// Why the track went on in this file, e.g. "picture size changed from 640x360 to 320x180".
         public var cause: String? = nil
+        /// Per-sender keys (`--key-map`): frames opened by each of the sender's key indexes,
+        /// e.g. {"3": 120, "2": 4}; nil with a call key or none.
+        public var openedByKeyIndex: [String: Int]? = nil
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
             case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, continues, cause
+            case openedByKeyIndex = "opened_by_key_index"
         }
     }
 

@@ -45,7 +45,7 @@ final class PublisherBot: Sendable {
         self.index = index
         self.display = display
         self.context = context
-        self.protection = context.protection.forOneBot()
+        self.protection = context.protection.forPublisher(index)
     }
 
     var phases: JoinPhases { live.withLock { $0?.clock.snapshot } ?? lastPhases.withLock { $0 } }

@@ -60,10 +60,13 @@ final class SubscriberBot: Sendable {
         var ssrc: UInt32?
         var branch: Bin?
         var probe: PadProbe?
-        init(mid: String, feedID: Int64, kind: String) {
+        /// The publisher's Janus display: with per-sender keys its participant id names its keys.
+        let display: String
+        init(mid: String, feedID: Int64, kind: String, display: String = "") {
             self.mid = mid
             self.feedID = feedID
             self.kind = kind
+            self.display = display
         }
     }
 
@@ -236,13 +239,13 @@ final class SubscriberBot: Sendable {
                 guard let feed = s.feedID, s.active, s.type == "audio" || s.type == "video" else { continue }
                 if let old = m[s.mid], old.feedID == feed { continue }
                 if let old = m[s.mid] { retire(old) }
-                let stream = Stream(mid: s.mid, feedID: feed, kind: s.type)
+                let stream = Stream(mid: s.mid, feedID: feed, kind: s.type, display: s.feedDisplay ?? "")
                 m[s.mid] = stream
                 // A mid that had a branch gets no new pad: open the new feed's frames there.
                 if let bin = streams.branches[s.mid], let open = try? bin.element(named: "open").staticPad("src") {
                     stream.probe = stream.kind == "video"
-                        ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times)
-                        : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times)
+                        ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
+                        : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
                     stream.branch = bin
                 }
             }
@@ -281,8 +284,8 @@ final class SubscriberBot: Sendable {
                 let bin = try pipeline.addBin(description: library.description(stream.kind == "video" ? "load-receive-video" : "load-receive-audio"), name: "receive-\(mid)")
                 let open = try bin.element(named: "open").staticPad("src")
                 stream.probe = stream.kind == "video"
-                    ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times)
-                    : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times)
+                    ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
+                    : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
                 pad.onFirstBuffer { rtp in
                     clock.mark(.firstRTP)
                     if rtp.count >= 12 { stream.ssrc = UInt32(rtp[8]) << 24 | UInt32(rtp[9]) << 16 | UInt32(rtp[10]) << 8 | UInt32(rtp[11]) }

@@ -87,7 +87,17 @@ extension FrameProtection {
     /// The same protection for one bot: its own key ring holding the current key with its own
     /// cipher pool, so hundreds of bots' streaming threads share no lock per frame.
     func forOneBot() -> FrameProtection {
-        guard case .e2ee(let ring) = self else { return self }
-        return .e2ee(KeyRing(current: ring.sealingKey?.withOwnCiphers()))
+        switch self {
+        case .e2ee(let ring): .e2ee(KeyRing(current: ring.sealingKey?.withOwnCiphers()))
+        case .perSender(let map): .perSender(map.withOwnCiphers())
+        case .none: self
+        }
+    }
+
+    /// A publisher's protection: with per-sender keys, its own newest key (none in the map:
+    /// an empty ring, every frame dropped before sending, counted as a seal failure).
+    func forPublisher(_ index: Int) -> FrameProtection {
+        guard case .perSender(let map) = self else { return forOneBot() }
+        return .e2ee(KeyRing(current: map.senders[LoadPlan.senderID(index)]?.newest?.withOwnCiphers()))
     }
 }

@@ -39,6 +39,10 @@ public struct LoadPlan: Sendable {
     public var library: PipelineLibrary
     public var logger: Logger
 
+    /// Publisher `index`'s participant id with per-sender keys: its display is `<id>:sfubot-load`
+    /// and its keys are the map's entry for it.
+    public static func senderID(_ index: Int) -> String { "p\(index)" }
+
     public init(janusURL: String, room: Int64, publishers: Int, subscribers: Int, protection: FrameProtection, library: PipelineLibrary, logger: Logger) {
         self.janusURL = janusURL
         self.room = room

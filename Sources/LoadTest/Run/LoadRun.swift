@@ -72,7 +72,11 @@ public final class LoadRun: Sendable {
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
                                   rejoinTimeout: plan.rejoinTimeout)
-        let publishers = plan.shard.indices(of: plan.publishers).map { PublisherBot(index: $0, display: "sfubot-load:p\($0)", context: context) }
+        // Per-sender keys: the participant id (before the colon) names the publisher's keys.
+        let perSender = if case .perSender = plan.protection { true } else { false }
+        let publishers = plan.shard.indices(of: plan.publishers).map {
+            PublisherBot(index: $0, display: perSender ? "\(LoadPlan.senderID($0)):sfubot-load" : "sfubot-load:p\($0)", context: context)
+        }
         let subscribers = plan.shard.indices(of: plan.subscribers).map { SubscriberBot(index: $0, display: "sfubot-load:s\($0)", context: context) }
         state.withLock { s in
             for p in publishers { s.records["p\(p.index)"] = BotRecord(role: .publisher, index: p.index, shard: plan.shard.index, display: p.display) }

@@ -1,0 +1,131 @@
+import Crypto
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// An opt-in file of every call key a bot used and from when (`--key-log FILE`), so that a
+/// recording made across key rotations can be decrypted later, frame by frame, with the key
+/// that was in use at the frame's time (`KeyLog.Entries.candidates(at:)`).
+///
+/// One JSON object per line (`KeyLog.Entry`), appended. The file holds keys in the clear: it is
+/// created with mode 0600 and an existing file that group or others can access is refused.
+public final class KeyLog: Sendable {
+    /// One line: the call (ECall call id, or the room id for `record`), the key, the Unix time
+    /// from which it was in use, and its index where the key has one (per-sender key maps).
+    public struct Entry: Codable, Sendable, Equatable {
+        public var call: Int64
+        /// 64 hex characters.
+        public var key: String
+        /// Unix time in seconds.
+        public var from: Double
+        public var index: Int?
+        /// The sender whose key it is (per-sender key maps); nil for the call key.
+        public var participant: String?
+
+        public init(call: Int64, key: String, from: Double, index: Int? = nil, participant: String? = nil) {
+            self.call = call
+            self.key = key
+            self.from = from
+            self.index = index
+            self.participant = participant
+        }
+    }
+
+    public let path: String
+    private let fd: Int32
+    private let lock = Mutex(())
+    private let warnedOfFailure = Atomic<Bool>(false)
+
+    /// Opens `path` for appending, creating it with mode 0600. Refuses a file that is not a
+    /// regular file of ours or that group or others can access: the log holds keys.
+    public init(path: String) throws(KeyLogError) {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw KeyLogError(.cannotOpen(path, String(cString: strerror(errno)))) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
+            close(fd)
+            throw KeyLogError(.notOwnFile(path))
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            close(fd)
+            throw KeyLogError(.othersCanRead(path, String(st.st_mode & 0o777, radix: 8)))
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Appends one entry as one line, in one `write` (O_APPEND: lines from several threads or
+    /// processes never interleave). A failed write is returned, never thrown into the key path.
+    @discardableResult
+    public func append(_ entry: Entry) -> Bool {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard var line = try? encoder.encode(entry) else { return false }
+        line.append(0x0A)
+        let (written, error) = lock.withLock { _ in
+            line.withUnsafeBytes { ($0.count == write(fd, $0.baseAddress, $0.count), errno) }
+        }
+        // A key missing from the log makes part of a capture undecryptable later: say so, once
+        // (FrameCrypto has no logger; the path is the user's, no key is printed).
+        if !written, !warnedOfFailure.exchange(true, ordering: .relaxed) {
+            FileHandle.standardError.write(Data("sfubot: warning: cannot append to key log \(path): \(String(cString: strerror(error)))\n".utf8))
+        }
+        return written
+    }
+
+    /// Appends `key` for `call`, in use from `from`.
+    @discardableResult
+    public func append(call: Int64, key: CallKey, from: Double, index: Int? = nil, participant: String? = nil) -> Bool {
+        append(Entry(call: call, key: key.exportedHex, from: from, index: index, participant: participant))
+    }
+
+    /// A `KeyRing.KeyObserver` that logs every key of `call`.
+    public func observer(call: Int64) -> KeyRing.KeyObserver {
+        { [self] key, from in append(call: call, key: key, from: from) }
+    }
+
+    /// The warning printed when a key log is enabled.
+    public static func warning(_ path: String) -> String {
+        "sfubot: warning: --key-log \(path) writes the call keys in the clear: whoever reads it can decrypt the call; keep it private and delete it when done"
+    }
+}
+
+/// Why a key log could not be opened or read. The message says what to fix.
+public struct KeyLogError: Error, CustomStringConvertible, Equatable {
+    enum Reason: Equatable {
+        case cannotOpen(String, String)
+        case notOwnFile(String)
+        case othersCanRead(String, String)
+        case unreadable(String)
+        case badLine(String, Int)
+    }
+    let reason: Reason
+    init(_ reason: Reason) { self.reason = reason }
+
+    public var description: String {
+        switch reason {
+        case .cannotOpen(let p, let why): "cannot open key log \(p): \(why)"
+        case .notOwnFile(let p): "key log \(p) is not a regular file owned by this user: give a new path"
+        case .othersCanRead(let p, let mode): "key log \(p) is open to other users (mode \(mode)); it would hold keys: chmod 600 it or give a new path"
+        case .unreadable(let p): "cannot read key log \(p)"
+        case .badLine(let p, let n): "key log \(p), line \(n): not a key log entry (JSON with call, key, from)"
+        }
+    }
+}
+
+extension CallKey {
+    /// The key's 64 hex characters, for key logs and key maps only: never log or print them.
+    public var exportedHex: String {
+        symmetricKey.withUnsafeBytes { bytes in
+            let digits = Array("0123456789abcdef".utf8)
+            var out = [UInt8]()
+            out.reserveCapacity(64)
+            for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
+            return String(decoding: out, as: UTF8.self)
+        }
+    }
+}
