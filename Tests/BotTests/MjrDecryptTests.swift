@@ -35,7 +35,8 @@ extension MediaScene {
         }
 
         @Test func toneRecordedByJanusDecryptsTo440Hz() async throws {
-            let key = CallKey.random()
+            let keyHex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let key = try CallKey(hex: keyHex)
             let tone = try await Audio.tone(440, seconds: 4, in: try Scene.tempDirectory("mjr-tone"))
             let files = try await janusRecording(.file(tone.path), seconds: 4, ring: KeyRing(current: key), name: "tone")
             // Janus records the player's data channel too: passed along, as `*.mjr` would, and skipped.
@@ -61,6 +62,12 @@ extension MediaScene {
             #expect(Double(samples.count) / 48000 >= 3.5, "\(samples.count) samples")
             let f = try #require(Audio.dominantFrequency(samples))
             #expect(abs(f - 440) <= 440 * 0.02, "dominant frequency \(f) Hz")
+
+            // The command as a user runs it on the same files: exit 0, one line per output.
+            let cliOut = try Scene.tempDirectory("mjr-cli").appendingPathComponent("dec")
+            let cli = try await CLITests.run(["mjr", "decrypt"] + files.map(\.path) + ["--key-hex", keyHex, "--out", cliOut.path])
+            #expect(cli.status == 0, "\(cli.err)")
+            #expect(cli.out.contains("\(file): ") && cli.out.contains("\(track.frames.opened)/\(track.frames.received) opened"), "\(cli.out)")
 
             // The wrong key: every frame dropped and counted, no media file.
             let (wrong, wrongOut) = try await decrypt(files, key: .random(), name: "tone-wrong")
@@ -133,6 +140,14 @@ extension MediaScene {
                 }
                 #expect(!FileManager.default.fileExists(atPath: out.path), "nothing written for bad input")
             }
+            // The command: one line on stderr naming the file, exit 66 (EX_NOINPUT), not a pipeline error (70).
+            let key = String(repeating: "ab", count: 32)
+            for input in [empty.path, garbage.path, dir.path] {
+                let r = try await CLITests.run(["mjr", "decrypt", input, "--key-hex", key, "--out", dir.appendingPathComponent("cli").path])
+                #expect(r.status == 66 && r.err.hasPrefix("sfubot: ") && r.err.contains(input) && r.err.split(separator: "\n").count == 1, "\(r.status) \(r.err)")
+            }
+            let badKey = try await CLITests.run(["mjr", "decrypt", garbage.path, "--key-hex", "abc", "--out", dir.appendingPathComponent("cli").path])
+            #expect(badKey.status == 65, "\(badKey.err)")
         }
     }
 }
