@@ -52,7 +52,7 @@ public struct MjrTrack: Sendable {
 
     private mutating func openAudio(_ b: UnsafeRawBufferPointer, _ packets: [MjrRTP.Packet], keys: any MjrKeySource, sender: String?,
                                     pts: (Int64) -> UInt64, time: (Int64) -> Date) {
-        var out = [UInt8](repeating: 0, count: 1500)
+        var out = [UInt8](repeating: 0, count: 1 << 16)  // an RTP payload never exceeds 64 KiB
         for p in packets where !p.payload.isEmpty {
             stats.received()
             let frame = UnsafeRawBufferPointer(rebasing: b[p.payload])
