@@ -170,7 +170,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
-        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto"], swiftSettings: strict),
+        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "FrameCryptoTests",
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],

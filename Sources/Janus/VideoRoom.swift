@@ -75,6 +75,11 @@ public enum VideoRoom {
         public var publishers = 200
         public var bitrate = 128_000
         public var videoCodec = "h264"
+        /// Janus records every publisher itself (`record`), as `.mjr` files in `recDir` (on the
+        /// Janus host; Janus's working folder if nil). In an E2EE room they hold ciphertext:
+        /// `sfubot mjr decrypt` opens them.
+        public var record = false
+        public var recDir: String? = nil
         public init() {}
     }
 
@@ -88,6 +93,8 @@ public enum VideoRoom {
             "publishers": .int(Int64(options.publishers)), "bitrate": .int(Int64(options.bitrate)), "bitrate_cap": true,
         ]
         if let room { body["room"] = .int(room) }
+        if options.record { body["record"] = true }
+        if let dir = options.recDir { body["rec_dir"] = .string(dir) }
         let reply = try await h.message(.object(body))
         guard let id = reply.data["room"]?.int else { throw .protocolViolation("create gave no room id") }
         return id

@@ -45,6 +45,11 @@ func opensslNanoseconds(_ size: Int) -> Double? {
 // `sfubot-bench --ops seal|open N`: N operations on a 120 B frame and nothing else, for
 // counting heap allocations under `valgrind` (difference of two N).
 let args = CommandLine.arguments
+// `sfubot-bench --mjr`: only the `mjr decrypt` benchmark.
+if args.count == 2, args[1] == "--mjr" {
+    MjrBench.run()
+    exit(0)
+}
 if args.count == 4, args[1] == "--ops", let n = Int(args[3]) {
     let plain = [UInt8](repeating: 1, count: 120)
     var sealed = [UInt8](repeating: 0, count: 120 + AudioFrame.overhead)
@@ -110,3 +115,5 @@ for size in [5 * 1024, 50 * 1024] {
     print([pad("\(size / 1024) KB", 8), pad(fmt(sealNs), 10), pad(fmt(openNs), 10), pad(ossl.map(fmt) ?? "-", 11),
            pad(ratio(sealNs), 10), pad(ratio(openNs), 10)].joined(separator: " "))
 }
+
+MjrBench.run()

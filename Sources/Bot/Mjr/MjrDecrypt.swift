@@ -1,0 +1,126 @@
+import FrameCrypto
+public import Foundation
+import GStreamerKit
+public import Logging
+
+/// `sfubot mjr decrypt`: Janus's own recordings of an E2EE room (`.mjr`, ciphertext) →
+/// playable files. Each publisher's audio `.mjr` becomes an Ogg Opus file; its video, with
+/// its audio when both are given, one Matroska file aligned by the files' first-packet times.
+public struct MjrDecrypt {
+    public let files: [String]
+    public let keys: any MjrKeySource
+    public let directory: URL
+    public let library: PipelineLibrary
+    public let logger: Logger
+
+    public init(files: [String], keys: any MjrKeySource, directory: URL, library: PipelineLibrary, logger: Logger) {
+        self.files = files
+        self.keys = keys
+        self.directory = directory
+        self.library = library
+        self.logger = logger
+    }
+
+    /// Reads every file first (a file that is no recording fails the run before anything is
+    /// written), then writes each output and `manifest.json`. Throws `MjrError` for unusable
+    /// input, `BotError` for an output folder that cannot be written; an output whose pipeline
+    /// fails is reported in the manifest (`error`), and the others are still written.
+    public func run() async throws -> MjrManifest {
+        var parsed: [MjrFile] = []
+        var skipped: [String] = []
+        for f in files {
+            let file: MjrFile
+            do { file = try MjrFile(path: f) } catch {
+                guard error.isDataChannel else { throw error }
+                logger.info("\(f): a data channel recording, skipped")
+                skipped.append((f as NSString).lastPathComponent)
+                continue
+            }
+            parsed.append(file)
+        }
+        try PrivateFiles.createFolder(directory)
+        try PrivateFiles.checkWritable(directory)
+        var manifest = MjrManifest(created: Date())
+        manifest.skipped = skipped
+        var used = Set<String>()
+        for group in Self.group(parsed) {
+            let start = group.files.map(\.firstPacket).min()!
+            let tracks = group.files.map { f in
+                MjrTrack(file: f, keys: keys, sender: group.sender,
+                         offset: UInt64(max(0, f.firstPacket.timeIntervalSince(start)) * 1e9))
+            }
+            var output = MjrManifest.Output(tracks: tracks.map { MjrManifest.Track($0, sender: group.sender) })
+            let kept = tracks.filter { !$0.frames.isEmpty }
+            if !kept.isEmpty {
+                var name = group.base + (kept.contains { $0.file.kind == .video } ? ".mkv" : ".opus")
+                var n = 2
+                while used.contains(name) { name = "\(group.base)-\(n)\((name as NSString).pathExtension.isEmpty ? "" : "." + (name as NSString).pathExtension)"; n += 1 }
+                used.insert(name)
+                do {
+                    try await MjrOutput.write(kept, to: directory.appendingPathComponent(name), library: library)
+                    output.file = name
+                } catch {
+                    output.file = name
+                    output.error = error.description
+                    logger.error("\(name): \(error)")
+                }
+            }
+            for t in output.tracks {
+                logger.info("\(t.input): \(t.frames.opened) of \(t.frames.received) frames opened, \(t.frames.droppedTotal) dropped\(t.truncated ? ", file cut short" : "") → \(output.file ?? "nothing written")")
+            }
+            manifest.outputs.append(output)
+        }
+        try manifest.write(to: directory)
+        return manifest
+    }
+
+    struct Group {
+        var base: String
+        var sender: String?
+        var files: [MjrFile]
+    }
+
+    /// Files of one publisher share a name up to Janus's `-<time>-audio-<m>`/`-video-<m>`
+    /// (`videoroom-<room>-user-<id>-<µs>-audio-0.mjr`; the time differs per stream): an audio and
+    /// a video file with the same stem and start times within 60 s go into one output.
+    static func group(_ files: [MjrFile]) -> [Group] {
+        var stems: [String: [MjrFile]] = [:]
+        var order: [String] = []
+        for f in files {
+            let s = stem(f.path)
+            if stems[s] == nil { order.append(s) }
+            stems[s, default: []].append(f)
+        }
+        var groups: [Group] = []
+        for s in order {
+            let sender = senderID(s)
+            var audio = stems[s]!.filter { $0.kind == .audio }.sorted { $0.created < $1.created }
+            var video = stems[s]!.filter { $0.kind == .video }.sorted { $0.created < $1.created }
+            while let v = video.first {
+                video.removeFirst()
+                if let k = audio.firstIndex(where: { abs($0.firstPacket.timeIntervalSince(v.firstPacket)) < 60 }) {
+                    groups.append(Group(base: s, sender: sender, files: [audio.remove(at: k), v]))
+                } else {
+                    groups.append(Group(base: s, sender: sender, files: [v]))
+                }
+            }
+            groups += audio.map { Group(base: s, sender: sender, files: [$0]) }
+        }
+        return groups
+    }
+
+    static func stem(_ path: String) -> String {
+        var name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        for pattern in [#"-(audio|video)(-[0-9]+)?$"#, #"-[0-9]{13,}$"#] {
+            if let r = name.range(of: pattern, options: .regularExpression) { name.removeSubrange(r) }
+        }
+        return name.isEmpty ? "recording" : name
+    }
+
+    /// `<id>` of Janus's `videoroom-<room>-user-<id>`.
+    static func senderID(_ stem: String) -> String? {
+        guard let r = stem.range(of: "-user-") else { return nil }
+        let id = stem[r.upperBound...]
+        return id.isEmpty ? nil : String(id)
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Bot
+import FrameCrypto
+import Foundation
+import Logging
+
+/// `sfubot mjr`: Janus's own recordings (`.mjr`) of ECall rooms.
+struct Mjr: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mjr",
+        abstract: "Work with the .mjr files Janus records itself (VideoRoom `record: true`).",
+        subcommands: [Decrypt.self])
+
+    struct Decrypt: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Decrypt .mjr recordings of an E2EE room into playable files.",
+            discussion: """
+                Janus records what it relays: in an ECall room that is ciphertext, which janus-pp-rec \
+                cannot use. Each audio .mjr becomes DIR/<name>.opus (Ogg); a video .mjr, with the \
+                same publisher's audio .mjr if given too, DIR/<name>.mkv, aligned by the files' start \
+                times. Nothing is re-encoded. A frame no key opens is dropped and counted, never \
+                written. DIR/manifest.json lists the counters per file. Files 0600, DIR 0700.
+                Exit codes: 66 an input is missing or no .mjr recording, 65 a bad key, 73 DIR \
+                cannot be written, 70 an output could not be written.
+                """)
+
+        @Argument(help: ArgumentHelp("The .mjr files (audio and video of a publisher may be given together).", valueName: "file"))
+        var files: [String]
+
+        @OptionGroup var key: KeyOptions
+
+        @Option(help: ArgumentHelp("Folder for the decrypted files and manifest.json (created 0700).", valueName: "dir"))
+        var out: String
+
+        @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
+        var pipelines: String?
+
+        @Flag(name: .shortAndLong, help: "Log more (-v: debug).")
+        var verbose: Int
+
+        func validate() throws {
+            guard !files.isEmpty else { throw ValidationError("give at least one .mjr file") }
+            guard !key.noE2ee else { throw ValidationError("mjr decrypt needs the call key: --key-hex or --key-file") }
+        }
+
+        func run() async throws {
+            do {
+                guard case .e2ee(let ring) = try key.protection() else { throw CLIFailure("no key given", code: .badKey) }
+                LoggingSystem.bootstrapOnce()
+                var logger = Logger(label: "mjr")
+                logger.logLevel = verbose > 0 ? .debug : .info
+                let manifest = try await MjrDecrypt(
+                    files: files, keys: MjrFixedKey(ring: ring), directory: URL(fileURLWithPath: out),
+                    library: try PipelineLibrary(directory: pipelines), logger: logger
+                ).run()
+                for o in manifest.outputs {
+                    let t = o.tracks.map { "\($0.input): \($0.frames.opened)/\($0.frames.received) opened\($0.truncated ? " (cut short)" : "")" }
+                    print("\(o.file ?? "(nothing written: no frame opened)"): \(t.joined(separator: "; "))")
+                }
+                if let failed = manifest.outputs.first(where: { $0.error != nil }) {
+                    throw CLIFailure("\(failed.file ?? "an output"): \(failed.error!)", code: .media)
+                }
+            } catch let e as MjrError {
+                CLIFailure(e.description, code: .noInput).exit()
+            } catch let e as BotError {
+                CLIFailure(e).exit()
+            } catch let e as CLIFailure {
+                e.exit()
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Bot
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Janus
+import Testing
+
+extension MediaScene {
+    /// `sfubot mjr decrypt` on recordings Janus itself wrote (`record: true`) of an E2EE
+    /// publisher played by the project's player.
+    @Suite struct MjrDecryptTests {
+        /// Publishes `source` into a new room Janus records into a fresh folder; returns the
+        /// `.mjr` files once the player has left (Janus closes them then).
+        func janusRecording(_ source: Player.Source, seconds: Double, ring: KeyRing, name: String) async throws -> [URL] {
+            let recDir = try Scene.tempDirectory("mjr-\(name)")
+            let session = try await JanusSession.connect(url: Scene.janusURL!, logger: Scene.logger)
+            let handle = try await session.attach(plugin: VideoRoom.plugin)
+            var options = VideoRoom.RoomOptions()
+            options.record = true
+            options.recDir = recDir.path
+            let room = try await VideoRoom.createRoom(handle, options: options)
+            await session.close()
+            _ = try await Player(config: try Scene.config(room: room, display: "7:Mjr", protection: .e2ee(ring)),
+                                 source: source, duration: .seconds(seconds)).run()
+            try await Task.sleep(for: .seconds(1))
+            return try FileManager.default.contentsOfDirectory(at: recDir, includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "mjr" }.sorted { $0.path < $1.path }
+        }
+
+        func decrypt(_ files: [URL], key: CallKey, name: String) async throws -> (MjrManifest, URL) {
+            let out = try Scene.tempDirectory("mjr-out-\(name)").appendingPathComponent("dec")
+            let manifest = try await MjrDecrypt(files: files.map(\.path), keys: MjrFixedKey(key), directory: out,
+                                                library: try PipelineLibrary(), logger: Scene.logger).run()
+            return (manifest, out)
+        }
+
+        @Test func toneRecordedByJanusDecryptsTo440Hz() async throws {
+            let keyHex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let key = try CallKey(hex: keyHex)
+            let tone = try await Audio.tone(440, seconds: 4, in: try Scene.tempDirectory("mjr-tone"))
+            let files = try await janusRecording(.file(tone.path), seconds: 4, ring: KeyRing(current: key), name: "tone")
+            // Janus records the player's data channel too: passed along, as `*.mjr` would, and skipped.
+            #expect(files.filter { $0.lastPathComponent.contains("-audio-") }.count == 1 && files.count == 2, "\(files.map(\.lastPathComponent))")
+
+            let (manifest, out) = try await decrypt(files, key: key, name: "tone")
+            #expect(manifest.skipped.count == 1 && manifest.skipped[0].contains("-data-"))
+            let output = try #require(manifest.outputs.first)
+            let track = try #require(output.tracks.first)
+            #expect(track.frames.opened >= 180 && track.frames.droppedTotal == 0, "4 s of 20 ms frames: \(track.frames)")
+            #expect(!track.truncated && track.sender != nil)
+            let file = try #require(output.file)
+            #expect(file.hasSuffix(".opus"))
+
+            // Private: the folder 0700, every file 0600 (checked before the decode below adds its own).
+            let mode = { (p: String) in (try FileManager.default.attributesOfItem(atPath: p)[.posixPermissions] as? NSNumber)?.intValue ?? -1 }
+            #expect(try mode(out.path) == 0o700)
+            for f in try FileManager.default.contentsOfDirectory(atPath: out.path) {
+                #expect(try mode(out.appendingPathComponent(f).path) == 0o600, "\(f)")
+            }
+
+            let samples = try await Audio.decode(out.appendingPathComponent(file))
+            #expect(Double(samples.count) / 48000 >= 3.5, "\(samples.count) samples")
+            let f = try #require(Audio.dominantFrequency(samples))
+            #expect(abs(f - 440) <= 440 * 0.02, "dominant frequency \(f) Hz")
+
+            // The command as a user runs it on the same files: exit 0, one line per output.
+            let cliOut = try Scene.tempDirectory("mjr-cli").appendingPathComponent("dec")
+            let cli = try await CLITests.run(["mjr", "decrypt"] + files.map(\.path) + ["--key-hex", keyHex, "--out", cliOut.path])
+            #expect(cli.status == 0, "\(cli.err)")
+            #expect(cli.out.contains("\(file): ") && cli.out.contains("\(track.frames.opened)/\(track.frames.received) opened"), "\(cli.out)")
+
+            // The wrong key: every frame dropped and counted, no media file.
+            let (wrong, wrongOut) = try await decrypt(files, key: .random(), name: "tone-wrong")
+            let w = try #require(wrong.outputs.first?.tracks.first)
+            #expect(w.frames.opened == 0 && w.frames.dropped["no_key_opens"] == track.frames.received)
+            #expect(wrong.outputs.first?.file == nil)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: wrongOut.path) == ["manifest.json"])
+        }
+
+        @Test func testPatternRecordedByJanusDecryptsToOneMatroska() async throws {
+            let key = CallKey.random()
+            let files = try await janusRecording(.testPattern, seconds: 6, ring: KeyRing(current: key), name: "pattern")
+            #expect(files.filter { !$0.lastPathComponent.contains("-data-") }.count == 2, "\(files.map(\.lastPathComponent))")
+            let (manifest, out) = try await decrypt(files, key: key, name: "pattern")
+            #expect(manifest.outputs.count == 1, "audio and video of one publisher go into one file")
+            let output = try #require(manifest.outputs.first)
+            let video = try #require(output.tracks.first { $0.kind == "video" })
+            let audio = try #require(output.tracks.first { $0.kind == "audio" })
+            #expect(video.frames.opened >= 55 && video.frames.droppedTotal == 0, "6 s at 10 fps: \(video.frames)")
+            #expect((video.keyFrames ?? 0) >= 3 && video.beforeFirstKeyframe == 0)
+            #expect(audio.frames.opened >= 280 && audio.frames.droppedTotal == 0, "\(audio.frames)")
+            let file = out.appendingPathComponent(try #require(output.file))
+            let info = try MediaInfo.discover(file.path)
+            #expect(info.videoCaps?.hasPrefix("video/x-h264") == true && info.audioCaps?.hasPrefix("audio/x-opus") == true)
+            #expect(abs(info.duration - 6) < 1, "\(info.duration) s")
+
+            // Decodes to the pattern: as many pictures as were kept, black and white halves of every second.
+            let luma = try await Audio.videoLuma(file)
+            #expect(abs(luma.count - video.frames.opened) <= 2, "\(luma.count) pictures decoded of \(video.frames.opened)")
+            #expect(luma.filter { $0 > 200 }.count >= 15 && luma.filter { $0 < 40 }.count >= 15, "flashes: \(luma.map { Int($0) })")
+
+            // Aligned by the files' first-packet times: the tick starts with the flash, as sent.
+            let offsets = try await AVSync.tickMinusFlash(file)
+            #expect(offsets.count >= 4, "\(offsets.count) flashes found")
+            #expect(offsets.allSatisfy { abs($0) <= 0.060 }, "tick − flash: \(offsets.map { Int($0 * 1000) }) ms")
+
+            // A copy cut in the middle (Janus killed mid-write): the frames before the cut.
+            let videoFile = try #require(files.first { $0.lastPathComponent.contains("-video-") })
+            let data = try Data(contentsOf: videoFile)
+            let cutDir = try Scene.tempDirectory("mjr-cut")
+            let cut = cutDir.appendingPathComponent(videoFile.lastPathComponent)
+            try data.prefix(data.count / 2 + 7).write(to: cut)
+            let (cutManifest, cutOut) = try await decrypt([cut], key: key, name: "cut")
+            let c = try #require(cutManifest.outputs.first?.tracks.first)
+            #expect(c.truncated)
+            #expect(c.frames.opened >= video.frames.opened / 3 && c.frames.opened <= video.frames.opened * 2 / 3 + 2, "\(c.frames.opened) of \(video.frames.opened)")
+            let cutLuma = try await Audio.videoLuma(cutOut.appendingPathComponent(try #require(cutManifest.outputs.first?.file)))
+            #expect(abs(cutLuma.count - c.frames.opened) <= 2)
+
+            // The wrong key: nothing decodable written.
+            let (wrong, wrongOut) = try await decrypt(files, key: .random(), name: "pattern-wrong")
+            #expect(wrong.outputs.allSatisfy { $0.file == nil && $0.tracks.allSatisfy { $0.frames.opened == 0 && $0.frames.droppedTotal > 0 } })
+            #expect(try FileManager.default.contentsOfDirectory(atPath: wrongOut.path) == ["manifest.json"])
+        }
+
+        @Test func garbageEmptyAndFolderAreOneLineErrors() async throws {
+            let dir = try Scene.tempDirectory("mjr-bad")
+            let empty = dir.appendingPathComponent("empty.mjr"), garbage = dir.appendingPathComponent("garbage.mjr")
+            try Data().write(to: empty)
+            try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: garbage)
+            for (input, words) in [(empty.path, "is empty"), (garbage.path, "not a Janus recording"), (dir.path, "is a folder"),
+                                   (dir.appendingPathComponent("missing.mjr").path, "cannot read")] {
+                let out = dir.appendingPathComponent("out-\(UUID().uuidString.prefix(4))")
+                do {
+                    _ = try await MjrDecrypt(files: [input], keys: MjrFixedKey(.random()), directory: out,
+                                             library: try PipelineLibrary(), logger: Scene.logger).run()
+                    Issue.record("\(input) was accepted")
+                } catch let e as MjrError {
+                    #expect(e.description.contains(words) && !e.description.contains("\n"), "\(e)")
+                }
+                #expect(!FileManager.default.fileExists(atPath: out.path), "nothing written for bad input")
+            }
+            // The command: one line on stderr naming the file, exit 66 (EX_NOINPUT), not a pipeline error (70).
+            let key = String(repeating: "ab", count: 32)
+            for input in [empty.path, garbage.path, dir.path] {
+                let r = try await CLITests.run(["mjr", "decrypt", input, "--key-hex", key, "--out", dir.appendingPathComponent("cli").path])
+                #expect(r.status == 66 && r.err.hasPrefix("sfubot: ") && r.err.contains(input) && r.err.split(separator: "\n").count == 1, "\(r.status) \(r.err)")
+            }
+            let badKey = try await CLITests.run(["mjr", "decrypt", garbage.path, "--key-hex", "abc", "--out", dir.appendingPathComponent("cli").path])
+            #expect(badKey.status == 65, "\(badKey.err)")
+        }
+    }
+}
