@@ -86,7 +86,7 @@ struct KeyOptions: ParsableArguments {
         guard let keyMap else { return nil }
         do {
             let map = try KeyMap(contentsOfFile: keyMap)
-            warnIfOthersCanRead(keyMap)
+            Self.warnIfOthersCanRead(keyMap)
             return map
         } catch { throw CLIFailure(String(describing: error), code: .badKey) }
     }
@@ -105,8 +105,12 @@ struct KeyOptions: ParsableArguments {
     func protection() throws -> FrameProtection {
         if noE2ee { return .none }
         if let map = try map() { return .perSender(map) }
+        return .e2ee(KeyRing(current: try Self.callKey(hex: keyHex, file: keyFile ?? "")))
+    }
+
+    /// The call key of `--key-hex` (if given) or `--key-file`, with errors that name the option.
+    static func callKey(hex keyHex: String?, file keyFile: String) throws -> CallKey {
         do {
-            let key: CallKey
             if let keyHex {
                 // Said here, with the option's name: CallKey only knows bytes.
                 let hex = keyHex.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -116,13 +120,11 @@ struct KeyOptions: ParsableArguments {
                 guard hex.utf8.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
                     throw CLIFailure("--key-hex is not hexadecimal: a call key is 64 characters 0-9a-f", code: .badKey)
                 }
-                key = try CallKey(hex: hex)
-            } else {
-                let path = keyFile!
-                key = try CallKey(contentsOfFile: path)
-                warnIfOthersCanRead(path)
+                return try CallKey(hex: hex)
             }
-            return .e2ee(KeyRing(current: key))
+            let key = try CallKey(contentsOfFile: keyFile)
+            warnIfOthersCanRead(keyFile)
+            return key
         } catch let e as CLIFailure {
             throw e
         } catch KeyError.badFile(let path) {
@@ -135,7 +137,7 @@ struct KeyOptions: ParsableArguments {
     }
 
     /// A call key decrypts the whole call: a key file others can read deserves a word.
-    private func warnIfOthersCanRead(_ path: String) {
+    private static func warnIfOthersCanRead(_ path: String) {
         guard let mode = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue,
               mode & 0o077 != 0 else { return }
         let octal = String(mode & 0o777, radix: 8)

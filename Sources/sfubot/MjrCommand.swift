@@ -27,7 +27,21 @@ struct Mjr: AsyncParsableCommand {
         @Argument(help: ArgumentHelp("The .mjr files (audio and video of a publisher may be given together).", valueName: "file"))
         var files: [String]
 
-        @OptionGroup var key: KeyOptions
+        @Option(help: ArgumentHelp("Call key as 64 hex characters.", valueName: "hex"))
+        var keyHex: String?
+
+        @Option(help: ArgumentHelp("File holding the call key: 32 raw bytes or 64 hex characters.", valueName: "path"))
+        var keyFile: String?
+
+        @Option(help: ArgumentHelp(
+            "Key log written by `agent`/`record --key-log`: each frame is opened with the key in use at its time, then the ones before and after.",
+            valueName: "path"))
+        var keyLog: String?
+
+        @Option(help: ArgumentHelp(
+            "Per-sender keys (JSON {\"<participantId>\": {\"<index>\": \"<hex>\"}}): each file is opened with the keys of its sender, the Janus user id in its name.",
+            valueName: "path"))
+        var keyMap: String?
 
         @Option(help: ArgumentHelp("Folder for the decrypted files and manifest.json (created 0700).", valueName: "dir"))
         var out: String
@@ -40,17 +54,26 @@ struct Mjr: AsyncParsableCommand {
 
         func validate() throws {
             guard !files.isEmpty else { throw ValidationError("give at least one .mjr file") }
-            guard !key.noE2ee else { throw ValidationError("mjr decrypt needs the call key: --key-hex or --key-file") }
+            let given = [keyHex, keyFile, keyLog, keyMap].compactMap { $0 }.count
+            guard given == 1 else { throw ValidationError("give exactly one of --key-hex, --key-file, --key-log or --key-map") }
+        }
+
+        func keySource() throws -> any MjrKeySource {
+            do {
+                if let keyLog { return MjrLoggedKeys(try KeyLog.Entries(path: keyLog)) }
+                if let keyMap { return MjrSenderKeys(try KeyMap(contentsOfFile: keyMap)) }
+            } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+            return MjrFixedKey(try KeyOptions.callKey(hex: keyHex, file: keyFile ?? ""))
         }
 
         func run() async throws {
             do {
-                guard case .e2ee(let ring) = try key.protection() else { throw CLIFailure("no key given", code: .badKey) }
+                let keys = try keySource()
                 LoggingSystem.bootstrapOnce()
                 var logger = Logger(label: "mjr")
                 logger.logLevel = verbose > 0 ? .debug : .info
                 let manifest = try await MjrDecrypt(
-                    files: files, keys: MjrFixedKey(ring: ring), directory: URL(fileURLWithPath: out),
+                    files: files, keys: keys, directory: URL(fileURLWithPath: out),
                     library: try PipelineLibrary(directory: pipelines), logger: logger
                 ).run()
                 for o in manifest.outputs {

@@ -77,6 +77,69 @@ extension MediaScene {
             #expect(try FileManager.default.contentsOfDirectory(atPath: wrongOut.path) == ["manifest.json"])
         }
 
+        /// Keys chosen per frame: a key log across rotations picks the key in use at the
+        /// frame's time; a key map picks the sender's keys by the Janus user id of the file.
+        @Test func keyLogAndKeyMapPickTheKeyOfEachFrame() async throws {
+            let key = CallKey.random(), before = CallKey.random(), after = CallKey.random()
+            let dir = try Scene.tempDirectory("mjr-keys")
+            let tone = try await Audio.tone(440, seconds: 3, in: dir)
+            let start = Date().timeIntervalSince1970
+            let files = try await janusRecording(.file(tone.path), seconds: 3, ring: KeyRing(current: key), name: "keys")
+                .filter { $0.lastPathComponent.contains("-audio-") }
+            #expect(files.count == 1)
+
+            // The log: an older key until just before the call, the call's key, a later key
+            // from an hour on. Only the call's key opens these frames; the log must pick it.
+            let log = dir.appendingPathComponent("keys.log")
+            let writer = try KeyLog(path: log.path)
+            writer.append(call: 1, key: before, from: start - 7200)
+            writer.append(call: 1, key: key, from: start - 1)
+            writer.append(call: 1, key: after, from: start + 3600)
+            let out = dir.appendingPathComponent("by-log")
+            let byLog = try await CLITests.run(["mjr", "decrypt", files[0].path, "--key-log", log.path, "--out", out.path])
+            #expect(byLog.status == 0, "\(byLog.err)")
+            let track = try firstTrack(out)
+            #expect(track.opened >= 130 && track.dropped == 0, "\(track)")
+            let sender = try #require(track.sender)
+
+            // The same log with the call's key moved an hour away: the frames' time now points
+            // at `before`, and neither neighbour is the call's key: nothing opens.
+            let far = dir.appendingPathComponent("far.log")
+            let farWriter = try KeyLog(path: far.path)
+            farWriter.append(call: 1, key: before, from: start - 7200)
+            farWriter.append(call: 1, key: after, from: start + 3600)
+            farWriter.append(call: 1, key: key, from: start + 7200)
+            let farOut = dir.appendingPathComponent("by-far-log")
+            _ = try await CLITests.run(["mjr", "decrypt", files[0].path, "--key-log", far.path, "--out", farOut.path])
+            #expect(try firstTrack(farOut).opened == 0)
+
+            // The map: the sender (Janus user id) with an older and its current index opens all;
+            // a map that only knows another sender opens nothing.
+            func decrypt(map: [String: [String: String]], _ name: String) async throws -> (opened: Int, dropped: Int, sender: String?) {
+                let path = dir.appendingPathComponent("\(name).json")
+                try JSONSerialization.data(withJSONObject: map).write(to: path)
+                chmod(path.path, 0o600)
+                let o = dir.appendingPathComponent(name)
+                let run = try await CLITests.run(["mjr", "decrypt", files[0].path, "--key-map", path.path, "--out", o.path])
+                #expect(run.status == 0 || name == "other", "\(run.err)")
+                return try firstTrack(o)
+            }
+            let mapped = try await decrypt(map: [sender: ["0": before.exportedHex, "1": key.exportedHex]], "map")
+            #expect(mapped.opened == track.opened)
+            let other = try await decrypt(map: ["\(sender)0": ["0": key.exportedHex]], "other")
+            #expect(other.opened == 0 && other.dropped == track.opened)
+        }
+
+        /// The first track's counters in DIR/manifest.json, read as a user would (plain JSON).
+        func firstTrack(_ dir: URL) throws -> (opened: Int, dropped: Int, sender: String?) {
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("manifest.json"))) as? [String: Any]
+            let outputs = try #require(json?["outputs"] as? [[String: Any]])
+            let track = try #require((outputs.first?["tracks"] as? [[String: Any]])?.first)
+            let frames = try #require(track["frames"] as? [String: Any])
+            let dropped = (frames["dropped"] as? [String: Int] ?? [:]).values.reduce(0, +)
+            return (frames["opened"] as? Int ?? -1, dropped, track["sender"] as? String)
+        }
+
         @Test func testPatternRecordedByJanusDecryptsToOneMatroska() async throws {
             let key = CallKey.random()
             let files = try await janusRecording(.testPattern, seconds: 6, ring: KeyRing(current: key), name: "pattern")

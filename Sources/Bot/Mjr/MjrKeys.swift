@@ -19,3 +19,26 @@ public struct MjrFixedKey: MjrKeySource {
     public init(ring: KeyRing) { keys = ring.candidates }
     public func candidates(sender: String?, at time: Date) -> KeyRing.Candidates { keys }
 }
+
+/// A key log (`--key-log`, written by `agent`/`record`): for each frame the key in use at its
+/// time, then the one before and the one after (a sender late or early to switch).
+public struct MjrLoggedKeys: MjrKeySource {
+    private let entries: KeyLog.Entries
+    public init(_ entries: KeyLog.Entries) { self.entries = entries }
+    public func candidates(sender: String?, at time: Date) -> KeyRing.Candidates {
+        entries.candidates(at: time.timeIntervalSince1970)
+    }
+}
+
+/// Per-sender keys (`--key-map`): the keys of the sender named by the file (Janus's user id,
+/// i.e. the feed id; a `.mjr` has no display), its three newest indexes. A sender the map does
+/// not know gets no key: its frames are dropped and counted.
+public struct MjrSenderKeys: MjrKeySource {
+    private let map: KeyMap
+    public init(_ map: KeyMap) { self.map = map }
+    public func candidates(sender: String?, at time: Date) -> KeyRing.Candidates {
+        guard let sender, let keys = map.senders[sender]?.keys else { return .none }
+        return KeyRing.Candidates(current: keys.first?.key, backup: keys.count > 1 ? keys[1].key : nil,
+                                  future: keys.count > 2 ? keys[2].key : nil)
+    }
+}
