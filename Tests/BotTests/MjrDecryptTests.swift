@@ -77,6 +77,25 @@ extension MediaScene {
             #expect(try FileManager.default.contentsOfDirectory(atPath: wrongOut.path) == ["manifest.json"])
         }
 
+        /// Speech played into a room Janus records comes back out of the decrypted `.mjr`: the
+        /// 20 ms loudness envelopes of the source and the decryption correlate, and another text does not.
+        @Test func speechRecordedByJanusMatchesTheSpeechPlayedIn() async throws {
+            let key = CallKey.random()
+            let dir = try Scene.tempDirectory("mjr-speech")
+            let speech = try Speech.make(dir.appendingPathComponent("speech.wav"))
+            let files = try await janusRecording(.file(speech.path), seconds: 25, ring: KeyRing(current: key), name: "speech")
+                .filter { $0.lastPathComponent.contains("-audio-") }
+            let (manifest, out) = try await decrypt(files, key: key, name: "speech")
+            let file = try #require(manifest.outputs.first?.file)
+            let decoded = try await Audio.decode(out.appendingPathComponent(file))
+            let source = try Speech.samples(speech)
+            let match = Speech.envelopeCorrelation(source, decoded)
+            #expect(match >= 0.8, "envelope correlation with the speech played in: \(match)")
+            let other = try Speech.samples(try Speech.make(dir.appendingPathComponent("other.wav"), text: Speech.otherText))
+            let mismatch = Speech.envelopeCorrelation(other, decoded)
+            #expect(mismatch < 0.5, "another text correlates \(mismatch)")
+        }
+
         /// Keys chosen per frame: a key log across rotations picks the key in use at the
         /// frame's time; a key map picks the sender's keys by the Janus user id of the file.
         @Test func keyLogAndKeyMapPickTheKeyOfEachFrame() async throws {

@@ -1,5 +1,5 @@
 """Speech that can be recognised after a codec, without numpy.
-   envelope.py make OUT.wav            about 20 s of English speech from espeak-ng (Debian), made
+   envelope.py make OUT.wav [TEXT]     about 20 s of English speech from espeak-ng (Debian), made
                                        offline, resampled to 48 kHz mono s16 by GStreamer
    envelope.py compare-json SRC.wav ENV.json   the same, with the recording's envelope already
                                        made (20 ms RMS at 8 kHz, by the subscriber page)
@@ -20,9 +20,9 @@ TEXT = ("This is the end to end encrypted call bot speaking. Seven green boxes, 
         "Numbers: eight hundred and nine, sixty, five.")
 
 
-def make(path):
+def make(path, text=TEXT):
     raw = path + ".espeak.wav"
-    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", raw, TEXT], check=True)
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", raw, text], check=True)
     subprocess.run(["gst-launch-1.0", "-q", "filesrc", f"location={raw}", "!", "wavparse", "!", "audioconvert", "!",
                     "audioresample", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!", "wavenc", "!",
                     "filesink", f"location={path}"], check=True)
@@ -56,7 +56,7 @@ def compare(src, rec, er=None):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2])
+        make(sys.argv[2], *sys.argv[3:4])
     elif sys.argv[1] == "compare-json":
         import json
         env = json.load(open(sys.argv[3])).get("audioEnvelope") or []
