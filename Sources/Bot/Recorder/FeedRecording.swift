@@ -59,7 +59,7 @@ final class FeedRecording: Sendable {
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
          onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger,
-         nextFile: @escaping @Sendable () -> URL = { fatalError("video only") },
+         nextFile: (@Sendable () -> URL)? = nil,
          onFileFailure: @escaping @Sendable (String, URL) -> Void = { _, _ in }) throws {
         self.kind = kind
         self.feedID = feedID
@@ -101,6 +101,8 @@ final class FeedRecording: Sendable {
         } else { nil }
         self.keyIndexes = keyIndexes
         if kind == .video {
+            // A caller's mistake, said as one instead of a trap on the first size change.
+            guard let nextFile else { throw BotError.pipelineFailed("a video track needs `nextFile` to name its later files") }
             videoFiles = try VideoFiles(
                 source: try bin.staticPad("src"), first: file, pipeline: pipeline, library: library, branchName: branchName, logger: logger,
                 nextFile: nextFile,
