@@ -11,7 +11,10 @@ import Testing
         _ = pipeline
         #expect(SRTPLibrary.loaded == SRTPLibrary.defaultPath,
                 "not preloaded: \(SRTPLibrary.fallbackReason ?? "?") — run scripts/install-deps")
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        // /proc files report size 0: read to the end, not by the size (a long map was cut short).
+        let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        try handle.close()
         let srtp = Set(maps.split(separator: "\n").compactMap { line in
             line.split(separator: " ", omittingEmptySubsequences: true).last.map(String.init)
         }.filter { $0.hasSuffix("/libsrtp2.so.1") })
