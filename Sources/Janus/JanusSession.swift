@@ -98,9 +98,14 @@ public actor JanusSession {
     }
 
     /// Connects a WebSocket to `url` and creates a session.
-    public static func connect(url: String, options: Options = .init(), logger: Logger) async throws(JanusError) -> JanusSession {
+    /// `socketOpened` is called between the WebSocket opening and the session's `create` (the
+    /// load test times both).
+    public static func connect(url: String, options: Options = .init(), logger: Logger,
+                               socketOpened: @Sendable () -> Void = {}) async throws(JanusError) -> JanusSession {
         let connector = webSocketConnector(url: url, options: options, logger: logger)
-        return try await open(over: try await connector(), url: url, options: options, logger: logger, reconnect: connector)
+        let transport = try await connector()
+        socketOpened()
+        return try await open(over: transport, url: url, options: options, logger: logger, reconnect: connector)
     }
 
     /// A WebSocket to `url` with Janus's subprotocol (Janus refuses connections without it).

@@ -196,9 +196,23 @@ struct LoadMerge: AsyncParsableCommand {
 }
 
 enum LoadVerdict {
+    /// Per role, each join phase's own duration and when it was reached: p50/p95/p99 in ms.
+    static func printJoinPhases(_ s: LoadSummary) {
+        for role in ["publisher", "subscriber"] {
+            guard let phases = s.joinPhases[role] else { continue }
+            Swift.print("join phases, \(role)s (ms; took = the phase alone, at = since the attempt began): p50 / p95 / p99")
+            for name in JoinPhases.names {
+                guard let t = phases[name], let at = t.at, let took = t.took else { continue }
+                Swift.print("  " + name.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " took %6.0f %6.0f %6.0f   at %6.0f %6.0f %6.0f",
+                                   took.p50 * 1000, took.p95 * 1000, took.p99 * 1000, at.p50 * 1000, at.p95 * 1000, at.p99 * 1000))
+            }
+        }
+    }
+
     static func print(_ s: LoadSummary) {
         let first = s.joinSeconds["first_decrypted"].map { String(format: "%.2f s p50, %.2f s p95", $0.p50, $0.p95) } ?? "–"
         Swift.print("bots: \(s.bots.joined) joined, \(s.bots.failed) failed, \(s.bots.lost) lost, \(s.bots.retries) retries; first decrypted frame \(first)")
+        printJoinPhases(s)
         Swift.print("frames: \(s.publishers.framesSealed) sent, \(s.subscribers.framesOpened) decrypted, \(s.subscribers.decryptFailuresTotal) failed to decrypt")
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet, %.2f MB RSS/bot, %.1f threads/bot", p.shard,

@@ -59,8 +59,12 @@ extension MediaScene {
         }
         // Every bot's join phases come in order.
         for r in rows {
-            let phases = ["socket_open_s", "joined_s", "ice_connected_s", "first_rtp_s"].compactMap { r[$0].flatMap(Double.init) }
-            #expect(phases.count == 4 && phases == phases.sorted(), "\(r["display"]!): \(phases)")
+            // In causal order (offer/answer may finish after ICE: Janus answers checks early).
+            let names = ["websocket_s", "session_s", "attached_s", "joined_s", "ice_connected_s", "dtls_connected_s", "first_rtp_s"]
+            let phases = names.compactMap { r[$0].flatMap(Double.init) }
+            #expect(phases.count == names.count && phases == phases.sorted(), "\(r["display"]!): \(phases)")
+            let negotiated = try #require(r["negotiated_s"].flatMap(Double.init), "\(r["display"]!): no offer/answer time")
+            #expect(negotiated >= phases[3], "\(r["display"]!): offer/answer before joined")
         }
         // In the steady window each subscriber got each publisher's frames, ±2 %.
         let steady = try #require(summary["steady"] as? [String: Any])

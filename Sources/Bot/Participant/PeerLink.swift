@@ -1,3 +1,4 @@
+import Foundation
 package import GStreamerKit
 public import Janus
 package import Logging
@@ -44,6 +45,8 @@ public enum PeerEvent: Sendable {
     case negotiationNeeded
     /// webrtcbin's ICE connection state (`new`, `checking`, `connected`, `completed`, `failed` …).
     case ice(String)
+    /// webrtcbin's connection state (ICE and DTLS together: `connected` once DTLS is done).
+    case connection(String)
     /// Janus: the PeerConnection is up (ICE and DTLS, `webrtcup`).
     case mediaUp
     /// A VideoRoom event on the handle (e.g. a subscription's `updated` offer).
@@ -88,6 +91,8 @@ package struct PeerLink: Sendable {
                     logger.debug("ICE \(s)")
                     sink.yield(.ice(s))
                     if s == "failed" { sink.yield(.lost(.iceFailed)) }
+                case .connectionState(let s):
+                    sink.yield(.connection(s))
                 default:
                     break
                 }
@@ -128,11 +133,23 @@ package struct PeerLink: Sendable {
     package func answer(_ offer: JSEP) async throws(BotError) {
         do {
             try await webrtc.setRemoteDescription(SessionDescription(kind: .offer, sdp: offer.sdp))
-            let answer = try await webrtc.createAnswer()
+            let answer = try await webrtc.createAnswer().dtlsServer(offer: offer.sdp)
             try await webrtc.setLocalDescription(answer)
             try await VideoRoom.start(handle, answer: JSEP(type: "answer", sdp: answer.sdp))
         } catch {
             throw BotError(error)
         }
+    }
+}
+
+extension SessionDescription {
+    /// The answer with us as the DTLS server (`a=setup:passive`) where the offer let us choose
+    /// (`actpass`). As client (webrtcbin's choice) our ClientHello often reaches Janus before its
+    /// own ICE check has selected a pair; Janus drops it ("handshake not started yet") and
+    /// OpenSSL sends it again only after 1 s: that second was the p95 of a subscriber's join.
+    /// As server we wait for Janus's ClientHello, which it sends once it is ready.
+    func dtlsServer(offer: String) -> SessionDescription {
+        guard kind == .answer, offer.contains("a=setup:actpass") else { return self }
+        return SessionDescription(kind: .answer, sdp: sdp.replacingOccurrences(of: "a=setup:active", with: "a=setup:passive"))
     }
 }

@@ -24,6 +24,8 @@ public actor Publisher {
     /// What the caller watches after `publish`.
     public enum Event: Sendable {
         case ice(String)
+        /// webrtcbin's connection state (`connected`: ICE and DTLS done).
+        case connection(String)
         case mediaUp
         case lost(PeerLoss)
     }
@@ -61,14 +63,16 @@ public actor Publisher {
     }
 
     /// Attaches, checks that the room exists (unless the caller knows it does), and joins as a
-    /// publisher (`join`, `ptype: publisher`).
+    /// publisher (`join`, `ptype: publisher`). `attached` is called once the handle is.
     @discardableResult
-    public func join(checkRoom: Bool = true, asking id: Int64? = nil) async throws(BotError) -> VideoRoom.Joined {
+    public func join(checkRoom: Bool = true, asking id: Int64? = nil,
+                     attached: @Sendable () -> Void = {}) async throws(BotError) -> VideoRoom.Joined {
         guard state == .idle else { throw .negotiation("publisher \(display) joined twice") }
         state = .joining
         do {
             let handle = try await session.attach(plugin: VideoRoom.plugin)
             self.handle = handle
+            attached()
             guard state == .joining else { throw BotError.janus(.disconnected) }
             if checkRoom, try await !VideoRoom.exists(handle, room: room) { throw BotError.roomNotFound(room) }
             guard state == .joining else { throw BotError.janus(.disconnected) }
@@ -96,6 +100,7 @@ public actor Publisher {
                 switch event {
                 case .negotiationNeeded: negotiation.yield()
                 case .ice(let s): sink.yield(.ice(s))
+                case .connection(let s): sink.yield(.connection(s))
                 case .mediaUp:
                     await self?.mediaUp()
                     sink.yield(.mediaUp)

@@ -14,17 +14,22 @@ public actor Subscription {
 
     public enum Event: Sendable {
         case ice(String)
+        /// webrtcbin's connection state (`connected`: ICE and DTLS done).
+        case connection(String)
         case lost(PeerLoss)
     }
 
     /// Called inside each negotiation: `streams` before the answer (webrtcbin adds pads for new
-    /// mids while it answers), `negotiated` after it.
+    /// mids while it answers), `negotiated` after it; `attached` once the handle is attached.
     public struct Hooks: Sendable {
         public var streams: @Sendable ([SubscribedStream]) -> Void
         public var negotiated: @Sendable () -> Void
-        public init(streams: @escaping @Sendable ([SubscribedStream]) -> Void, negotiated: @escaping @Sendable () -> Void = {}) {
+        public var attached: @Sendable () -> Void
+        public init(streams: @escaping @Sendable ([SubscribedStream]) -> Void, negotiated: @escaping @Sendable () -> Void = {},
+                    attached: @escaping @Sendable () -> Void = {}) {
             self.streams = streams
             self.negotiated = negotiated
+            self.attached = attached
         }
     }
 
@@ -123,6 +128,7 @@ public actor Subscription {
             throw .janus(.disconnected)
         }
         self.handle = handle
+        hooks.attached()
         let link = PeerLink(webrtc: webrtc, handle: handle, logger: log)
         self.link = link
         startFollowing(link)
@@ -143,6 +149,7 @@ public actor Subscription {
             for await event in peer {
                 switch event {
                 case .ice(let s): sink.yield(.ice(s))
+                case .connection(let s): sink.yield(.connection(s))
                 case .lost(let why): sink.yield(.lost(why))
                 case .plugin(.updated(let streams, let offer?)):
                     // Janus renegotiates by itself (a publisher left, a stream changed).

@@ -200,7 +200,7 @@ public struct Player: Sendable {
                     log.info("Janus: media path up, playing")
                     if !startMedia(media, at: resumeAt ?? 0) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
                 case .lost(let why): lost.yield(why)
-                case .ice: break
+                case .ice, .connection: break
                 }
             }
         }

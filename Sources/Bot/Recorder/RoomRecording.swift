@@ -251,7 +251,7 @@ actor RoomRecording {
                 // A session that ended is the roster's to report (once for both handles).
                 case .lost(.sessionEnded): return
                 case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
-                case .ice: break
+                case .ice, .connection: break
                 }
             }
         }

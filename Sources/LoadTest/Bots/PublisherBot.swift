@@ -65,9 +65,10 @@ final class PublisherBot: Sendable {
         let log = context.logger(bot: display)
         let session: JanusSession
         if let kept { session = kept } else {
-            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log,
+                                                     socketOpened: { clock.mark(.websocket) })
         }
-        clock.mark(.socketOpen)
+        clock.mark(.session)
         let library = context.library, source = context.source
         let pipeline: Pipeline
         do {
@@ -89,7 +90,7 @@ final class PublisherBot: Sendable {
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
             // The run's room watcher checked the room: one round trip less per bot.
-            let joined = try await publisher.join(checkRoom: false)
+            let joined = try await publisher.join(checkRoom: false, attached: { clock.mark(.attached) })
             clock.mark(.joined)
             live.withLock { $0?.feedID = joined.id }
 
@@ -126,6 +127,7 @@ final class PublisherBot: Sendable {
                 for await event in publisher.events {
                     switch event {
                     case .ice(let s): if s == "connected" || s == "completed" { clock.mark(.iceConnected) }
+                    case .connection(let s): if s == "connected" { clock.mark(.dtlsConnected) }
                     case .mediaUp: upContinuation.yield(.success(()))
                     case .lost(let why):
                         upContinuation.yield(.failure(LoadBotError(why.description)))
@@ -138,6 +140,7 @@ final class PublisherBot: Sendable {
             try pipeline.setState(.playing)
             // webrtcbin asks to negotiate once RTP caps reach it; then offer/configure/answer.
             try await within(context.joinTimeout, "negotiation and publishing (offer/answer)") { try await publisher.publish(video: source.hasVideo) }
+            clock.mark(.negotiated)
             try await within(context.joinTimeout, "media path up (ICE + DTLS)") {
                 for await result in up { return try result.get() }
                 throw LoadBotError("no media path")

@@ -101,9 +101,10 @@ final class SubscriberBot: Sendable {
         let clock = PhaseClock()
         let session: JanusSession
         if let kept { session = kept } else {
-            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log)
+            session = try await JanusSession.connect(url: context.janusURL, options: context.janus, logger: log,
+                                                     socketOpened: { clock.mark(.websocket) })
         }
-        clock.mark(.socketOpen)
+        clock.mark(.session)
         let pipeline: Pipeline, webrtc: WebRTCBin
         do {
             pipeline = try Pipeline(description: context.library.description("load-subscriber"))
@@ -119,7 +120,7 @@ final class SubscriberBot: Sendable {
             hooks: .init(streams: { [weak self] list in
                 clock.mark(.joined)
                 self?.learn(list)
-            }))
+            }, negotiated: { clock.mark(.negotiated) }, attached: { clock.mark(.attached) }))
         live.withLock { $0 = Live(session: session, subscription: subscription, pipeline: pipeline, webrtc: webrtc, clock: clock) }
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
@@ -137,6 +138,8 @@ final class SubscriberBot: Sendable {
                         guard s == "connected" || s == "completed" else { break }
                         clock.mark(.iceConnected)
                         connectedContinuation.yield(.success(()))
+                    case .connection(let s):
+                        if s == "connected" { clock.mark(.dtlsConnected) }
                     case .lost(let why):
                         connectedContinuation.yield(.failure(LoadBotError(why.description)))
                         self?.lost(why, subscription: subscription)

@@ -119,19 +119,34 @@ public struct Comeback: Codable, Sendable, Equatable {
 }
 
 /// When each step of joining finished, seconds from the attempt's start (nil: not reached).
+/// The steps, in order: the WebSocket opens; Janus creates the session; the VideoRoom handle
+/// is attached; `joined` (publisher) or Janus's offer (subscriber); offer/answer done (the
+/// publisher applied Janus's answer, the subscriber's `start` was acknowledged); ICE connected;
+/// DTLS done (webrtcbin's connection state `connected`); the first RTP packet sent (publisher)
+/// or received (subscriber); the first frame decrypted (subscriber; with --no-e2ee received).
 public struct JoinPhases: Codable, Sendable, Equatable {
-    /// WebSocket open and Janus session created.
-    public var socketOpen: Double?
-    /// VideoRoom `joined` (publisher) or the subscription's offer (subscriber).
+    public var websocket: Double?
+    public var session: Double?
+    public var attached: Double?
     public var joined: Double?
+    public var negotiated: Double?
     public var iceConnected: Double?
-    /// First RTP packet sent (publisher) or received (subscriber).
+    public var dtlsConnected: Double?
     public var firstRTP: Double?
-    /// First frame decrypted (subscriber; with --no-e2ee the first frame received).
     public var firstDecrypted: Double?
 
     public init() {}
 
-    public static let names = ["socket_open", "joined", "ice_connected", "first_rtp", "first_decrypted"]
-    public var values: [Double?] { [socketOpen, joined, iceConnected, firstRTP, firstDecrypted] }
+    public static let names = ["websocket", "session", "attached", "joined", "negotiated", "ice_connected", "dtls_connected", "first_rtp", "first_decrypted"]
+    public var values: [Double?] { [websocket, session, attached, joined, negotiated, iceConnected, dtlsConnected, firstRTP, firstDecrypted] }
+
+    /// Each phase's own duration: from the latest earlier phase reached (or the start) to it.
+    public var steps: [Double?] {
+        var previous = 0.0
+        return values.map { v in
+            guard let v else { return nil }
+            defer { previous = max(previous, v) }
+            return max(0, v - previous)
+        }
+    }
 }

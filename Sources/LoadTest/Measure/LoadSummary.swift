@@ -17,6 +17,9 @@ public struct LoadSummary: Codable, Sendable {
     public var bots: Bots
     /// Seconds from a bot's (successful) attempt start to each phase, by phase name.
     public var joinSeconds: [String: Distribution]
+    /// By role (`publisher`, `subscriber`) and phase (`JoinPhases.names`): when the phase was
+    /// reached and how long it took by itself, over each bot's successful attempt.
+    public var joinPhases: [String: [String: PhaseTimes]]
     public var publishers: Publishers
     public var subscribers: Subscribers
     public var steady: Steady?
@@ -45,6 +48,7 @@ public struct LoadSummary: Codable, Sendable {
         public var p5: Double
         public var p50: Double
         public var p95: Double
+        public var p99: Double
         public var max: Double
         public var mean: Double
 
@@ -57,9 +61,18 @@ public struct LoadSummary: Codable, Sendable {
             p5 = q(0.05)
             p50 = q(0.5)
             p95 = q(0.95)
+            p99 = q(0.99)
             max = v[v.count - 1]
             mean = v.reduce(0, +) / Double(v.count)
         }
+    }
+
+    /// One join phase over many bots, seconds.
+    public struct PhaseTimes: Codable, Sendable, Equatable {
+        /// From the attempt's start to the phase.
+        public var at: Distribution?
+        /// From the phase before it to the phase.
+        public var took: Distribution?
     }
 
     public struct Publishers: Codable, Sendable {
@@ -161,6 +174,17 @@ extension LoadSummary {
             join[name] = Distribution(r.bots.compactMap { $0.phases.values[i] })
         }
         joinSeconds = join
+        var byRole: [String: [String: PhaseTimes]] = [:]
+        for (role, bots) in [("publisher", pubs), ("subscriber", subs)] where !bots.isEmpty {
+            var phases: [String: PhaseTimes] = [:]
+            for (i, name) in JoinPhases.names.enumerated() {
+                let times = PhaseTimes(at: Distribution(bots.compactMap { $0.phases.values[i] }),
+                                       took: Distribution(bots.compactMap { $0.phases.steps[i] }))
+                if times.at != nil { phases[name] = times }
+            }
+            byRole[role] = phases
+        }
+        joinPhases = byRole
         publishers = Publishers(framesSealed: pubs.reduce(0) { $0 + $1.framesSealed }, sealFailures: pubs.reduce(0) { $0 + $1.sealFailures },
                                 packetsSent: pubs.reduce(0) { $0 + $1.packetsSent },
                                 rttMs: Distribution(pubs.compactMap(\.rttMs)), remoteLossPercent: Distribution(pubs.compactMap(\.remoteLossPercent)))

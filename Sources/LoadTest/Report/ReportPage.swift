@@ -14,6 +14,13 @@ enum ReportPage {
             ("Bots", "\(s.bots.joined) joined of \(s.bots.plannedPublishers) publishers + \(s.bots.plannedSubscribers) subscribers; \(s.bots.failed) failed, \(s.bots.lost) lost, \(s.bots.retries) retries; \(s.shards) shard(s)"),
             ("Join → first decrypted frame (s)", dist(s.joinSeconds["first_decrypted"])),
             ("Join → joined (s)", dist(s.joinSeconds["joined"])),
+        ] + ["publisher", "subscriber"].compactMap { role in
+            guard let phases = s.joinPhases[role] else { return nil }
+            let steps = JoinPhases.names.compactMap { name in
+                phases[name]?.took.map { "\(name) \(f($0.p50 * 1000, 0))/\(f($0.p95 * 1000, 0))/\(f($0.p99 * 1000, 0))" }
+            }
+            return ("Join phases, \(role)s: ms each took, p50/p95/p99", steps.joined(separator: " · "))
+        } + [
             ("Subscribers receiving every feed", "\(s.subscribers.receivingEveryFeed) of \(s.bots.plannedSubscribers)"),
             ("Frames decrypted / failed", "\(s.subscribers.framesOpened) / \(s.subscribers.decryptFailuresTotal) \(s.subscribers.decryptFailures.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "))"),
             ("Loss at subscribers", s.subscribers.lossPercent.map { f($0, 3) + " %" } ?? "–"),

@@ -41,19 +41,28 @@ final class PhaseClock: Sendable {
     let start = Date()
     private let phases = Mutex(JoinPhases())
 
-    enum Phase: Sendable { case socketOpen, joined, iceConnected, firstRTP, firstDecrypted }
+    enum Phase: Sendable {
+        case websocket, session, attached, joined, negotiated, iceConnected, dtlsConnected, firstRTP, firstDecrypted
+        var path: WritableKeyPath<JoinPhases, Double?> {
+            switch self {
+            case .websocket: \.websocket
+            case .session: \.session
+            case .attached: \.attached
+            case .joined: \.joined
+            case .negotiated: \.negotiated
+            case .iceConnected: \.iceConnected
+            case .dtlsConnected: \.dtlsConnected
+            case .firstRTP: \.firstRTP
+            case .firstDecrypted: \.firstDecrypted
+            }
+        }
+    }
 
     /// Marks `phase` as reached now (or at `date`); the first mark counts.
     func mark(_ phase: Phase, at date: Date = Date()) {
-        let t = date.timeIntervalSince(start)
+        let t = date.timeIntervalSince(start), path = phase.path
         phases.withLock { p in
-            switch phase {
-            case .socketOpen: p.socketOpen = p.socketOpen ?? t
-            case .joined: p.joined = p.joined ?? t
-            case .iceConnected: p.iceConnected = p.iceConnected ?? t
-            case .firstRTP: p.firstRTP = p.firstRTP ?? t
-            case .firstDecrypted: p.firstDecrypted = p.firstDecrypted ?? t
-            }
+            if p[keyPath: path] == nil { p[keyPath: path] = t }
         }
     }
 
