@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-chromium bench bench-chromium bench-load soak fuzz clean
+.PHONY: deps build demo test test-chromium bench bench-chromium bench-load bench-record soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -51,6 +51,12 @@ bench-chromium: deps
 bench-load: deps
 	swift build -c release --product sfubot
 	scripts/in-netns scripts/bench-load
+
+# How many A/V participants one `sfubot record` records per core, and whether every frame sent
+# reached its file (PUBLISHERS=20 by default; prints figures).
+bench-record: deps
+	swift build -c release --product sfubot
+	scripts/in-netns scripts/bench-record
 
 # A recorder, a player and 20 load bots in one E2EE room for an hour (SOAK_SECONDS=N for less);
 # fails on growth of RSS, descriptors or threads above 5 % or on any lost frame.
