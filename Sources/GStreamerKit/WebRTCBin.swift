@@ -1,5 +1,6 @@
 internal import CGStreamer
 internal import CGStreamerShims
+public import Foundation
 import Synchronization
 
 /// What webrtcbin reports, in the order it emits it.
@@ -152,6 +153,13 @@ public final class WebRTCBin: @unchecked Sendable {
 
     public var iceConnectionState: String { (try? element.get("ice-connection-state")) ?? "?" }
 
+    /// When a state property (`ice-connection-state`, `connection-state`, `ice-gathering-state`)
+    /// first took `value`, as webrtcbin notified it: the events reach their consumer later, by
+    /// as much as a busy process delays its tasks (the load test times join phases with this).
+    public func firstReached(_ property: String, _ value: String) -> Date? {
+        sink.firstReached.withLock { $0["\(property)=\(value)"] }
+    }
+
     // MARK: - Internals
 
     private func description(from field: String, _ call: (UnsafeMutablePointer<GstPromise>) -> Void) async throws(GStreamerError) -> SessionDescription {
@@ -183,6 +191,8 @@ public final class WebRTCBin: @unchecked Sendable {
         let continuation: AsyncStream<WebRTCEvent>.Continuation
         let padHandler = Mutex<(@Sendable (IncomingPad) -> Void)?>(nil)
         let dataChannelHandler = Mutex<(@Sendable (DataChannel) -> Void)?>(nil)
+        /// When each "property=value" state was first reached, taken in the notify handler.
+        let firstReached = Mutex<[String: Date]>([:])
         init(_ c: AsyncStream<WebRTCEvent>.Continuation) { continuation = c }
         static func from(_ data: UnsafeMutableRawPointer?) -> Sink { Unmanaged<Sink>.fromOpaque(data!).takeUnretainedValue() }
     }
@@ -215,7 +225,9 @@ public final class WebRTCBin: @unchecked Sendable {
             guard let object, let spec else { return }
             let name = String(cString: spec.pointee.name)
             let value = takeGString(sfb_object_get_property_string(object, name)) ?? "?"
-            let c = Sink.from(data).continuation
+            let sink = Sink.from(data), now = Date()
+            sink.firstReached.withLock { if $0["\(name)=\(value)"] == nil { $0["\(name)=\(value)"] = now } }
+            let c = sink.continuation
             switch name {
             case "ice-gathering-state": c.yield(.iceGatheringState(value))
             case "ice-connection-state": c.yield(.iceConnectionState(value))

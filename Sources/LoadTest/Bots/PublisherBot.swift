@@ -126,8 +126,8 @@ final class PublisherBot: Sendable {
             let watch = Task { [weak self] in
                 for await event in publisher.events {
                     switch event {
-                    case .ice(let s): if s == "connected" || s == "completed" { clock.mark(.iceConnected) }
-                    case .connection(let s): if s == "connected" { clock.mark(.dtlsConnected) }
+                    case .ice(let s): if s == "connected" || s == "completed" { clock.mark(.iceConnected, at: webrtc.iceConnectedAt) }
+                    case .connection(let s): if s == "connected" { clock.mark(.dtlsConnected, at: webrtc.firstReached("connection-state", "connected") ?? Date()) }
                     case .mediaUp: upContinuation.yield(.success(()))
                     case .lost(let why):
                         upContinuation.yield(.failure(LoadBotError(why.description)))

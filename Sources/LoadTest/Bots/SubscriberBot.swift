@@ -136,10 +136,10 @@ final class SubscriberBot: Sendable {
                     switch event {
                     case .ice(let s):
                         guard s == "connected" || s == "completed" else { break }
-                        clock.mark(.iceConnected)
+                        clock.mark(.iceConnected, at: webrtc.iceConnectedAt)
                         connectedContinuation.yield(.success(()))
                     case .connection(let s):
-                        if s == "connected" { clock.mark(.dtlsConnected) }
+                        if s == "connected" { clock.mark(.dtlsConnected, at: webrtc.firstReached("connection-state", "connected") ?? Date()) }
                     case .lost(let why):
                         connectedContinuation.yield(.failure(LoadBotError(why.description)))
                         self?.lost(why, subscription: subscription)

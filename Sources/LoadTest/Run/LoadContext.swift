@@ -69,6 +69,13 @@ final class PhaseClock: Sendable {
     var snapshot: JoinPhases { phases.withLock { $0 } }
 }
 
+extension WebRTCBin {
+    /// When ICE first became connected or completed (now, if webrtcbin did not say).
+    var iceConnectedAt: Date {
+        [firstReached("ice-connection-state", "connected"), firstReached("ice-connection-state", "completed")].compactMap { $0 }.min() ?? Date()
+    }
+}
+
 /// Why a bot's attempt failed, as the report shows it.
 struct LoadBotError: Error, CustomStringConvertible {
     let description: String
