@@ -82,7 +82,7 @@ extension MediaScene {
         @Test func speechRecordedByJanusMatchesTheSpeechPlayedIn() async throws {
             let key = CallKey.random()
             let dir = try Scene.tempDirectory("mjr-speech")
-            let speech = try Speech.make(dir.appendingPathComponent("speech.wav"))
+            let speech = try await Speech.make(dir.appendingPathComponent("speech.wav"))
             let files = try await janusRecording(.file(speech.path), seconds: 25, ring: KeyRing(current: key), name: "speech")
                 .filter { $0.lastPathComponent.contains("-audio-") }
             let (manifest, out) = try await decrypt(files, key: key, name: "speech")
@@ -91,7 +91,7 @@ extension MediaScene {
             let source = try Speech.samples(speech)
             let match = Speech.envelopeCorrelation(source, decoded)
             #expect(match >= 0.8, "envelope correlation with the speech played in: \(match)")
-            let other = try Speech.samples(try Speech.make(dir.appendingPathComponent("other.wav"), text: Speech.otherText))
+            let other = try Speech.samples(try await Speech.make(dir.appendingPathComponent("other.wav"), text: Speech.otherText))
             let mismatch = Speech.envelopeCorrelation(other, decoded)
             #expect(mismatch < 0.5, "another text correlates \(mismatch)")
         }

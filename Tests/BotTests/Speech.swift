@@ -8,13 +8,9 @@ enum Speech {
         .appendingPathComponent("Chromium/envelope.py")
 
     /// Writes the suite's speech (or `text`) to `url` as a WAV.
-    static func make(_ url: URL, text: String? = nil) throws -> URL {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = [script.path, "make", url.path] + (text.map { [$0] } ?? [])
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+    static func make(_ url: URL, text: String? = nil) async throws -> URL {
+        let r = try await ChildProcess.run("/usr/bin/python3", [script.path, "make", url.path] + (text.map { [$0] } ?? []))
+        guard r.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path, NSLocalizedDescriptionKey: r.errText]) }
         return url
     }
 

@@ -26,9 +26,12 @@ import Testing
     /// 100,000 seals of real x264 slices (half IDR, half P): libwebrtc reads first_mb_in_slice 0,
     /// the encoder's slice_type and pic_parameter_set_id 0 from every one, and each still opens.
     /// Before the fix about half of the IDR slices read pps_id ≥ 1.
-    @Test func sealedX264SlicesReadPPS0InLibWebRTC() throws {
+    @Test func sealedX264SlicesReadPPS0InLibWebRTC() async throws {
         var wrong = [5: 0, 1: 0]
         for i in 0..<100_000 {
+            // Yields now and then: the tests share a pool of one thread per core (2 on CI), and a
+            // loop that holds one for seconds delays the timers of every other test.
+            if i % 256 == 0 { await Task.yield() }
             let plain = i % 2 == 0 ? X264Slices.idr : X264Slices.nonIDR
             let sealed = try sealOne(plain)
             let read = LibWebRTCSliceParser.parse(nal: sealed)
@@ -42,10 +45,11 @@ import Testing
 
     /// Slices of any shape (other encoders, later slices of a picture): whenever the three fields
     /// end within 8 bits of the nonce, libwebrtc reads the plaintext's values from the sealed slice.
-    @Test func anySliceHeaderWithinTheFirstNonceByteReadsAsThePlaintext() throws {
+    @Test func anySliceHeaderWithinTheFirstNonceByteReadsAsThePlaintext() async throws {
         var rng = SystemRandomNumberGenerator()
         var pinnedCases = 0
-        for _ in 0..<20_000 {
+        for i in 0..<20_000 {
+            if i % 256 == 0 { await Task.yield() }
             var w = BitWriter()
             let fields = (UInt32.random(in: 0...(Bool.random(using: &rng) ? 3 : 1_500), using: &rng),
                           UInt32.random(in: 0...9, using: &rng), UInt32.random(in: 0...3, using: &rng))
@@ -67,11 +71,12 @@ import Testing
 
     /// The price in nonce randomness: on x264 IDR slices exactly the first bit is fixed; the
     /// other 95 stay random (per-bit frequencies of the next 15 bits near 1/2, all nonces distinct).
-    @Test func onlyTheBitsLibWebRTCReadsArePinned() throws {
+    @Test func onlyTheBitsLibWebRTCReadsArePinned() async throws {
         let n = 20_000
         var ones = [Int](repeating: 0, count: 16)
         var nonces = Set<[UInt8]>()
-        for _ in 0..<n {
+        for i in 0..<n {
+            if i % 256 == 0 { await Task.yield() }
             let sealed = try sealOne(X264Slices.idr)
             let nonce = Array(sealed[2..<14])
             nonces.insert(nonce)
