@@ -215,8 +215,9 @@ enum LoadVerdict {
         printJoinPhases(s)
         Swift.print("frames: \(s.publishers.framesSealed) sent, \(s.subscribers.framesOpened) decrypted, \(s.subscribers.decryptFailuresTotal) failed to decrypt")
         for p in s.process {
-            Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet, %.2f MB RSS/bot, %.1f threads/bot", p.shard,
-                               p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan))
+            Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet (%.1f in the kernel), %.2f MB RSS/bot, %.1f threads/bot", p.shard,
+                               p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.kernelMicrosecondsPerPacket ?? .nan,
+                               p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan))
         }
         let c = s.comebacks
         if c.connectionDrops + c.rejoins + c.mediaRestarts > 0 || s.chaos != nil {

@@ -30,7 +30,7 @@ struct ProcessSampleTests {
     @Test func parsesStatWithSpacesAndParenthesesInTheName() throws {
         let stat = "4242 (sfubot (load) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 37 0 100 1000000 512 18446744073709551615"
         let s = try #require(ProcessSample.parse(stat: stat, statm: "300000 2560 100 1 0 2000 0", ticksPerSecond: 100, pageSize: 4096))
-        #expect(s.cpuSeconds == 3 && s.threads == 37 && s.residentBytes == 2560 * 4096)
+        #expect(s.cpuSeconds == 3 && s.kernelSeconds == 0.5 && s.threads == 37 && s.residentBytes == 2560 * 4096)
         #expect(ProcessSample.parse(stat: "garbage", statm: "", ticksPerSecond: 100, pageSize: 4096) == nil)
     }
 

@@ -32,7 +32,7 @@ import Testing
     static func result(_ bots: [BotRecord], shards: Int = 1) -> LoadResult {
         let shard = LoadResult.Shard(index: 0, count: shards, host: "h", started: Date(timeIntervalSince1970: 0), ended: Date(timeIntervalSince1970: 20),
                                      steadyStart: Date(timeIntervalSince1970: 5), steadyEnd: Date(timeIntervalSince1970: 15), interrupted: false,
-                                     timeline: [], steadyCPUSeconds: 2, peakRSSBytes: 110 << 20, peakThreads: 50, baselineThreads: 10,
+                                     timeline: [], steadyCPUSeconds: 2, steadyKernelCPUSeconds: 0.8, peakRSSBytes: 110 << 20, peakThreads: 50, baselineThreads: 10,
                                      baselineRSSBytes: 100 << 20, steadyPacketsSent: 1000, steadyPacketsReceived: 3000, fanOutGroups: 2)
         return LoadResult(room: 1, janus: "ws://x", e2ee: true, video: false, media: nil, publishers: 1, subscribers: bots.count - 1,
                           subscribeLimit: nil, shards: [shard], bots: bots)
@@ -63,7 +63,7 @@ import Testing
         #expect(s.held && s.problems.isEmpty)
         #expect(s.steady?.receivedOverSent?.min == 0.99)
         let p = s.process[0]
-        #expect(p.cpuMicrosecondsPerPacket == 500)  // 2 s over 4000 packets
+        #expect(p.cpuMicrosecondsPerPacket == 500 && p.kernelMicrosecondsPerPacket == 200)  // 2 s (0.8 s kernel) over 4000 packets
         #expect(p.cpuCores == 0.2 && p.threadsPerBot == 40.0 / 3)
         #expect(abs((p.rssPerBotMB ?? 0) - 10.0 / 3) < 1e-9)
         #expect(abs((s.subscribers.lossPercent ?? 0) - 100 * 10 / 2010.0) < 1e-9)
@@ -101,7 +101,8 @@ import Testing
     func roundTrip() throws {
         let r = Self.result([Self.publisher(sent: 500), Self.subscriber(0, got: 500)])
         let back = try LoadReport.decoder.decode(LoadResult.self, from: LoadReport.encoder.encode(r))
-        #expect(back.bots == r.bots && back.shards[0].peakRSSBytes == r.shards[0].peakRSSBytes && back.shards[0].steadyStart == r.shards[0].steadyStart)
+        #expect(back.bots == r.bots && back.shards[0].peakRSSBytes == r.shards[0].peakRSSBytes && back.shards[0].steadyStart == r.shards[0].steadyStart
+               && back.shards[0].steadyKernelCPUSeconds == 0.8)
     }
 
     @Test("load's metrics are Prometheus exposition format with the shard label; counters follow the totals")

@@ -32,6 +32,8 @@ public struct LoadResult: Codable, Sendable {
         public var timeline: [TimelineSample]
         /// Process totals: CPU seconds used during the steady window, peak RSS and threads.
         public var steadyCPUSeconds: Double?
+        /// The kernel's part of `steadyCPUSeconds` (absent in results from before it was kept).
+        public var steadyKernelCPUSeconds: Double? = nil
         public var peakRSSBytes: Int
         public var peakThreads: Int
         /// Threads and RSS before any bot started (the shared encoder running).

@@ -149,6 +149,8 @@ public struct LoadSummary: Codable, Sendable {
         public var threadsPerBot: Double?
         /// Process CPU time over the RTP packets sent and received in the steady window.
         public var cpuMicrosecondsPerPacket: Double?
+        /// The kernel's part of `cpuMicrosecondsPerPacket` (UDP send, and on loopback the delivery to Janus).
+        public var kernelMicrosecondsPerPacket: Double?
         public var packetsSent: UInt64?
         public var packetsReceived: UInt64?
     }
@@ -233,6 +235,7 @@ extension LoadSummary {
                 rssPerBotMB: n > 0 ? Double(s.peakRSSBytes - s.baselineRSSBytes) / 1_048_576 / Double(n) : nil,
                 threadsPerBot: n > 0 ? Double(s.peakThreads - s.baselineThreads) / Double(n) : nil,
                 cpuMicrosecondsPerPacket: packets > 0 ? s.steadyCPUSeconds.map { $0 * 1e6 / Double(packets) } : nil,
+                kernelMicrosecondsPerPacket: packets > 0 ? s.steadyKernelCPUSeconds.map { $0 * 1e6 / Double(packets) } : nil,
                 packetsSent: s.steadyPacketsSent, packetsReceived: s.steadyPacketsReceived)
         }
 

@@ -5,6 +5,9 @@ public import Foundation
 public struct ProcessSample: Sendable, Equatable {
     /// User + system CPU time, seconds.
     public var cpuSeconds: Double
+    /// The system (kernel) part of `cpuSeconds`: on loopback, sending a packet also delivers it
+    /// into Janus's socket, so this is where the send path's floor shows.
+    public var kernelSeconds: Double = 0
     /// Resident set size, bytes.
     public var residentBytes: Int
     public var threads: Int
@@ -25,7 +28,8 @@ public struct ProcessSample: Sendable, Equatable {
         guard fields.count > 17, let utime = Double(fields[11]), let stime = Double(fields[12]), let threads = Int(fields[17]) else { return nil }
         let m = statm.split(separator: " ")
         guard m.count > 1, let resident = Int(m[1]) else { return nil }
-        return ProcessSample(cpuSeconds: (utime + stime) / ticksPerSecond, residentBytes: resident * pageSize, threads: threads, time: time)
+        return ProcessSample(cpuSeconds: (utime + stime) / ticksPerSecond, kernelSeconds: stime / ticksPerSecond,
+                             residentBytes: resident * pageSize, threads: threads, time: time)
     }
 
     /// CPU cores used between two samples (1.0 = one core busy).

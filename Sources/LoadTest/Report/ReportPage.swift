@@ -42,7 +42,7 @@ enum ReportPage {
         }
         for p in s.process {
             rows.append(("Process (shard \(p.shard), \(esc(p.host)))",
-                         "\(p.bots) bots: CPU \(f(p.cpuCores)) cores, \(f(p.cpuMicrosecondsPerPacket, 1)) µs/packet; RSS peak \(f(p.peakRSSMB, 0)) MB, \(f(p.rssPerBotMB)) MB/bot; \(f(p.threadsPerBot, 1)) threads/bot"))
+                         "\(p.bots) bots: CPU \(f(p.cpuCores)) cores, \(f(p.cpuMicrosecondsPerPacket, 1)) µs/packet (\(f(p.kernelMicrosecondsPerPacket, 1)) in the kernel); RSS peak \(f(p.peakRSSMB, 0)) MB, \(f(p.rssPerBotMB)) MB/bot; \(f(p.threadsPerBot, 1)) threads/bot"))
         }
         let verdict = s.held
             ? "<div class=\"v ok\">The room held.</div>"

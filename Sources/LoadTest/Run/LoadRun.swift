@@ -106,7 +106,7 @@ public final class LoadRun: Sendable {
         let encoder = Task { try await source2.follow() }
 
         // Wait for every bot to settle, then hold the room for the duration.
-        var steadyStart: Date?, steadyEnd: Date?, steadyCPU: Double?, steadySent: UInt64?, steadyReceived: UInt64?
+        var steadyStart: Date?, steadyEnd: Date?, steadyCPU: Double?, steadyKernelCPU: Double?, steadySent: UInt64?, steadyReceived: UInt64?
         var sentAtStart: [Int: Int] = [:], openedAtStart: [Int: [Int64: Int]] = [:]
         while !Task.isCancelled, state.withLock({ $0.settled }) < bots.count {
             try? await Task.sleep(for: .milliseconds(200))
@@ -164,7 +164,7 @@ public final class LoadRun: Sendable {
             let cpu1 = ProcessSample.now()
             await statsPass(publishers: publishers, subscribers: subscribers)
             let (sent1, received1) = state.withLock { ($0.packetsOut, $0.packetsIn) }
-            if let cpu0, let cpu1 { steadyCPU = cpu1.cpuSeconds - cpu0.cpuSeconds }
+            if let cpu0, let cpu1 { (steadyCPU, steadyKernelCPU) = (cpu1.cpuSeconds - cpu0.cpuSeconds, cpu1.kernelSeconds - cpu0.kernelSeconds) }
             steadySent = sent1 &- sent0
             steadyReceived = received1 &- received0
         }
@@ -199,7 +199,7 @@ public final class LoadRun: Sendable {
         let shard = LoadResult.Shard(
             index: plan.shard.index, count: plan.shard.count, host: ProcessInfo.processInfo.hostName,
             started: started, ended: Date(), steadyStart: steadyStart, steadyEnd: steadyEnd, interrupted: interrupted,
-            timeline: s.timeline, steadyCPUSeconds: steadyCPU, peakRSSBytes: peak.0, peakThreads: peak.1,
+            timeline: s.timeline, steadyCPUSeconds: steadyCPU, steadyKernelCPUSeconds: steadyKernelCPU, peakRSSBytes: peak.0, peakThreads: peak.1,
             baselineThreads: baseline?.threads ?? 0, baselineRSSBytes: baseline?.residentBytes ?? 0,
             steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups,
             faults: plan.chaos == nil ? nil : s.faults.sorted { $0.at < $1.at })
