@@ -105,7 +105,9 @@ import Testing
         try? await Task.sleep(for: .milliseconds(100))
         #expect(peer.sent.withLock { $0.isEmpty })
         peer.sink.yield(.open)
-        try? await Task.sleep(for: .milliseconds(100))
+        // Until the first ping, not a fixed window: a loaded machine can hold the loop's task longer.
+        let clock = ContinuousClock(), t0 = clock.now
+        while peer.sent.withLock({ $0.isEmpty }), clock.now - t0 < .seconds(30) { try? await Task.sleep(for: .milliseconds(20)) }
         #expect(!peer.sent.withLock { $0.isEmpty })
         peer.sink.yield(.closed)
         peer.sink.finish()
