@@ -41,10 +41,13 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+        // SRTP + ICE send for load publishers past webrtcbin's send chain. Uses the libsrtp2 and
+        // libnice GStreamer's plugins loaded (dlopen by soname); needs only libsrtp2-dev's header.
+        .target(name: "CDirectRTP", dependencies: ["CGStreamer"]),
         .target(
             name: "GStreamerKit",
             dependencies: [
-                "CGStreamer", "CGStreamerShims",
+                "CGStreamer", "CGStreamerShims", "CDirectRTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -59,6 +59,10 @@ struct LoadRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Threads that push the shared media to publishers (default: one per core).", valueName: "n"))
     var fanOutThreads: Int?
     @Option(help: ArgumentHelp(
+        "How publishers send audio RTP: direct (SRTP and ICE send from the payloader's thread, with the keys and agent of the bot's webrtcbin; no sender reports, so no publisher RTT) or webrtcbin (its whole send chain, as play does).",
+        valueName: "direct|webrtcbin"))
+    var sendPath = SendPathArgument.direct
+    @Option(help: ArgumentHelp(
         "Break things during the steady window, at rates per minute: ws-drop (each bot's WebSocket closes) and ice-restart (its PeerConnection is replaced) per bot, key-rotation (a new call key, current 3 s after it is given to every bot) for the run; e.g. ws-drop=2,ice-restart=1,key-rotation=1. The report shows per kind the time from fault to the first decrypted frame, and any bot that did not recover.",
         valueName: "kind=rate,..."))
     var chaos: String?
@@ -134,6 +138,7 @@ struct LoadRunCommand: AsyncParsableCommand {
         plan.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout")!
         plan.statsInterval = try OptionCheck.seconds(statsInterval, "--stats-interval")!
         plan.fanOutGroups = fanOutThreads
+        plan.sendPath = sendPath.plan
         plan.rejoinTimeout = connection.sessionOptions.reclaimWindow
         plan.chaos = try chaos.map { try ChaosPlan(parsing: $0) }
         let display = LiveDisplay()
@@ -217,7 +222,9 @@ enum LoadVerdict {
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet (%.1f in the kernel), %.2f MB RSS/bot, %.1f threads/bot", p.shard,
                                p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.kernelMicrosecondsPerPacket ?? .nan,
-                               p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan))
+                               p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan)
+                         + (p.sendPath.map { ", audio sent \($0)" } ?? "")
+                         + ((p.directFallbacks ?? 0) > 0 ? " (\(p.directFallbacks!) publisher attempts fell back to webrtcbin)" : ""))
         }
         let c = s.comebacks
         if c.connectionDrops + c.rejoins + c.mediaRestarts > 0 || s.chaos != nil {
@@ -229,4 +236,11 @@ enum LoadVerdict {
         }
         Swift.print(s.held ? "the room held" : "the room did not hold: " + s.problems.joined(separator: "; "))
     }
+}
+
+/// `--send-path`: LoadPlan.SendPath as an argument (a public type of another module cannot
+/// take ArgumentParser's protocol here).
+enum SendPathArgument: String, ExpressibleByArgument, CaseIterable {
+    case direct, webrtcbin
+    var plan: LoadPlan.SendPath { self == .direct ? .direct : .webrtcbin }
 }

@@ -30,15 +30,21 @@ extension MediaScene {
         }
     }
 
-    @Test("5 publishers × 5 subscribers, E2EE: every subscriber decrypts every publisher, counts agree")
-    func fiveByFive() async throws {
+    // Both send paths: direct (SRTP and ICE send past webrtcbin) must give Janus packets it
+    // accepts and subscribers frames they open, exactly as webrtcbin's chain does.
+    @Test("5 publishers × 5 subscribers, E2EE: every subscriber decrypts every publisher, counts agree", arguments: LoadPlan.SendPath.allCases)
+    func fiveByFive(sendPath: LoadPlan.SendPath) async throws {
         let dir = try Scene.tempDirectory("load")
-        let result = try await LoadRun(plan: try Self.plan(room: try await Scene.createRoom(), publishers: 5, subscribers: 5,
-                                                           ring: KeyRing(current: .random()), seconds: 6)).run()
+        var plan = try Self.plan(room: try await Scene.createRoom(), publishers: 5, subscribers: 5, ring: KeyRing(current: .random()), seconds: 6)
+        plan.sendPath = sendPath
+        let result = try await LoadRun(plan: plan).run()
         _ = try await LoadReport.write(result, to: dir)
 
         let summary = try Self.summary(in: dir)
         #expect(summary["held"] as? Bool == true, "problems: \(summary["problems"] ?? "")")
+        let process = try #require((summary["process"] as? [[String: Any]])?.first)
+        #expect(process["sendPath"] as? String == sendPath.rawValue)
+        #expect(process["directFallbacks"] as? Int == 0, "publishers that could not send directly")
         let rows = try Self.rows(in: dir)
         #expect(rows.count == 10)
         let publishers = rows.filter { $0["role"] == "publisher" }, subscribers = rows.filter { $0["role"] == "subscriber" }

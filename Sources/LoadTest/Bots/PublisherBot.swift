@@ -34,6 +34,8 @@ final class PublisherBot: Sendable {
         var outlets: [(Outlet, FanOut)] = []
         var probes: [PadProbe] = []
         var tasks: [Task<Void, Never>] = []
+        /// Audio RTP sent past webrtcbin's send chain (`LoadPlan.SendPath.direct`).
+        var direct: DirectRTPSender?
         /// The attempt finished: a loss from now on starts a comeback instead of failing it.
         var up = false
     }
@@ -145,6 +147,17 @@ final class PublisherBot: Sendable {
                 for await result in up { return try result.get() }
                 throw LoadBotError("no media path")
             }
+            // DTLS is done: audio may now go out past webrtcbin, before any packet reached it.
+            if context.sendPath == .direct {
+                do throws(GStreamerError) {
+                    let direct = try DirectRTPSender(webrtc)
+                    let probe = try direct.attach(to: pay.staticPad("src"))
+                    live.withLock { $0?.direct = direct; $0?.probes.append(probe) }
+                } catch {
+                    context.directFallbacks.increment()
+                    log.warning("load: \(display) sends through webrtcbin: \(error)")
+                }
+            }
             for gate in gates { gate.open() }
             clock.mark(.firstRTP)
             live.withLock { $0?.up = true }
@@ -240,10 +253,12 @@ final class PublisherBot: Sendable {
         guard let webrtc, let stats = try? await webrtc.rtpStats() else { return (0, 0, nil, nil) }
         let out = stats.filter { $0.kind == .outbound }
         let remote = stats.filter { $0.kind == .remoteInbound }
-        let packets = out.reduce(0) { $0 + $1.packets }
+        // The direct path's packets never reach webrtcbin's counters.
+        let direct: (packets: UInt64, payloadBytes: UInt64, dropped: UInt64) = live.withLock { $0?.direct?.counts } ?? (0, 0, 0)
+        let packets = out.reduce(direct.packets) { $0 + $1.packets }
         let rtts = remote.compactMap(\.roundTripTime).filter { $0 > 0 }
         let lost = remote.reduce(Int64(0)) { $0 + max(0, $1.packetsLost) }
-        return (packets, out.reduce(0) { $0 + $1.bytes },
+        return (packets, out.reduce(direct.payloadBytes) { $0 + $1.bytes },
                 rtts.isEmpty ? nil : 1000 * rtts.reduce(0, +) / Double(rtts.count),
                 packets > 0 && !remote.isEmpty ? 100 * Double(lost) / Double(packets) : nil)
     }

@@ -43,6 +43,10 @@ public struct LoadResult: Codable, Sendable {
         public var steadyPacketsSent: UInt64?
         public var steadyPacketsReceived: UInt64?
         public var fanOutGroups: Int
+        /// How publishers sent audio (`LoadPlan.SendPath`), and how many attempts wanted the
+        /// direct path and fell back to webrtcbin (absent in results from before).
+        public var sendPath: String? = nil
+        public var directFallbacks: Int? = nil
         /// Each fault `--chaos` injected and how the room came back from it.
         public var faults: [FaultRecord]?
     }

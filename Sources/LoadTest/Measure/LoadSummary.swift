@@ -142,6 +142,9 @@ public struct LoadSummary: Codable, Sendable {
         public var host: String
         public var bots: Int
         public var fanOutGroups: Int
+        /// How publishers sent audio, and attempts that fell back from direct to webrtcbin.
+        public var sendPath: String?
+        public var directFallbacks: Int?
         public var cpuCores: Double?
         public var peakRSSMB: Double
         /// (peak RSS − RSS before the bots) / bots.
@@ -230,6 +233,7 @@ extension LoadSummary {
             let packets = (s.steadyPacketsSent ?? 0) + (s.steadyPacketsReceived ?? 0)
             return Process(
                 shard: s.index, host: s.host, bots: n, fanOutGroups: s.fanOutGroups,
+                sendPath: s.sendPath, directFallbacks: s.directFallbacks,
                 cpuCores: s.steadyCPUSeconds.flatMap { c in window.map { c / max($0, 0.001) } },
                 peakRSSMB: Double(s.peakRSSBytes) / 1_048_576,
                 rssPerBotMB: n > 0 ? Double(s.peakRSSBytes - s.baselineRSSBytes) / 1_048_576 / Double(n) : nil,

@@ -25,6 +25,17 @@ struct LoadContext: Sendable {
     var joinTimeout: Duration
     /// How long a bot that lost Janus or its media path keeps trying to come back.
     var rejoinTimeout: Duration
+    /// How publishers send audio RTP.
+    var sendPath: LoadPlan.SendPath
+    /// Publisher attempts that wanted the direct path and sent through webrtcbin instead.
+    let directFallbacks = SharedCount()
+}
+
+/// A count shared by the run's bots.
+final class SharedCount: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() { value.add(1, ordering: .relaxed) }
+    var current: Int { value.load(ordering: .relaxed) }
 }
 
 extension LoadContext {

@@ -36,6 +36,8 @@ public struct LoadPlan: Sendable {
     public var plainReceive = true
     /// Fan-out threads for the shared media (default: one per core).
     public var fanOutGroups: Int?
+    /// How publishers send audio RTP.
+    public var sendPath = SendPath.direct
     public var library: PipelineLibrary
     public var logger: Logger
 
@@ -51,6 +53,15 @@ public struct LoadPlan: Sendable {
         self.protection = protection
         self.library = library
         self.logger = logger
+    }
+
+    /// How a publisher's audio RTP leaves: through webrtcbin's send chain (rtpbin, srtpenc,
+    /// nicesink: 21 pad pushes per packet), or `direct`: protected with the same SRTP keys and
+    /// handed to the same ICE agent by the payloader's thread (`DirectRTPSender`). Direct gives
+    /// up the sender reports, so the publishers' RTT is not measured; loss still is. Video
+    /// always goes through webrtcbin (it answers Janus's NACKs with RTX).
+    public enum SendPath: String, Sendable, Codable, CaseIterable {
+        case direct, webrtcbin
     }
 
     public struct Shard: Sendable, Codable, Equatable {

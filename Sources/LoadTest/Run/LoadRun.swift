@@ -71,7 +71,7 @@ public final class LoadRun: Sendable {
         let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
-                                  rejoinTimeout: plan.rejoinTimeout)
+                                  rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath)
         // Per-sender keys: the participant id (before the colon) names the publisher's keys.
         let perSender = if case .perSender = plan.protection { true } else { false }
         let publishers = plan.shard.indices(of: plan.publishers).map {
@@ -202,6 +202,7 @@ public final class LoadRun: Sendable {
             timeline: s.timeline, steadyCPUSeconds: steadyCPU, steadyKernelCPUSeconds: steadyKernelCPU, peakRSSBytes: peak.0, peakThreads: peak.1,
             baselineThreads: baseline?.threads ?? 0, baselineRSSBytes: baseline?.residentBytes ?? 0,
             steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups,
+            sendPath: plan.sendPath.rawValue, directFallbacks: context.directFallbacks.current,
             faults: plan.chaos == nil ? nil : s.faults.sorted { $0.at < $1.at })
         return LoadResult(
             room: plan.room, janus: plan.janusURL, e2ee: plan.protection.isEncrypted, video: plan.video, media: plan.media,

@@ -1,0 +1,233 @@
+// See CDirectRTP.h. libsrtp2 and libnice are the very libraries GStreamer's srtp and nice
+// plugins loaded (found by soname, RTLD_NOLOAD): sfubot links neither, so the OpenSSL build of
+// libsrtp that GStreamerKit preloads is the one used here too, already initialised by srtpenc.
+#include "CDirectRTP.h"
+#include <dlfcn.h>
+#include <string.h>
+#include <srtp2/srtp.h>
+
+// Enums of GStreamer's srtp plugin (gstsrtp-enumtypes), read from srtpenc as plain ints.
+enum { CIPHER_AES_128_ICM = 1, CIPHER_AES_256_ICM = 2, CIPHER_AES_128_GCM = 3, CIPHER_AES_256_GCM = 4 };
+enum { AUTH_NULL = 0, AUTH_HMAC_SHA1_32 = 1, AUTH_HMAC_SHA1_80 = 2 };
+
+// The largest RTP packet sent; larger ones are dropped and counted (an MTU-sized packet fits).
+#define MAX_RTP 1500
+
+static struct {
+    __typeof__(srtp_create) *create;
+    __typeof__(srtp_protect) *protect;
+    __typeof__(srtp_dealloc) *dealloc;
+    __typeof__(srtp_crypto_policy_set_rtp_default) *aes128_sha80;
+    __typeof__(srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32) *aes128_sha32;
+    __typeof__(srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80) *aes256_sha80;
+    __typeof__(srtp_crypto_policy_set_aes_cm_256_hmac_sha1_32) *aes256_sha32;
+    __typeof__(srtp_crypto_policy_set_aes_gcm_128_16_auth) *gcm128;
+    __typeof__(srtp_crypto_policy_set_aes_gcm_256_16_auth) *gcm256;
+    gint (*nice_send)(GObject *agent, guint stream, guint component, guint len, const gchar *buf);
+    const char *missing;
+} lib;
+
+static gpointer resolve(gpointer unused) {
+    (void)unused;
+    void *srtp = dlopen("libsrtp2.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_NOLOAD);
+    if (!srtp) { lib.missing = "libsrtp2 is not loaded (no srtpenc yet?)"; return NULL; }
+    if (!nice) { lib.missing = "libnice is not loaded (no nicesink yet?)"; return NULL; }
+    lib.create = dlsym(srtp, "srtp_create");
+    lib.protect = dlsym(srtp, "srtp_protect");
+    lib.dealloc = dlsym(srtp, "srtp_dealloc");
+    lib.aes128_sha80 = dlsym(srtp, "srtp_crypto_policy_set_rtp_default");
+    lib.aes128_sha32 = dlsym(srtp, "srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32");
+    lib.aes256_sha80 = dlsym(srtp, "srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80");
+    lib.aes256_sha32 = dlsym(srtp, "srtp_crypto_policy_set_aes_cm_256_hmac_sha1_32");
+    lib.gcm128 = dlsym(srtp, "srtp_crypto_policy_set_aes_gcm_128_16_auth");
+    lib.gcm256 = dlsym(srtp, "srtp_crypto_policy_set_aes_gcm_256_16_auth");
+    lib.nice_send = dlsym(nice, "nice_agent_send");
+    if (!lib.create || !lib.protect || !lib.dealloc || !lib.aes128_sha80 || !lib.aes128_sha32 || !lib.aes256_sha80
+        || !lib.aes256_sha32 || !lib.gcm128 || !lib.gcm256 || !lib.nice_send)
+        lib.missing = "a libsrtp2 or libnice function is missing";
+    return NULL;
+}
+
+struct SfbDirectRTP {
+    gint refs;
+    GMutex lock;            // the srtp session (one pushing thread in practice; uncontended)
+    srtp_t session;
+    GObject *agent;
+    guint stream, component;
+    guint64 packets, payload_bytes, dropped;   // __atomic, relaxed: counters only
+};
+
+// The one element made by `factory` inside `bin` (recursively), with a reference, or NULL if
+// there is none or more than one.
+static GstElement *only_element(GstElement *bin, const char *factory, int *count) {
+    GstElement *found = NULL;
+    *count = 0;
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
+    GValue item = G_VALUE_INIT;
+    gboolean done = FALSE;
+    while (!done) {
+        switch (gst_iterator_next(it, &item)) {
+        case GST_ITERATOR_OK: {
+            GstElement *e = g_value_get_object(&item);
+            GstElementFactory *f = gst_element_get_factory(e);
+            if (f && strcmp(gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(f)), factory) == 0) {
+                if (++*count == 1) found = gst_object_ref(e);
+            }
+            g_value_reset(&item);
+            break;
+        }
+        case GST_ITERATOR_RESYNC:
+            gst_iterator_resync(it);
+            if (found) { gst_object_unref(found); found = NULL; }
+            *count = 0;
+            break;
+        default: done = TRUE; break;
+        }
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+    if (*count != 1 && found) { gst_object_unref(found); found = NULL; }
+    return found;
+}
+
+// The RTP policy for srtpenc's cipher and auth, and the master key + salt length it takes.
+static gboolean set_policy(srtp_crypto_policy_t *p, int cipher, int auth, gsize *key_len) {
+    if (cipher == CIPHER_AES_128_ICM && auth == AUTH_HMAC_SHA1_80) { lib.aes128_sha80(p); *key_len = 30; }
+    else if (cipher == CIPHER_AES_128_ICM && auth == AUTH_HMAC_SHA1_32) { lib.aes128_sha32(p); *key_len = 30; }
+    else if (cipher == CIPHER_AES_256_ICM && auth == AUTH_HMAC_SHA1_80) { lib.aes256_sha80(p); *key_len = 46; }
+    else if (cipher == CIPHER_AES_256_ICM && auth == AUTH_HMAC_SHA1_32) { lib.aes256_sha32(p); *key_len = 46; }
+    else if (cipher == CIPHER_AES_128_GCM && auth == AUTH_NULL) { lib.gcm128(p); *key_len = 28; }
+    else if (cipher == CIPHER_AES_256_GCM && auth == AUTH_NULL) { lib.gcm256(p); *key_len = 44; }
+    else return FALSE;
+    return TRUE;
+}
+
+SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, resolve, NULL);
+    if (lib.missing) { *why = lib.missing; return NULL; }
+    int n = 0;
+    GstElement *enc = only_element(webrtcbin, "srtpenc", &n);
+    if (!enc) { *why = n == 0 ? "webrtcbin has no srtpenc yet" : "more than one transport (not bundled)"; return NULL; }
+    GstElement *sink = only_element(webrtcbin, "nicesink", &n);
+    if (!sink) { gst_object_unref(enc); *why = n == 0 ? "webrtcbin has no nicesink yet" : "more than one transport (not bundled)"; return NULL; }
+
+    GstBuffer *key = NULL, *mki = NULL;
+    gint cipher = 0, auth = 0, rtcp_cipher = 0;
+    guint window = 0;
+    g_object_get(enc, "key", &key, "mki", &mki, "rtp-cipher", &cipher, "rtp-auth", &auth,
+                 "rtcp-cipher", &rtcp_cipher, "replay-window-size", &window, NULL);
+    GObject *agent = NULL;
+    guint stream = 0, component = 0;
+    g_object_get(sink, "agent", &agent, "stream", &stream, "component", &component, NULL);
+    gst_object_unref(enc);
+    gst_object_unref(sink);
+
+    SfbDirectRTP *d = NULL;
+    srtp_policy_t policy;
+    memset(&policy, 0, sizeof policy);
+    gsize key_len = 0;
+    GstMapInfo map = GST_MAP_INFO_INIT;
+    if (!agent || stream == 0 || component == 0) { *why = "nicesink has no ICE agent or stream"; goto out; }
+    if (!key) { *why = "srtpenc has no key yet (DTLS not done)"; goto out; }
+    if (mki) { *why = "srtpenc uses an MKI"; goto out; }
+    if (!set_policy(&policy.rtp, cipher, auth, &key_len)) { *why = "srtpenc's cipher is not one this path knows"; goto out; }
+    // libsrtp checks the RTCP policy too; srtpenc's RTCP is the same profile as its RTP.
+    policy.rtcp = policy.rtp;
+    (void)rtcp_cipher;
+    if (gst_buffer_get_size(key) < key_len || !gst_buffer_map(key, &map, GST_MAP_READ)) { *why = "srtpenc's key is too short"; goto out; }
+    policy.ssrc.type = ssrc_any_outbound;
+    policy.key = map.data;
+    policy.window_size = window;
+    policy.allow_repeat_tx = 0;
+
+    d = g_new0(SfbDirectRTP, 1);
+    d->refs = 1;
+    g_mutex_init(&d->lock);
+    // srtp_create copies the key material: the mapped key is released below.
+    if (lib.create(&d->session, &policy) != srtp_err_status_ok) {
+        g_mutex_clear(&d->lock);
+        g_free(d);
+        d = NULL;
+        *why = "libsrtp refused srtpenc's key";
+        goto out;
+    }
+    d->agent = g_object_ref(agent);
+    d->stream = stream;
+    d->component = component;
+out:
+    if (map.data) gst_buffer_unmap(key, &map);
+    if (key) gst_buffer_unref(key);
+    if (mki) gst_buffer_unref(mki);
+    if (agent) g_object_unref(agent);
+    return d;
+}
+
+// RTP payload length (header, CSRCs, extension and padding off), 0 if the packet is malformed.
+static gsize payload_length(const guint8 *p, gsize n) {
+    if (n < 12 || (p[0] >> 6) != 2) return 0;
+    gsize h = 12 + 4 * (p[0] & 0x0f);
+    if (p[0] & 0x10) {
+        if (n < h + 4) return 0;
+        h += 4 + 4 * (((gsize)p[h + 2] << 8) | p[h + 3]);
+    }
+    gsize pad = (p[0] & 0x20) ? p[n - 1] : 0;
+    return n >= h + pad ? n - h - pad : 0;
+}
+
+static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
+    guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
+    gsize n = gst_buffer_get_size(buffer);
+    gsize payload;
+    if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = payload_length(packet, n)) == 0) {
+        __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int len = (int)n;
+    g_mutex_lock(&d->lock);
+    srtp_err_status_t status = lib.protect(d->session, packet, &len);
+    g_mutex_unlock(&d->lock);
+    // Never sent unprotected: a packet SRTP refused is dropped.
+    if (status != srtp_err_status_ok || lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) < 0) {
+        __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
+}
+
+static gboolean send_listed(GstBuffer **buffer, guint index, gpointer data) {
+    (void)index;
+    send_one(data, *buffer);
+    return TRUE;
+}
+
+static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) send_one(data, GST_PAD_PROBE_INFO_BUFFER(info));
+    else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) gst_buffer_list_foreach(GST_PAD_PROBE_INFO_BUFFER_LIST(info), send_listed, data);
+    return GST_PAD_PROBE_DROP;
+}
+
+static void release(gpointer data) { sfb_direct_rtp_unref(data); }
+
+gulong sfb_direct_rtp_attach(SfbDirectRTP *d, GstPad *pad) {
+    g_atomic_int_inc(&d->refs);
+    gulong id = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtp, d, release);
+    return id;
+}
+
+void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {
+    *packets = __atomic_load_n(&d->packets, __ATOMIC_RELAXED);
+    *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
+    *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
+}
+
+void sfb_direct_rtp_unref(SfbDirectRTP *d) {
+    if (!g_atomic_int_dec_and_test(&d->refs)) return;
+    lib.dealloc(d->session);
+    g_object_unref(d->agent);
+    g_mutex_clear(&d->lock);
+    g_free(d);
+}

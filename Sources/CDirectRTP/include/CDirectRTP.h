@@ -1,0 +1,29 @@
+// A send path for RTP that skips webrtcbin's send chain: each packet leaving a payloader is
+// protected with libsrtp (the keys webrtcbin's DTLS put in its srtpenc) and handed to the
+// ICE agent webrtcbin's nicesink sends with. Used by load publishers, where the 21 pad pushes
+// and rtpsession's per-packet work were most of a sent packet's CPU (docs/performance.md).
+#ifndef CDIRECTRTP_H
+#define CDIRECTRTP_H
+#define GST_USE_UNSTABLE_API 1
+#include <gst/gst.h>
+
+typedef struct SfbDirectRTP SfbDirectRTP;
+
+/// Reads the SRTP keys and cipher from `webrtcbin`'s only srtpenc and the ICE agent, stream
+/// and component from its only nicesink; call once DTLS is connected. NULL with `*why` (a
+/// static string) if that is not possible: not bundled into one transport, no key yet, a
+/// cipher this path does not know, libsrtp or libnice not loaded.
+SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why);
+
+/// Adds a probe on `pad` (a payloader's src pad) that sends every RTP buffer (and buffer
+/// list) itself and drops it. Returns the probe's id (0 on failure). Add it before the first
+/// packet reaches webrtcbin: libsrtp then starts the stream as srtpenc would have.
+gulong sfb_direct_rtp_attach(SfbDirectRTP *sender, GstPad *pad);
+
+/// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed).
+void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payloadBytes, guint64 *dropped);
+
+/// Gives up the caller's reference; the probe holds its own until it is removed.
+void sfb_direct_rtp_unref(SfbDirectRTP *sender);
+
+#endif

@@ -1,0 +1,41 @@
+internal import CGStreamer
+internal import CDirectRTP
+
+/// Sends a payloader's RTP past webrtcbin's send chain: SRTP with the keys webrtcbin's DTLS
+/// negotiated, straight to its ICE agent (CDirectRTP.h). webrtcbin keeps ICE, DTLS and RTCP.
+///
+/// What this gives up: webrtcbin's rtpsession never sees these packets, so its outbound
+/// counters stay at 0 (read `counts` instead), its RTCP carries no sender report for them
+/// (Janus's receiver reports still reach it: loss works, RTT does not), and nothing answers a
+/// NACK (no RTX). It is meant for audio load publishers.
+public final class DirectRTPSender: @unchecked Sendable {
+    // @unchecked: the C object's counters are atomics and its session is locked.
+    private let pointer: OpaquePointer
+
+    /// Reads keys and transport from `webrtc`; call once its DTLS is connected, before the
+    /// first RTP packet reaches it. Throws why it cannot (the caller keeps webrtcbin's path).
+    public init(_ webrtc: WebRTCBin) throws(GStreamerError) {
+        var why: UnsafePointer<CChar>?
+        guard let p = sfb_direct_rtp_new(webrtc.element.pointer, &why) else {
+            throw .webrtc("direct RTP: " + (why.map { String(cString: $0) } ?? "unknown reason"))
+        }
+        pointer = p
+    }
+
+    deinit { sfb_direct_rtp_unref(pointer) }
+
+    /// Sends every RTP buffer leaving `pad` this way and drops it there. The probe keeps
+    /// this sender's C state alive until it is removed.
+    public func attach(to pad: Pad) throws(GStreamerError) -> PadProbe {
+        let id = sfb_direct_rtp_attach(pointer, pad.pointer)
+        guard id != 0 else { throw .linkFailed("direct RTP: cannot probe \(pad.name)") }
+        return PadProbe(pad: pad, id: id)
+    }
+
+    /// Packets sent, their RTP payload bytes, and packets dropped (SRTP or ICE refused them).
+    public var counts: (packets: UInt64, payloadBytes: UInt64, dropped: UInt64) {
+        var p: guint64 = 0, b: guint64 = 0, d: guint64 = 0
+        sfb_direct_rtp_counts(pointer, &p, &b, &d)
+        return (UInt64(p), UInt64(b), UInt64(d))
+    }
+}
