@@ -22,7 +22,7 @@ public final class DirectRTPSender: @unchecked Sendable {
         pointer = p
     }
 
-    deinit { sfb_direct_rtp_unref(pointer) }
+    deinit { sfb_direct_rtp_close(pointer) }
 
     /// Sends every RTP buffer leaving `pad` this way and drops it there. The probe keeps
     /// this sender's C state alive until it is removed.

@@ -23,7 +23,11 @@ gulong sfb_direct_rtp_attach(SfbDirectRTP *sender, GstPad *pad);
 /// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed).
 void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payloadBytes, guint64 *dropped);
 
-/// Gives up the caller's reference; the probe holds its own until it is removed.
+/// The owner's end: stops listening to the ICE agent and gives up the owner's reference (the
+/// probe holds its own until it is removed).
+void sfb_direct_rtp_close(SfbDirectRTP *sender);
+
+/// Drops one reference (the probe's and the agent handlers' are dropped by GLib).
 void sfb_direct_rtp_unref(SfbDirectRTP *sender);
 
 #endif
