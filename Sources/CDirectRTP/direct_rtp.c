@@ -197,6 +197,9 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     g_atomic_int_add(&d->refs, 2);
     d->on_pair = g_signal_connect_data(agent, "new-selected-pair-full", G_CALLBACK(on_pair_changed), d, release_closure, 0);
     d->on_state = g_signal_connect_data(agent, "component-state-changed", G_CALLBACK(on_state_changed), d, release_closure, 0);
+    // A handler that could not be connected holds nothing (and the route is then read once).
+    if (!d->on_pair) sfb_direct_rtp_unref(d);
+    if (!d->on_state) sfb_direct_rtp_unref(d);
 out:
     if (map.data) gst_buffer_unmap(key, &map);
     if (key) gst_buffer_unref(key);
@@ -256,6 +259,7 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
     int fd = d->fd;
     g_mutex_unlock(&d->lock);
+    // `to` is rewritten only by read_route, above, in this same pushing thread.
     // Never sent unprotected: a packet SRTP refused is dropped.
     gboolean sent = status == srtp_err_status_ok
         && (fd >= 0 ? sendto(fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
