@@ -75,6 +75,13 @@ struct SfbDirectRTP {
     socklen_t to_len;
     gulong on_pair, on_state;
     guint64 packets, payload_bytes, dropped;   // __atomic, relaxed: counters only
+    // What the peer's receiver reports say of the SSRC sent (rtpsession never saw it, so it
+    // ignores those report blocks): __atomic, relaxed.
+    guint32 ssrc;
+    gint ssrc_known;
+    guint64 reports;
+    gint64 cumulative_lost;
+    guint32 jitter;
 };
 
 // The one element made by `factory` inside `bin` (recursively), with a reference, or NULL if
@@ -254,6 +261,10 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
         return;
     }
     int len = (int)n;
+    if (!__atomic_load_n(&d->ssrc_known, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&d->ssrc, ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11], __ATOMIC_RELAXED);
+        __atomic_store_n(&d->ssrc_known, 1, __ATOMIC_RELEASE);
+    }
     g_mutex_lock(&d->lock);
     srtp_err_status_t status = lib.protect(d->session, packet, &len);
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
@@ -291,6 +302,72 @@ gulong sfb_direct_rtp_attach(SfbDirectRTP *d, GstPad *pad) {
     g_atomic_int_inc(&d->refs);
     gulong id = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtp, d, release);
     return id;
+}
+
+static guint32 be32(const guint8 *p) { return ((guint32)p[0] << 24) | ((guint32)p[1] << 16) | ((guint32)p[2] << 8) | p[3]; }
+
+// Report blocks (RFC 3550 §6.4) about our SSRC in one compound RTCP packet.
+static void read_reports(SfbDirectRTP *d, const guint8 *p, gsize n) {
+    if (!__atomic_load_n(&d->ssrc_known, __ATOMIC_ACQUIRE)) return;
+    guint32 ours = __atomic_load_n(&d->ssrc, __ATOMIC_RELAXED);
+    gsize off = 0;
+    while (off + 4 <= n && (p[off] >> 6) == 2) {
+        gsize size = 4 * ((gsize)((p[off + 2] << 8) | p[off + 3]) + 1);
+        guint pt = p[off + 1], count = p[off] & 0x1f;
+        if (off + size > n) return;
+        gsize blocks = pt == 200 ? off + 28 : pt == 201 ? off + 8 : 0;   // SR: after the sender info
+        for (guint i = 0; blocks && i < count && blocks + 24 * (i + 1) <= off + size; i++) {
+            const guint8 *b = p + blocks + 24 * i;
+            if (be32(b) != ours) continue;
+            gint32 lost = (gint32)(((guint32)b[5] << 16) | ((guint32)b[6] << 8) | b[7]);
+            if (lost & 0x800000) lost -= 0x1000000;   // 24-bit signed
+            __atomic_store_n(&d->cumulative_lost, (gint64)lost, __ATOMIC_RELAXED);
+            __atomic_store_n(&d->jitter, be32(b + 12), __ATOMIC_RELAXED);
+            __atomic_fetch_add(&d->reports, 1, __ATOMIC_RELAXED);
+        }
+        off += size;
+    }
+}
+
+static gboolean read_listed(GstBuffer **buffer, guint index, gpointer data);
+
+static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
+    GstMapInfo map;
+    if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return;
+    // RTCP packet types 200–204; RTP never uses them as M|PT (RFC 5761 §4).
+    if (map.size >= 8 && map.data[1] >= 200 && map.data[1] <= 204) read_reports(d, map.data, map.size);
+    gst_buffer_unmap(buffer, &map);
+}
+
+static gboolean read_listed(GstBuffer **buffer, guint index, gpointer data) {
+    (void)index;
+    read_buffer(data, *buffer);
+    return TRUE;
+}
+
+static GstPadProbeReturn on_rtcp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) read_buffer(data, GST_PAD_PROBE_INFO_BUFFER(info));
+    else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) gst_buffer_list_foreach(GST_PAD_PROBE_INFO_BUFFER_LIST(info), read_listed, data);
+    return GST_PAD_PROBE_OK;
+}
+
+gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *d, GstElement *webrtcbin, GstPad **pad) {
+    *pad = NULL;
+    int n = 0;
+    GstElement *dec = only_element(webrtcbin, "srtpdec", &n);
+    if (!dec) return 0;
+    *pad = gst_element_get_static_pad(dec, "rtcp_src");
+    gst_object_unref(dec);
+    if (!*pad) return 0;
+    g_atomic_int_inc(&d->refs);
+    return gst_pad_add_probe(*pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtcp, d, release);
+}
+
+void sfb_direct_rtp_reports(SfbDirectRTP *d, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter) {
+    *reports = __atomic_load_n(&d->reports, __ATOMIC_RELAXED);
+    *cumulativeLost = __atomic_load_n(&d->cumulative_lost, __ATOMIC_RELAXED);
+    *jitter = __atomic_load_n(&d->jitter, __ATOMIC_RELAXED);
 }
 
 void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {

@@ -5,9 +5,10 @@ internal import CDirectRTP
 /// negotiated, straight to its ICE agent (CDirectRTP.h). webrtcbin keeps ICE, DTLS and RTCP.
 ///
 /// What this gives up: webrtcbin's rtpsession never sees these packets, so its outbound
-/// counters stay at 0 (read `counts` instead), its RTCP carries no sender report for them
-/// (Janus's receiver reports still reach it: loss works, RTT does not), and nothing answers a
-/// NACK (no RTX). It is meant for audio load publishers.
+/// counters stay at 0 (read `counts` instead), it ignores the peer's receiver reports about
+/// them (read `reports`, from `watchReports`), its RTCP carries no sender report for them (so
+/// no round-trip time), and nothing answers a NACK (no RTX). It is meant for audio load
+/// publishers.
 public final class DirectRTPSender: @unchecked Sendable {
     // @unchecked: the C object's counters are atomics and its session is locked.
     private let pointer: OpaquePointer
@@ -30,6 +31,24 @@ public final class DirectRTPSender: @unchecked Sendable {
         let id = sfb_direct_rtp_attach(pointer, pad.pointer)
         guard id != 0 else { throw .linkFailed("direct RTP: cannot probe \(pad.name)") }
         return PadProbe(pad: pad, id: id)
+    }
+
+    /// Reads the peer's receiver reports about what this sends, from the RTCP `webrtc`
+    /// decrypts; nil if it has no SRTP decoder.
+    public func watchReports(_ webrtc: WebRTCBin) -> PadProbe? {
+        var raw: UnsafeMutablePointer<GstPad>?
+        let id = sfb_direct_rtp_watch_reports(pointer, webrtc.element.pointer, &raw)
+        guard let raw else { return nil }
+        let pad = Pad(takingOwnership: raw)
+        return id == 0 ? nil : PadProbe(pad: pad, id: id)
+    }
+
+    /// Receiver report blocks read, and the newest one's cumulative packets lost and jitter
+    /// (RTP timestamp units).
+    public var reports: (count: UInt64, cumulativeLost: Int64, jitter: UInt32) {
+        var n: guint64 = 0, lost: gint64 = 0, jitter: guint32 = 0
+        sfb_direct_rtp_reports(pointer, &n, &lost, &jitter)
+        return (UInt64(n), Int64(lost), UInt32(jitter))
     }
 
     /// Packets sent, their RTP payload bytes, and packets dropped (SRTP or ICE refused them).

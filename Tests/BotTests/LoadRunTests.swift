@@ -53,6 +53,8 @@ extension MediaScene {
             // Frames are sealed from the start but sent only once the path is up: sent ≤ sealed.
             let sent = Int(p["packets_sent"]!)!, sealed = Int(p["frames_sealed"]!)!
             #expect(sent > 200 && sent <= sealed, "publisher \(p["index"]!): \(sent) packets sent, \(sealed) frames sealed")
+            // Janus's receiver reports reach the report on both paths (loopback: nothing lost).
+            #expect(p["remote_loss_pct"].flatMap(Double.init) == 0, "publisher \(p["index"]!): remote loss '\(p["remote_loss_pct"] ?? "")'")
         }
         for s in subscribers {
             #expect(s["state"] == "joined" && s["feeds"] == "5" && s["feeds_receiving"] == "5")

@@ -23,6 +23,16 @@ gulong sfb_direct_rtp_attach(SfbDirectRTP *sender, GstPad *pad);
 /// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed).
 void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payloadBytes, guint64 *dropped);
 
+/// Watches the RTCP webrtcbin decrypts (its srtpdec's rtcp_src pad) for the peer's receiver
+/// report blocks about the SSRC this sender sends: rtpsession ignores them, never having seen
+/// that SSRC. Returns the probe's id and, in `*pad`, the pad with a reference the caller owns;
+/// 0 (and NULL) if webrtcbin has no srtpdec.
+gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *sender, GstElement *webrtcbin, GstPad **pad);
+
+/// Report blocks read so far, and the newest one's cumulative loss and interarrival jitter
+/// (in RTP timestamp units).
+void sfb_direct_rtp_reports(SfbDirectRTP *sender, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter);
+
 /// The owner's end: stops listening to the ICE agent and gives up the owner's reference (the
 /// probe holds its own until it is removed).
 void sfb_direct_rtp_close(SfbDirectRTP *sender);

@@ -152,7 +152,8 @@ final class PublisherBot: Sendable {
                 do throws(GStreamerError) {
                     let direct = try DirectRTPSender(webrtc)
                     let probe = try direct.attach(to: pay.staticPad("src"))
-                    live.withLock { $0?.direct = direct; $0?.probes.append(probe) }
+                    let reports = direct.watchReports(webrtc)
+                    live.withLock { $0?.direct = direct; $0?.probes += [probe] + (reports.map { [$0] } ?? []) }
                 } catch {
                     context.directFallbacks.increment()
                     log.warning("load: \(display) sends through webrtcbin: \(error)")
@@ -254,12 +255,16 @@ final class PublisherBot: Sendable {
         let out = stats.filter { $0.kind == .outbound }
         let remote = stats.filter { $0.kind == .remoteInbound }
         // The direct path's packets never reach webrtcbin's counters.
-        let direct: (packets: UInt64, payloadBytes: UInt64, dropped: UInt64) = live.withLock { $0?.direct?.counts } ?? (0, 0, 0)
+        let sender = live.withLock { $0?.direct }
+        let direct = sender?.counts ?? (packets: 0, payloadBytes: 0, dropped: 0)
+        let reports = sender?.reports ?? (count: 0, cumulativeLost: 0, jitter: 0)
         let packets = out.reduce(direct.packets) { $0 + $1.packets }
         let rtts = remote.compactMap(\.roundTripTime).filter { $0 > 0 }
-        let lost = remote.reduce(Int64(0)) { $0 + max(0, $1.packetsLost) }
+        // Sent directly, Janus's reports about it are read by the sender, not by webrtcbin.
+        let lost = remote.reduce(max(0, reports.cumulativeLost)) { $0 + max(0, $1.packetsLost) }
+        let reported = !remote.isEmpty || reports.count > 0
         return (packets, out.reduce(direct.payloadBytes) { $0 + $1.bytes },
                 rtts.isEmpty ? nil : 1000 * rtts.reduce(0, +) / Double(rtts.count),
-                packets > 0 && !remote.isEmpty ? 100 * Double(lost) / Double(packets) : nil)
+                packets > 0 && reported ? 100 * Double(lost) / Double(packets) : nil)
     }
 }

@@ -58,7 +58,8 @@ public struct LoadPlan: Sendable {
     /// How a publisher's audio RTP leaves: through webrtcbin's send chain (rtpbin, srtpenc,
     /// nicesink: 21 pad pushes per packet), or `direct`: protected with the same SRTP keys and
     /// handed to the same ICE agent by the payloader's thread (`DirectRTPSender`). Direct gives
-    /// up the sender reports, so the publishers' RTT is not measured; loss still is. Video
+    /// up the sender reports, so the publishers' RTT is not measured; loss still is (read from
+    /// Janus's receiver reports by the sender itself). Video
     /// always goes through webrtcbin (it answers Janus's NACKs with RTX).
     public enum SendPath: String, Sendable, Codable, CaseIterable {
         case direct, webrtcbin
