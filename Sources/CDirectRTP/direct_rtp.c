@@ -283,16 +283,19 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
 }
 
-static gboolean send_listed(GstBuffer **buffer, guint index, gpointer data) {
-    (void)index;
-    send_one(data, *buffer);
-    return TRUE;
+// Runs `each` on the probe's buffer, or on every buffer of its list.
+static void for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+        each(d, GST_PAD_PROBE_INFO_BUFFER(info));
+    } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+        GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
+        for (guint i = 0, n = gst_buffer_list_length(list); i < n; i++) each(d, gst_buffer_list_get(list, i));
+    }
 }
 
 static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
-    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) send_one(data, GST_PAD_PROBE_INFO_BUFFER(info));
-    else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) gst_buffer_list_foreach(GST_PAD_PROBE_INFO_BUFFER_LIST(info), send_listed, data);
+    for_each_buffer(info, data, send_one);
     return GST_PAD_PROBE_DROP;
 }
 
@@ -329,8 +332,6 @@ static void read_reports(SfbDirectRTP *d, const guint8 *p, gsize n) {
     }
 }
 
-static gboolean read_listed(GstBuffer **buffer, guint index, gpointer data);
-
 static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
     GstMapInfo map;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return;
@@ -339,16 +340,9 @@ static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
     gst_buffer_unmap(buffer, &map);
 }
 
-static gboolean read_listed(GstBuffer **buffer, guint index, gpointer data) {
-    (void)index;
-    read_buffer(data, *buffer);
-    return TRUE;
-}
-
 static GstPadProbeReturn on_rtcp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
-    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) read_buffer(data, GST_PAD_PROBE_INFO_BUFFER(info));
-    else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) gst_buffer_list_foreach(GST_PAD_PROBE_INFO_BUFFER_LIST(info), read_listed, data);
+    for_each_buffer(info, data, read_buffer);
     return GST_PAD_PROBE_OK;
 }
 
