@@ -2,6 +2,7 @@
 // plugins loaded (found by soname, RTLD_NOLOAD): sfubot links neither, so the OpenSSL build of
 // libsrtp that GStreamerKit preloads is the one used here too, already initialised by srtpenc.
 #include "CDirectRTP.h"
+#include "elements.h"
 #include <dlfcn.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,39 +85,6 @@ struct SfbDirectRTP {
     guint32 jitter;
 };
 
-// The one element made by `factory` inside `bin` (recursively), with a reference, or NULL if
-// there is none or more than one.
-static GstElement *only_element(GstElement *bin, const char *factory, int *count) {
-    GstElement *found = NULL;
-    *count = 0;
-    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-    GValue item = G_VALUE_INIT;
-    gboolean done = FALSE;
-    while (!done) {
-        switch (gst_iterator_next(it, &item)) {
-        case GST_ITERATOR_OK: {
-            GstElement *e = g_value_get_object(&item);
-            GstElementFactory *f = gst_element_get_factory(e);
-            if (f && strcmp(gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(f)), factory) == 0) {
-                if (++*count == 1) found = gst_object_ref(e);
-            }
-            g_value_reset(&item);
-            break;
-        }
-        case GST_ITERATOR_RESYNC:
-            gst_iterator_resync(it);
-            if (found) { gst_object_unref(found); found = NULL; }
-            *count = 0;
-            break;
-        default: done = TRUE; break;
-        }
-    }
-    g_value_unset(&item);
-    gst_iterator_free(it);
-    if (*count != 1 && found) { gst_object_unref(found); found = NULL; }
-    return found;
-}
-
 // The RTP policy for srtpenc's cipher and auth, and the master key + salt length it takes.
 static gboolean set_policy(srtp_crypto_policy_t *p, int cipher, int auth, gsize *key_len) {
     if (cipher == CIPHER_AES_128_ICM && auth == AUTH_HMAC_SHA1_80) { lib.aes128_sha80(p); *key_len = 30; }
@@ -149,9 +117,9 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     g_once(&once, resolve, NULL);
     if (lib.missing) { *why = lib.missing; return NULL; }
     int n = 0;
-    GstElement *enc = only_element(webrtcbin, "srtpenc", &n);
+    GstElement *enc = sfb_only_element(webrtcbin, "srtpenc", &n);
     if (!enc) { *why = n == 0 ? "webrtcbin has no srtpenc yet" : "more than one transport (not bundled)"; return NULL; }
-    GstElement *sink = only_element(webrtcbin, "nicesink", &n);
+    GstElement *sink = sfb_only_element(webrtcbin, "nicesink", &n);
     if (!sink) { gst_object_unref(enc); *why = n == 0 ? "webrtcbin has no nicesink yet" : "more than one transport (not bundled)"; return NULL; }
 
     GstBuffer *key = NULL, *mki = NULL;
@@ -349,7 +317,7 @@ static GstPadProbeReturn on_rtcp(GstPad *pad, GstPadProbeInfo *info, gpointer da
 gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *d, GstElement *webrtcbin, GstPad **pad) {
     *pad = NULL;
     int n = 0;
-    GstElement *dec = only_element(webrtcbin, "srtpdec", &n);
+    GstElement *dec = sfb_only_element(webrtcbin, "srtpdec", &n);
     if (!dec) return 0;
     *pad = gst_element_get_static_pad(dec, "rtcp_src");
     gst_object_unref(dec);

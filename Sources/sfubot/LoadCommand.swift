@@ -63,6 +63,10 @@ struct LoadRunCommand: AsyncParsableCommand {
         valueName: "direct|webrtcbin"))
     var sendPath = SendPathArgument.direct
     @Option(help: ArgumentHelp(
+        "How subscribers take packets in: direct (nicesrc's thread carries each packet on past webrtcbin's receive queue once ICE is up, and an audio packet's frame is opened on webrtcbin's pad, no depayloader) or webrtcbin (its receive queue's thread and a depayloader per stream, as record does).",
+        valueName: "direct|webrtcbin"))
+    var receivePath = SendPathArgument.direct
+    @Option(help: ArgumentHelp(
         "Break things during the steady window, at rates per minute: ws-drop (each bot's WebSocket closes) and ice-restart (its PeerConnection is replaced) per bot, key-rotation (a new call key, current 3 s after it is given to every bot) for the run; e.g. ws-drop=2,ice-restart=1,key-rotation=1. The report shows per kind the time from fault to the first decrypted frame, and any bot that did not recover.",
         valueName: "kind=rate,..."))
     var chaos: String?
@@ -139,6 +143,7 @@ struct LoadRunCommand: AsyncParsableCommand {
         plan.statsInterval = try OptionCheck.seconds(statsInterval, "--stats-interval")!
         plan.fanOutGroups = fanOutThreads
         plan.sendPath = sendPath.plan
+        plan.receivePath = receivePath == .direct ? .direct : .webrtcbin
         plan.rejoinTimeout = connection.sessionOptions.reclaimWindow
         plan.chaos = try chaos.map { try ChaosPlan(parsing: $0) }
         let display = LiveDisplay()
@@ -224,7 +229,9 @@ enum LoadVerdict {
                                p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.kernelMicrosecondsPerPacket ?? .nan,
                                p.rssPerBotMB ?? .nan, p.threadsPerBot ?? .nan)
                          + (p.sendPath.map { ", audio sent \($0)" } ?? "")
-                         + ((p.directFallbacks ?? 0) > 0 ? " (\(p.directFallbacks!) publisher attempts fell back to webrtcbin)" : ""))
+                         + ((p.directFallbacks ?? 0) > 0 ? " (\(p.directFallbacks!) publisher attempts fell back to webrtcbin)" : "")
+                         + (p.receivePath.map { ", packets received \($0)" } ?? "")
+                         + (p.receivedPastQueue.map { " (\($0) past webrtcbin's receive queue, \(p.receivedThroughQueue ?? 0) through it)" } ?? ""))
         }
         let c = s.comebacks
         if c.connectionDrops + c.rejoins + c.mediaRestarts > 0 || s.chaos != nil {
@@ -238,8 +245,8 @@ enum LoadVerdict {
     }
 }
 
-/// `--send-path`: LoadPlan.SendPath as an argument (a public type of another module cannot
-/// take ArgumentParser's protocol here).
+/// `--send-path` and `--receive-path`: LoadPlan.SendPath/ReceivePath as an argument (a public
+/// type of another module cannot take ArgumentParser's protocol here).
 enum SendPathArgument: String, ExpressibleByArgument, CaseIterable {
     case direct, webrtcbin
     var plan: LoadPlan.SendPath { self == .direct ? .direct : .webrtcbin }

@@ -30,13 +30,16 @@ extension MediaScene {
         }
     }
 
-    // Both send paths: direct (SRTP and ICE send past webrtcbin) must give Janus packets it
-    // accepts and subscribers frames they open, exactly as webrtcbin's chain does.
-    @Test("5 publishers × 5 subscribers, E2EE: every subscriber decrypts every publisher, counts agree", arguments: LoadPlan.SendPath.allCases)
-    func fiveByFive(sendPath: LoadPlan.SendPath) async throws {
+    // Both paths: direct (SRTP and ICE send past webrtcbin; received packets past its queue,
+    // audio opened on its pad) must give Janus packets it accepts and subscribers frames they
+    // open, exactly as webrtcbin's chains do.
+    @Test("5 publishers × 5 subscribers, E2EE: every subscriber decrypts every publisher, counts agree",
+          arguments: zip(LoadPlan.SendPath.allCases, LoadPlan.ReceivePath.allCases))
+    func fiveByFive(sendPath: LoadPlan.SendPath, receivePath: LoadPlan.ReceivePath) async throws {
         let dir = try Scene.tempDirectory("load")
         var plan = try Self.plan(room: try await Scene.createRoom(), publishers: 5, subscribers: 5, ring: KeyRing(current: .random()), seconds: 6)
         plan.sendPath = sendPath
+        plan.receivePath = receivePath
         let result = try await LoadRun(plan: plan).run()
         _ = try await LoadReport.write(result, to: dir)
 
@@ -45,6 +48,15 @@ extension MediaScene {
         let process = try #require((summary["process"] as? [[String: Any]])?.first)
         #expect(process["sendPath"] as? String == sendPath.rawValue)
         #expect(process["directFallbacks"] as? Int == 0, "publishers that could not send directly")
+        #expect(process["receivePath"] as? String == receivePath.rawValue)
+        let past = try #require(process["receivedPastQueue"] as? Int), through = try #require(process["receivedThroughQueue"] as? Int)
+        if receivePath == .direct {
+            // One packet per subscriber takes the queue (it brings dtlssrtpdec the stream's
+            // events); nothing holds the receive side once ICE is up.
+            #expect(past > 5 * 5 * 200 && through <= 5 * 3, "past the queue \(past), through it \(through)")
+        } else {
+            #expect(past == 0 && through == 0, "no shortcut on webrtcbin's path: \(past), \(through)")
+        }
         let rows = try Self.rows(in: dir)
         #expect(rows.count == 10)
         let publishers = rows.filter { $0["role"] == "publisher" }, subscribers = rows.filter { $0["role"] == "subscriber" }

@@ -1,4 +1,5 @@
 import Foundation
+import GStreamerKit
 
 /// The RTP packets of one `.mjr` file in sending order: sequence numbers and timestamps
 /// unwrapped to 64 bits (each taken nearest to the one before it, so 65535 → 0 goes on to
@@ -24,7 +25,7 @@ struct MjrRTP {
         file.data.withUnsafeBytes { (b: UnsafeRawBufferPointer) in
             for p in file.packets {
                 let r = p.range
-                guard let parsed = Self.parse(b, r) else { malformed += 1; continue }
+                guard let parsed = RTPPayload.range(in: b, packet: r) else { malformed += 1; continue }
                 let seq16 = UInt16(b[r.lowerBound + 2]) << 8 | UInt16(b[r.lowerBound + 3])
                 let ts32 = UInt32(b[r.lowerBound + 4]) << 24 | UInt32(b[r.lowerBound + 5]) << 16
                     | UInt32(b[r.lowerBound + 6]) << 8 | UInt32(b[r.lowerBound + 7])
@@ -44,23 +45,5 @@ struct MjrRTP {
             packets = unique
         }
         if let first = packets.first, let last = packets.last { lost = Int(last.seq - first.seq + 1) - packets.count }
-    }
-
-    /// The payload range of the RTP packet at `r`, or nil if its header does not fit.
-    static func parse(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Range<Int>? {
-        guard r.count >= 12, b[r.lowerBound] >> 6 == 2 else { return nil }
-        let first = b[r.lowerBound]
-        var start = r.lowerBound + 12 + Int(first & 0x0F) * 4
-        if first & 0x10 != 0 {
-            guard start + 4 <= r.upperBound else { return nil }
-            start += 4 + (Int(b[start + 2]) << 8 | Int(b[start + 3])) * 4
-        }
-        var end = r.upperBound
-        if first & 0x20 != 0 {
-            guard end > start else { return nil }
-            end -= Int(b[end - 1])
-        }
-        guard start <= end else { return nil }
-        return start..<end
     }
 }

@@ -1,3 +1,5 @@
+// Shortcuts past webrtcbin's per-packet work, for load bots.
+//
 // A send path for RTP that skips webrtcbin's send chain: each packet leaving a payloader is
 // protected with libsrtp (the keys webrtcbin's DTLS put in its srtpenc) and handed to the
 // ICE agent webrtcbin's nicesink sends with. Used by load publishers, where the 21 pad pushes
@@ -39,5 +41,22 @@ void sfb_direct_rtp_close(SfbDirectRTP *sender);
 
 /// Drops one reference (the probe's and the agent handlers' are dropped by GLib).
 void sfb_direct_rtp_unref(SfbDirectRTP *sender);
+
+// The receive side's shortcut: packets go from webrtcbin's nicesrc to its dtlssrtpdec in
+// nicesrc's thread, skipping the transport receive bin's queue (a thread hand-off per packet)
+// whenever webrtcbin is not holding the receive side. Used by load subscribers.
+typedef struct SfbReceiveInline SfbReceiveInline;
+
+/// Adds the shortcut to `webrtcbin`'s only transport; call once its transports exist (after
+/// the remote description). NULL with `*why` (a static string) if the receive side is not
+/// the one this knows, or there is more than one transport.
+SfbReceiveInline *sfb_receive_inline_new(GstElement *webrtcbin, const char **why);
+
+/// Packets given to dtlssrtpdec directly, and packets left to the queue (before the first
+/// delivery through it, and while webrtcbin held the receive side).
+void sfb_receive_inline_counts(SfbReceiveInline *shortcut, guint64 *inlinePackets, guint64 *queuedPackets);
+
+/// Drops the owner's reference (the probes' are dropped by GStreamer).
+void sfb_receive_inline_unref(SfbReceiveInline *shortcut);
 
 #endif

@@ -37,6 +37,8 @@ final class SubscriberBot: Sendable {
         var webrtc: WebRTCBin
         var clock: PhaseClock
         var tasks: [Task<Void, Never>] = []
+        /// Packets past webrtcbin's receive queue (`LoadPlan.ReceivePath.direct`).
+        var receiveInline: ReceiveInline?
         /// The attempt finished: a loss from now on starts a comeback instead of failing it.
         var up = false
     }
@@ -46,7 +48,26 @@ final class SubscriberBot: Sendable {
         func withLock<R>(_ body: (inout [String: Stream]) -> R) -> R { map.withLock { body(&$0) } }
         /// Receive branches by mid, kept when their stream ends: webrtcbin adds a pad once per
         /// mid, so a feed Janus later puts on the same mid reuses the branch (set under `map`'s lock).
-        nonisolated(unsafe) var branches: [String: Bin] = [:]
+        nonisolated(unsafe) var branches: [String: Branch] = [:]
+    }
+
+    /// Where a mid's frames are opened: its receive branch, and the pad the opener goes on
+    /// (the depayloader's output, or webrtcbin's own pad when each RTP packet's payload is
+    /// opened and dropped there).
+    struct Branch: @unchecked Sendable {
+        // @unchecked: GStreamer objects are thread-safe references.
+        let bin: Bin
+        let pad: Pad
+        let consumingRTP: Bool
+
+        func open(_ stream: Stream, _ protection: FrameProtection) {
+            stream.probe = stream.kind == "video"
+                ? pad.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
+                                     feedID: stream.feedID, consumingRTP: consumingRTP)
+                : pad.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
+                                     feedID: stream.feedID, consumingRTP: consumingRTP)
+            stream.branch = bin
+        }
     }
 
     /// One subscribed stream: which feed, and what came of its frames.
@@ -125,9 +146,11 @@ final class SubscriberBot: Sendable {
         lostReason.withLock { $0 = nil }
         do throws(any Error) {
             let protection = self.protection, library = context.library, streams = self.streams
+            let direct = context.receivePath == .direct
             webrtc.onIncomingPad { incoming in
                 guard let mid = incoming.mid else { return }
-                Self.attach(incoming.pad, mid: mid, streams: streams, pipeline: pipeline, library: library, protection: protection, clock: clock, log: log)
+                Self.attach(incoming.pad, mid: mid, streams: streams, pipeline: pipeline, library: library, protection: protection,
+                            consumingAudioRTP: direct, clock: clock, log: log)
             }
             try pipeline.setState(.playing)
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
@@ -148,6 +171,16 @@ final class SubscriberBot: Sendable {
             }
             live.withLock { $0?.tasks = [watch] }
             try await subscription.add(feeds)
+            // The transport exists once Janus's offer is set: from now on webrtcbin's hold
+            // decides which packets take the queue (before ICE is connected, all of them).
+            if direct {
+                do {
+                    let shortcut = try ReceiveInline(webrtc)
+                    live.withLock { $0?.receiveInline = shortcut }
+                } catch {
+                    log.warning("subscriber: \(error); received packets take webrtcbin's queue")
+                }
+            }
             try await within(context.joinTimeout, "ICE") {
                 for await result in connected { return try result.get() }
                 throw LoadBotError("no ICE connection")
@@ -245,12 +278,7 @@ final class SubscriberBot: Sendable {
                 let stream = Stream(mid: s.mid, feedID: feed, kind: s.type, display: s.feedDisplay ?? "")
                 m[s.mid] = stream
                 // A mid that had a branch gets no new pad: open the new feed's frames there.
-                if let bin = streams.branches[s.mid], let open = try? bin.element(named: "open").staticPad("src") {
-                    stream.probe = stream.kind == "video"
-                        ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
-                        : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
-                    stream.branch = bin
-                }
+                streams.branches[s.mid]?.open(stream, protection)
             }
         }
     }
@@ -272,8 +300,9 @@ final class SubscriberBot: Sendable {
     }
 
     /// Links a new webrtcbin pad to a receive branch that opens every frame (pad-added thread).
+    /// `consumingAudioRTP`: audio frames are opened on the pad itself, the branch only sinks events.
     private static func attach(_ pad: Pad, mid: String, streams: Streams, pipeline: Pipeline, library: PipelineLibrary,
-                               protection: FrameProtection, clock: PhaseClock, log: Logger) {
+                               protection: FrameProtection, consumingAudioRTP: Bool, clock: PhaseClock, log: Logger) {
         streams.withLock { m in
             guard let stream = m[mid], stream.branch == nil else {
                 // Not a feed we know (yet): discard so the pad does not stall the session.
@@ -284,19 +313,20 @@ final class SubscriberBot: Sendable {
                 return
             }
             do {
-                let bin = try pipeline.addBin(description: library.description(stream.kind == "video" ? "load-receive-video" : "load-receive-audio"), name: "receive-\(mid)")
-                let open = try bin.element(named: "open").staticPad("src")
-                stream.probe = stream.kind == "video"
-                    ? open.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
-                    : open.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display, feedID: stream.feedID)
+                let consuming = consumingAudioRTP && stream.kind == "audio"
+                let name = consuming ? "discard" : stream.kind == "video" ? "load-receive-video" : "load-receive-audio"
+                let bin = try pipeline.addBin(description: library.description(name), name: "receive-\(mid)")
+                let branch = Branch(bin: bin, pad: consuming ? pad : try bin.element(named: "open").staticPad("src"), consumingRTP: consuming)
+                // Before the opener: one that consumes on this pad drops every packet, and
+                // probes added after it never see one.
                 pad.onFirstBuffer { rtp in
                     clock.mark(.firstRTP)
                     if rtp.count >= 12 { stream.ssrc = UInt32(rtp[8]) << 24 | UInt32(rtp[9]) << 16 | UInt32(rtp[10]) << 8 | UInt32(rtp[11]) }
                 }
+                branch.open(stream, protection)
                 _ = bin.syncStateWithParent()
                 try pad.link(to: bin.staticPad("sink"))
-                stream.branch = bin
-                streams.branches[mid] = bin
+                streams.branches[mid] = branch
             } catch {
                 log.error("subscriber: cannot receive stream \(mid): \(error)")
             }
@@ -351,6 +381,10 @@ final class SubscriberBot: Sendable {
         guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return nil }
         if let first = firstDecrypted { l.clock.mark(.firstDecrypted, at: first) }
         for t in l.tasks { t.cancel() }
+        if let counts = l.receiveInline?.counts {
+            context.receivedPastQueue.add(Int(counts.inline))
+            context.receivedThroughQueue.add(Int(counts.queued))
+        }
         let keep = keepSession ? await l.session.id != 0 : false
         await l.subscription.leave(announce: keep)
         if !keep {

@@ -47,6 +47,11 @@ public struct LoadResult: Codable, Sendable {
         /// direct path and fell back to webrtcbin (absent in results from before).
         public var sendPath: String? = nil
         public var directFallbacks: Int? = nil
+        /// How subscribers took packets in (`LoadPlan.ReceivePath`), and the packets their
+        /// nicesrc gave past webrtcbin's receive queue and through it (absent without subscribers).
+        public var receivePath: String? = nil
+        public var receivedPastQueue: Int? = nil
+        public var receivedThroughQueue: Int? = nil
         /// Each fault `--chaos` injected and how the room came back from it.
         public var faults: [FaultRecord]?
     }

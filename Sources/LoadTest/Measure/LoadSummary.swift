@@ -145,6 +145,10 @@ public struct LoadSummary: Codable, Sendable {
         /// How publishers sent audio, and attempts that fell back from direct to webrtcbin.
         public var sendPath: String?
         public var directFallbacks: Int?
+        /// How subscribers took packets in, and packets past and through the receive queue.
+        public var receivePath: String?
+        public var receivedPastQueue: Int?
+        public var receivedThroughQueue: Int?
         public var cpuCores: Double?
         public var peakRSSMB: Double
         /// (peak RSS − RSS before the bots) / bots.
@@ -234,6 +238,7 @@ extension LoadSummary {
             return Process(
                 shard: s.index, host: s.host, bots: n, fanOutGroups: s.fanOutGroups,
                 sendPath: s.sendPath, directFallbacks: s.directFallbacks,
+                receivePath: s.receivePath, receivedPastQueue: s.receivedPastQueue, receivedThroughQueue: s.receivedThroughQueue,
                 cpuCores: s.steadyCPUSeconds.flatMap { c in window.map { c / max($0, 0.001) } },
                 peakRSSMB: Double(s.peakRSSBytes) / 1_048_576,
                 rssPerBotMB: n > 0 ? Double(s.peakRSSBytes - s.baselineRSSBytes) / 1_048_576 / Double(n) : nil,

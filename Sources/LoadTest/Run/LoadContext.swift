@@ -29,12 +29,19 @@ struct LoadContext: Sendable {
     var sendPath: LoadPlan.SendPath
     /// Publisher attempts that wanted the direct path and sent through webrtcbin instead.
     let directFallbacks = SharedCount()
+    /// How subscribers take received packets in.
+    var receivePath: LoadPlan.ReceivePath
+    /// Packets subscribers' nicesrc gave past the queue and through it (`ReceiveInline`),
+    /// added when an attempt ends.
+    let receivedPastQueue = SharedCount()
+    let receivedThroughQueue = SharedCount()
 }
 
 /// A count shared by the run's bots.
 final class SharedCount: Sendable {
     private let value = Atomic<Int>(0)
-    func increment() { value.add(1, ordering: .relaxed) }
+    func increment() { add(1) }
+    func add(_ n: Int) { value.add(n, ordering: .relaxed) }
     var current: Int { value.load(ordering: .relaxed) }
 }
 

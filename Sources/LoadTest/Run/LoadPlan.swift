@@ -38,6 +38,8 @@ public struct LoadPlan: Sendable {
     public var fanOutGroups: Int?
     /// How publishers send audio RTP.
     public var sendPath = SendPath.direct
+    /// How subscribers take received packets in.
+    public var receivePath = ReceivePath.direct
     public var library: PipelineLibrary
     public var logger: Logger
 
@@ -62,6 +64,16 @@ public struct LoadPlan: Sendable {
     /// Janus's receiver reports by the sender itself). Video
     /// always goes through webrtcbin (it answers Janus's NACKs with RTX).
     public enum SendPath: String, Sendable, Codable, CaseIterable {
+        case direct, webrtcbin
+    }
+
+    /// How a subscriber's received packets reach its frame opener. `webrtcbin`: its transport
+    /// receive bin hands each packet from nicesrc's thread to a queue's, and each audio stream
+    /// has a depayloader and a sink. `direct`: the packet goes on in nicesrc's thread whenever
+    /// webrtcbin is not holding the receive side (`ReceiveInline`), and an audio packet's
+    /// payload (one Opus frame) is opened on webrtcbin's pad and dropped there. Both keep
+    /// webrtcbin's SRTP, rtpbin and statistics; video always has its depayloader.
+    public enum ReceivePath: String, Sendable, Codable, CaseIterable {
         case direct, webrtcbin
     }
 

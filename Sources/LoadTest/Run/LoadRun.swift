@@ -71,7 +71,8 @@ public final class LoadRun: Sendable {
         let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
-                                  rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath)
+                                  rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath,
+                                  receivePath: plan.receivePath)
         // Per-sender keys: the participant id (before the colon) names the publisher's keys.
         let perSender = if case .perSender = plan.protection { true } else { false }
         let publishers = plan.shard.indices(of: plan.publishers).map {
@@ -203,6 +204,9 @@ public final class LoadRun: Sendable {
             baselineThreads: baseline?.threads ?? 0, baselineRSSBytes: baseline?.residentBytes ?? 0,
             steadyPacketsSent: steadySent, steadyPacketsReceived: steadyReceived, fanOutGroups: groups,
             sendPath: plan.sendPath.rawValue, directFallbacks: context.directFallbacks.current,
+            receivePath: plan.subscribers > 0 ? plan.receivePath.rawValue : nil,
+            receivedPastQueue: plan.subscribers > 0 ? context.receivedPastQueue.current : nil,
+            receivedThroughQueue: plan.subscribers > 0 ? context.receivedThroughQueue.current : nil,
             faults: plan.chaos == nil ? nil : s.faults.sorted { $0.at < $1.at })
         return LoadResult(
             room: plan.room, janus: plan.janusURL, e2ee: plan.protection.isEncrypted, video: plan.video, media: plan.media,
