@@ -100,6 +100,55 @@ extension MediaScene {
         }
     }
 
+    // The direct paths under a cut: publishers send with sendto on the selected pair's socket
+    // and subscribers carry packets on in nicesrc's thread; both must ride out lost UDP as
+    // webrtcbin's chains do (FaultTests.udpLoss: no comeback needed for 3 s). Janus of its own:
+    // the cut must hit no other test.
+    @Test("direct paths, Janus's UDP dropped for 4 s (iptables): every subscriber opens every publisher again within 2 s, no bot lost")
+    func udpCut() async throws {
+        let dir = try Scene.tempDirectory("load-udp")
+        try await OwnJanus.with(port: 8197, in: dir, rtpPorts: 12500...12599) { (janus: OwnJanus) async throws -> Void in
+            try await Self.udpCut(janus)
+        }
+    }
+
+    static func udpCut(_ janus: OwnJanus) async throws {
+            var plan = try Self.plan(room: try await FaultTests.createPermanentRoom(janus.url), publishers: 2, subscribers: 3,
+                                     ring: KeyRing(current: .random()), seconds: 16)
+            plan.janusURL = janus.url
+            #expect(plan.sendPath == .direct && plan.receivePath == .direct, "the defaults are the paths under test")
+            let planned = plan
+            let run = Task { try await LoadRun(plan: planned).run() }
+            try await Task.sleep(for: .seconds(5))
+            let drop: Faults.Drop
+            do { drop = try await Faults.dropUDP(ports: janus.rtpPorts, for: .seconds(4)) } catch {
+                run.cancel()
+                _ = try? await run.value
+                throw error
+            }
+            let result = try await run.value
+            let shard = try #require(result.shards.first)
+            // Frames opened per second, from the run's once-a-second timeline (cumulative counts).
+            let samples = shard.timeline.map { (at: shard.started.addingTimeInterval($0.t), opened: $0.framesOpened) }
+            let perSecond = zip(samples, samples.dropFirst()).map { (at: $1.at, rate: Double($1.opened - $0.opened) / max(0.1, $1.at.timeIntervalSince($0.at))) }
+            let full = Double(plan.subscribers * plan.publishers * 50)   // 20 ms Opus frames
+            let during = perSecond.filter { $0.at > drop.cut.addingTimeInterval(1) && $0.at <= drop.restored }
+            let back = perSecond.first { $0.at > drop.restored && $0.rate > 0.9 * full }
+            let gap = back.map { $0.at.timeIntervalSince(drop.restored) }
+            print(String(format: "load udp cut: %d packets dropped; opened/s during the cut %@, back at %@ after the restore; past the queue %d, through it %d",
+                         drop.packets, during.map { String(format: "%.0f", $0.rate) }.joined(separator: " "), gap.map { String(format: "%.2f s", $0) } ?? "never",
+                         shard.receivedPastQueue ?? -1, shard.receivedThroughQueue ?? -1))
+            #expect(drop.packets > 100, "media was flowing and was cut")
+            #expect(!during.isEmpty && during.allSatisfy { $0.rate < 0.1 * full }, "nothing was opened while UDP was dropped: \(during)")
+            let gapText = gap.map { String(format: "%.2f s", $0) } ?? "never"
+            #expect((gap ?? .infinity) <= 2, "every subscriber opened every publisher's frames again (≥ 90 % of \(full)/s) ≤ 2 s after the restore: \(gapText)")
+            let states = result.bots.map { "\($0.display): \($0.state.rawValue)" }
+            #expect(result.bots.count == 5 && result.bots.allSatisfy { $0.state == .joined }, "\(states)")
+            // The steady tail after the cut: every feed at the full rate to the end.
+            let tail = perSecond.filter { $0.at > drop.restored.addingTimeInterval(3) }
+            #expect(tail.count >= 3 && tail.allSatisfy { $0.rate > 0.9 * full }, "after the cut: \(tail.map(\.rate))")
+    }
+
     @Test("subscribers with the wrong key: the report shows every frame failing, and the room not holding")
     func wrongKey() async throws {
         let room = try await Scene.createRoom()

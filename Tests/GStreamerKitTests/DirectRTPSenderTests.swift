@@ -23,3 +23,15 @@ import Testing
         }
     }
 }
+
+/// The receive shortcut refuses, with a reason, a webrtcbin whose receive side it does not
+/// find; that packets it carries are opened is LoadRunTests (both receive paths, and a UDP cut).
+@Suite struct ReceiveInlineTests {
+    init() { GStreamer.initialize() }
+
+    @Test func withoutATransportThereIsNothingToShortcut() throws {
+        let pipeline = try Pipeline(description: "webrtcbin name=webrtc bundle-policy=max-bundle")
+        let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+        #expect { try ReceiveInline(webrtc) } throws: { "\($0)".contains("no nicesrc yet") }
+    }
+}
