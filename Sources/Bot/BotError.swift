@@ -13,6 +13,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case negotiation(String)
         case pipelineFailed(String)
         case output(String)
+        case incomplete(String)
         case stopped
     }
     private let kind: Kind
@@ -27,6 +28,13 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
     public static func negotiation(_ m: String) -> Self { .init(kind: .negotiation(m)) }
     public static func pipelineFailed(_ m: String) -> Self { .init(kind: .pipelineFailed(m)) }
     public static func output(_ m: String) -> Self { .init(kind: .output(m)) }
+    /// A recording that finished but lost something (its manifest's `errors` say what).
+    public static func incomplete(_ m: String) -> Self { .init(kind: .incomplete(m)) }
+
+    /// Whether a recording ended having lost something: never a clean end, whoever stopped it.
+    public var isLoss: Bool {
+        if case .incomplete = kind { true } else { false }
+    }
     /// The job was stopped (cancelled) while it was still joining or rejoining.
     public static let stopped = Self(kind: .stopped)
 
@@ -58,7 +66,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .janus, .stopped: .janus
         case .roomNotFound: .roomMissing
         case .inputNotFound, .notMedia, .pipelinesNotFound: .inputMissing
-        case .output: .output
+        case .output, .incomplete: .output
         case .media, .pipelineFailed, .negotiation: .media
         }
     }
@@ -85,6 +93,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .negotiation(let m): "WebRTC negotiation with Janus failed: \(m)"
         case .pipelineFailed(let m): "media pipeline failed: \(m)"
         case .output(let m): "cannot write the recording: \(m)"
+        case .incomplete(let m): "the recording is incomplete: \(m)"
         case .stopped: "stopped before the bot was back in the room"
         }
     }

@@ -25,6 +25,12 @@ package enum BotMetrics {
     }
 
     /// The counter of recording bytes written; made once per file, bumped per buffer.
+    /// A recording lost something: a file that does not hold what was written to it, a track or
+    /// mix that stopped being written, a file that cannot be read back.
+    package static func recordingLoss() {
+        CoreMetrics.Counter(label: "sfubot_recording_losses_total").increment()
+    }
+
     package static func bytesWritten() -> BytesWritten {
         BytesWritten(counter: CoreMetrics.Counter(label: "sfubot_bytes_written_total"))
     }

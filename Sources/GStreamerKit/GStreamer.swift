@@ -42,6 +42,7 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
         case promise(String)
         case sdp(String)
         case webrtc(String)
+        case interrupted(String)
     }
     private let kind: Kind
 
@@ -63,6 +64,8 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
     public static func promise(_ m: String) -> Self { .init(kind: .promise(m)) }
     public static func sdp(_ m: String) -> Self { .init(kind: .sdp(m)) }
     public static func webrtc(_ m: String) -> Self { .init(kind: .webrtc(m)) }
+    /// A finite pipeline that did not reach its end (its task was cancelled).
+    public static func interrupted(_ m: String) -> Self { .init(kind: .interrupted(m)) }
 
     /// The useful end of GStreamer's debug text (its first line is a source location),
     /// e.g. " (system error: No such file or directory)".
@@ -87,6 +90,7 @@ public struct GStreamerError: Error, CustomStringConvertible, Sendable {
         case .promise(let m): "webrtcbin request failed: \(m)"
         case .sdp(let m): "bad SDP: \(m)"
         case .webrtc(let m): "webrtcbin: \(m)"
+        case .interrupted(let m): "pipeline interrupted: \(m)"
         }
     }
 }

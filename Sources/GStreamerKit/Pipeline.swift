@@ -115,18 +115,25 @@ public final class Pipeline: Bin, @unchecked Sendable {
     /// The pipeline's bus.
     public var bus: Bus { Bus(takingOwnership: gst_element_get_bus(pointer)!, dispatch: busDispatch) }
 
-    /// Plays a finite pipeline (files in, files out) to its end; throws the first error.
+    /// Plays a finite pipeline (files in, files out) to its end; throws the first error, or
+    /// `.interrupted` if the task was cancelled first (the output is then incomplete: a caller
+    /// finishing files must run this where nothing cancels it). State changes run off the pool.
     public func runToEnd() async throws(GStreamerError) {
         let messages = bus.messages()
-        try setState(.playing)
-        defer { try? setState(.null) }
+        try await OffPool.run { () throws(GStreamerError) in try self.setState(.playing) }
         for await m in messages {
             switch m {
-            case .endOfStream: return
-            case .error(let source, let text, _): throw .stateChange("\(source): \(text)")
+            case .endOfStream:
+                await OffPool.run { self.setStateQuietly(.null) }
+                return
+            case .error(let source, let text, _):
+                await OffPool.run { self.setStateQuietly(.null) }
+                throw .stateChange("\(source): \(text)")
             default: continue
             }
         }
+        await OffPool.run { self.setStateQuietly(.null) }
+        throw .interrupted("stopped before the end of the stream")
     }
 
     /// The pipeline's current running time in nanoseconds (`gst_element_get_current_running_time`).

@@ -124,7 +124,11 @@ actor JobManager: Service {
             }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil)
             let configured = recorder
-            job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await configured.run() } }
+            job.start { await Self.outcome(of: job) { () async throws(BotError) in
+                // Whatever ended it, a recording that lost something is a failed job.
+                let manifest = try await configured.run()
+                if manifest.lostSomething { throw .incomplete(manifest.errors.map(\.error).joined(separator: "; ")) }
+            } }
         case .playback:
             let player = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats))
@@ -147,7 +151,7 @@ actor JobManager: Service {
             return .init(state: .done, ended: Date(), error: nil)
         } catch {
             // A stop asked for is a clean end, whatever the step it interrupted said.
-            if job.stopRequested && (error.isStopped || Task.isCancelled) { return .init(state: .done, ended: Date(), error: nil) }
+            if job.stopRequested && !error.isLoss && (error.isStopped || Task.isCancelled) { return .init(state: .done, ended: Date(), error: nil) }
             return .init(state: .failed, ended: Date(), error: error.description)
         }
     }

@@ -12,6 +12,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case unreachable = 69   // EX_UNAVAILABLE
         case media = 70         // EX_SOFTWARE
         case cannotWrite = 73   // EX_CANTCREAT
+        case incomplete = 74    // EX_IOERR: a recording lost something (manifest.json's errors)
         case protocolError = 76 // EX_PROTOCOL
         case config = 78        // EX_CONFIG
         case interrupted = 130  // 128 + SIGINT, as a shell reports a process the signal ended

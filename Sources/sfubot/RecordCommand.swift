@@ -13,9 +13,12 @@ struct Record: AsyncParsableCommand {
             DIR/<feedId>-<userId>.mkv per publisher with video (H.264 and Opus, not transcoded, in \
             sync), and DIR/manifest.json (per track: display, codec, first/last frame time, frames \
             opened and dropped by reason; joins and leaves). --mix FILE adds one Ogg Opus track of \
-            the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly; a killed process \
-            still leaves files that play up to their last half second. A stop still busy 30 s after the signal (a server that \
-            never answers) ends anyway; a second signal ends it at once.
+            the whole call with every publisher's audio mixed. Ctrl-C, SIGTERM or --duration finish the files cleanly: each is \
+            read back, and manifest.json says what it holds (on_disk); a killed process still leaves files that play up to \
+            their last second. A stop still busy 30 s after the signal (a server that never answers) ends anyway, but never \
+            while files are being finished; a second signal changes nothing, a third ends it at once. Exit 0 only if nothing \
+            was lost; 74 if a file holds less than was written to it, a track or the mix stopped being written, or a file \
+            cannot be read back (each is in the manifest's errors).
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -61,6 +64,10 @@ struct Record: AsyncParsableCommand {
             let total = manifest.feeds.map(\.frames).reduce(.zero, +)
             print(Counters.line(total, sending: false, encrypted: manifest.e2ee))
             if let mix = manifest.mix { print("\(mix)  every publisher's audio, mixed") }
+            if manifest.lostSomething {
+                for e in manifest.errors { FileHandle.standardError.write(Data("sfubot: lost: \(e.error)\n".utf8)) }
+                throw CLIFailure("the recording is incomplete: \(manifest.errors.count) problem(s), listed in manifest.json's errors", code: .incomplete)
+            }
         } catch let e as BotError {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {

@@ -44,9 +44,20 @@ enum Scene {
     }
 }
 
-/// Runs a finite pipeline (GStreamerKit's `runToEnd`).
-func runToEnd(_ description: String) async throws {
-    try await Pipeline(description: description).runToEnd()
+/// Runs a finite pipeline (GStreamerKit's `runToEnd`), within `limit`: a decode that never
+/// ends (a file with a header and no frame once kept `make test` waiting for minutes) fails the
+/// test instead of hanging the suite.
+func runToEnd(_ description: String, limit: Duration = .seconds(120)) async throws {
+    let pipeline = try Pipeline(description: description)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await pipeline.runToEnd() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw PipelineRunError(message: "still running after \(limit): \(description)")
+        }
+        try await group.next()
+        group.cancelAll()
+    }
 }
 
 /// An error from a test helper.

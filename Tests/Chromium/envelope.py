@@ -22,10 +22,11 @@ TEXT = ("This is the end to end encrypted call bot speaking. Seven green boxes, 
 
 def make(path, text=TEXT):
     raw = path + ".espeak.wav"
-    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", raw, text], check=True)
+    # Every decode under a time limit: a stuck one must fail the run, not hang it.
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", raw, text], check=True, timeout=120)
     subprocess.run(["gst-launch-1.0", "-q", "filesrc", f"location={raw}", "!", "wavparse", "!", "audioconvert", "!",
                     "audioresample", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!", "wavenc", "!",
-                    "filesink", f"location={path}"], check=True)
+                    "filesink", f"location={path}"], check=True, timeout=120)
     os.remove(raw)
 
 

@@ -68,15 +68,20 @@ final class CallMix: Sendable {
 
     /// Ends the track: end-of-stream from the silence (the inputs have ended theirs), then
     /// waits for the file to be finished.
-    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(3)) async {
-        try? bin.element(named: "silence").sendEndOfStream()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await _ in self.finished { return } }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
-            group.cancelAll()
+    /// Not cut short by the caller's cancellation (`Finishing`).
+    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(5)) async {
+        await Finishing.run { [self] in
+            try? bin.element(named: "silence").sendEndOfStream()
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await _ in self.finished { return } }
+                group.addTask { try? await Task.sleep(for: timeout) }
+                await group.next()
+                group.cancelAll()
+            }
+            await OffPool.run { [self] in
+                pipeline.remove(bin)
+                endProbe.remove()
+            }
         }
-        pipeline.remove(bin)
-        endProbe.remove()
     }
 }

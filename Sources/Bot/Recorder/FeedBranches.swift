@@ -166,6 +166,18 @@ final class FeedBranches: Sendable {
         }
     }
 
+    /// Branches that failed (a full disk) get new ones on their pads, each in a new file, if
+    /// Janus still sends the same feed there; returns how many.
+    func retry(branches names: Set<String>, pipeline: Pipeline, mix: CallMix?) -> Int {
+        let pads = state.withLock { m in
+            let mids = m.failed.filter { mid, feed in names.contains("feed-\(feed)-\(mid)") && m.streams[mid]?.feedID == feed }.map(\.key)
+            for mid in mids { m.failed[mid] = nil }
+            return mids.compactMap { mid in m.pads[mid].map { (mid, $0) } }
+        }
+        for (mid, pad) in pads { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
+        return pads.count
+    }
+
     /// A file name for `feed` that no file of this recording has had, reserved: never over a file
     /// already there (an earlier recording's, a resumed one, or the same folder reused).
     private static func newName(feed: Int64, userID: String, ext: String, in directory: URL, _ m: inout Map) -> String {

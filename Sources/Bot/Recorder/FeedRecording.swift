@@ -51,6 +51,11 @@ final class FeedRecording: Sendable {
     private let finished: AsyncStream<Void>
     private let joinedAt = Date()
     private let leftAt = Mutex<Date?>(nil)
+    /// Why the file was not finished cleanly, if it was not.
+    let unfinished = Mutex<String?>(nil)
+    /// Audio: frames handed to the file's muxer, what the file must hold when read back (video
+    /// counts per file: `VideoFiles.File.written`).
+    let written = Counter()
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
@@ -129,6 +134,8 @@ final class FeedRecording: Sendable {
             probes.append(fileSink.addBufferObserver { bytesOut.add($0.count) })
             let mediaTimes = self.mediaTimes
             probes.append(open.addTimedBufferObserver { _, pts in if let pts { mediaTimes.mark(pts) } })
+            let written = self.written
+            probes.append(try bin.element(named: "parse").staticPad("src").addBufferObserver { _ in written.increment() })
         } else {
             let counter = keyFramesReceived
             probes.append(open.addBufferObserver { au in
@@ -168,18 +175,27 @@ final class FeedRecording: Sendable {
 
     /// Finishes the file: end-of-stream through the branch (oggmux writes its last page), then
     /// the branch is stopped and removed. The caller first cut the branch off webrtcbin.
-    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(3)) async {
+    /// Never cut short by the caller's cancellation (`Finishing`): a stop is what finishes files.
+    /// A file that got no end-of-stream within `timeout` is said so in the log and the manifest.
+    func finish(in pipeline: Pipeline, timeout: Duration = .seconds(5)) async {
         leftAt.withLock { $0 = $0 ?? Date() }
-        sinkPad.sendEndOfStream()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await _ in self.finished { return } }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
-            group.cancelAll()
+        let ended = await Finishing.run { [self] in
+            sinkPad.sendEndOfStream()
+            let ended = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { for await _ in self.finished { return true }; return true }
+                group.addTask { try? await Task.sleep(for: timeout); return false }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            await OffPool.run { [self] in
+                mixInput?.remove(from: pipeline)
+                pipeline.remove(bin)
+                videoFiles?.remove()
+            }
+            return ended
         }
-        mixInput?.remove(from: pipeline)
-        pipeline.remove(bin)
-        videoFiles?.remove()
+        if !ended { unfinished.withLock { $0 = "its end-of-stream did not reach the file within \(timeout): the muxer may not have written its last frames" } }
     }
 
     /// The file being written now.
@@ -198,7 +214,8 @@ final class FeedRecording: Sendable {
                 feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
                 file: firstFile.lastPathComponent, joined: joinedAt, left: left,
                 firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot,
-                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last, openedByKeyIndex: keyIndexes?.snapshot)]
+                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last, error: unfinished.withLock { $0 },
+                openedByKeyIndex: keyIndexes?.snapshot, written: written.value)]
         }
         let now = VideoFiles.Mark(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0)
         let zero = VideoFiles.Mark(time: joinedAt, frames: .zero, keyFrames: 0, keyFrameRequests: 0)
@@ -213,9 +230,10 @@ final class FeedRecording: Sendable {
                 keyFrames: upTo.keyFrames - start.keyFrames,
                 width: f.resolution.value?.width, height: f.resolution.value?.height,
                 firstMediaTime: f.mediaTimes.first, lastMediaTime: f.mediaTimes.last,
+                error: i == files.count - 1 ? unfinished.withLock { $0 } : nil,
                 continues: i > 0 ? files[i - 1].url.lastPathComponent : nil, cause: f.cause,
                 // The track's counts: the files of one track share its sender's keys.
-                openedByKeyIndex: keyIndexes?.snapshot)
+                openedByKeyIndex: keyIndexes?.snapshot, written: f.written.value)
         }
     }
 }

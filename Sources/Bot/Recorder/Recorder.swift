@@ -42,11 +42,12 @@ public struct Recorder: Sendable {
             try await room.start()
             try await room.follow(for: duration)
         } catch {
-            let manifest = await room.finish()
+            let manifest = await Finishing.run { await room.finish() }
             if let manifest, !(error is CancellationError) { config.logger.info("kept \(manifest.feeds.count) recording(s) in \(directory.path)") }
             throw BotError(error)
         }
-        let manifest = await room.finish()
+        // Finishing the files is the stop: the cancellation that asked for it must not cut it short.
+        let manifest = await Finishing.run { await room.finish() }
         guard let manifest else { throw .output("could not write manifest.json in \(directory.path)") }
         return manifest
     }

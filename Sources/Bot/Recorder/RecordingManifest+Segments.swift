@@ -117,6 +117,7 @@ extension RecordingManifest {
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
         case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, reconnection, participants
+        case unrecorded, mixOnDisk = "mix_on_disk"
     }
 
     /// Manifests written before reconnection (no gaps, counters or participants) still read.
@@ -135,5 +136,7 @@ extension RecordingManifest {
         gaps = try c.decodeIfPresent([Gap].self, forKey: .gaps) ?? []
         reconnection = try c.decodeIfPresent(Reconnection.self, forKey: .reconnection) ?? Reconnection()
         participants = try c.decodeIfPresent([Participant].self, forKey: .participants) ?? []
+        unrecorded = try c.decodeIfPresent([Feed].self, forKey: .unrecorded) ?? []
+        mixOnDisk = try c.decodeIfPresent(OnDisk.self, forKey: .mixOnDisk)
     }
 }

@@ -48,20 +48,42 @@ public struct RecordingManifest: Codable, Sendable {
         /// Per-sender keys (`--key-map`): frames opened by each of the sender's key indexes,
         /// e.g. {"3": 120, "2": 4}; nil with a call key or none.
         public var openedByKeyIndex: [String: Int]? = nil
+        /// Frames the recorder handed to this file's muxer for this track.
+        public var written: Int? = nil
+        /// What the file holds for this track, read back from disk once the recording finished.
+        public var onDisk: OnDisk? = nil
+        /// Why this track was not put into one file with the publisher's other track (the track
+        /// files were kept as they are).
+        public var notMerged: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
             case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, continues, cause
-            case openedByKeyIndex = "opened_by_key_index"
+            case openedByKeyIndex = "opened_by_key_index", written, onDisk = "on_disk", notMerged = "not_merged"
         }
+    }
+
+    /// One track of a file as read back from disk: demuxed and counted, decoded (audio whole,
+    /// video its first pictures).
+    public struct OnDisk: Codable, Sendable, Equatable {
+        /// The file's size.
+        public var bytes: Int
+        /// Frames (audio packets, video access units) of this track in the file.
+        public var frames: Int
+        /// Of those, decoded by the check: every audio frame, the first video pictures.
+        public var decoded: Int
+        /// From the track's first to its last frame's presentation time.
+        public var seconds: Double?
     }
 
     /// Publishers joining and leaving the room while it was recorded.
     public var timeline: [TimelineEvent] = []
     /// `--mix`: the file holding every publisher's audio mixed, from the first subscription on.
     public var mix: String?
+    /// The mix as read back from disk once the recording finished.
+    public var mixOnDisk: OnDisk? = nil
     /// Mixes of the same recording written before it was resumed (a restart), oldest first.
     public var earlierMixes: [String] = []
     /// Tracks that could not be written or stopped being written, and a mix that stopped, while
@@ -72,6 +94,12 @@ public struct RecordingManifest: Codable, Sendable {
     public var reconnection = Reconnection()
     /// Every participant's segments (files) in order, across reconnections and rejoins.
     public var participants: [Participant] = []
+    /// Tracks subscribed to of which no frame reached a file (no key opened them, or none
+    /// arrived): their counters say why; they have no file.
+    public var unrecorded: [Feed] = []
+
+    /// Whether anything the recorder should have written is missing: each loss is in `errors`.
+    public var lostSomething: Bool { !errors.isEmpty }
 
     /// One output that failed while the others went on.
     public struct OutputError: Codable, Sendable {

@@ -17,6 +17,8 @@ extension RoomRecording {
             log.debug("again from \(branch): \(text)")
             return
         }
+        let full = DiskSpace.isFull(text: text, debug: debug)
+        if full { noteDiskFull() }
         if CallMix.owns(branch: branch), let mix = media.mix {
             failedBranches.insert(branch)
             guard branch == CallMix.branchName else {
@@ -26,8 +28,13 @@ extension RoomRecording {
                 return
             }
             guard mix.markFailed() else { return }
-            log.error("the call's mix \(mix.file.path) stopped (\(text)): it keeps what was written; every publisher's own file goes on",
-                      metadata: ["gst.debug": "\(debug ?? "")"])
+            if full {
+                log.error("the call's mix \(mix.file.path) stopped (the disk is full): it keeps what was written, and is not written again in this recording")
+            } else {
+                log.error("the call's mix \(mix.file.path) stopped (\(text)): it keeps what was written; every publisher's own file goes on",
+                          metadata: ["gst.debug": "\(debug ?? "")"])
+            }
+            BotMetrics.recordingLoss()
             branches.note(.init(time: Date(), file: mix.file.path, error: text))
             writeManifest()
             return
@@ -37,9 +44,13 @@ extension RoomRecording {
             return
         }
         failedBranches.insert(branch)
+        if full { fullBranches.insert(branch) }
+        BotMetrics.recordingLoss()
         let file = recording.file.lastPathComponent
-        log.error("feed \(recording.feedID) \(recording.kind.media) stopped being recorded (\(text)); \(file) keeps what was written, the other feeds go on",
-                  metadata: ["janus.feed": "\(recording.feedID)", "gst.debug": "\(debug ?? "")"])
+        // A full disk was said once for every track (noteDiskFull).
+        log.log(level: full ? .debug : .error,
+                "feed \(recording.feedID) \(recording.kind.media) stopped being recorded (\(text)); \(file) keeps what was written, the other feeds go on",
+                metadata: ["janus.feed": "\(recording.feedID)", "gst.debug": "\(debug ?? "")"])
         branches.note(.init(time: Date(), feedID: recording.feedID, display: recording.display, mid: recording.mid,
                             kind: recording.kind.media, file: file, error: text))
         // A short wait: end-of-stream lets the muxer close the file if the failure was upstream of it.

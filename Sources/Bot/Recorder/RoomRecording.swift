@@ -60,7 +60,12 @@ actor RoomRecording {
     var sessionCounts = (drops: 0, reclaims: 0)
     /// Branches whose first error was handled; their later ones are only logged at debug level.
     var failedBranches: Set<String> = []
+    /// Since when the disk is full (nil if it is not), and the branches that stopped for it.
+    var diskFullSince: Date?
+    var fullBranches: Set<String> = []
     let branches: FeedBranches
+    /// manifest.json, with room kept for it on a full disk.
+    let manifestFile: ManifestFile
     /// Yields once if the recorder could not come back within `rejoinTimeout`.
     let gaveUp = AsyncStream.makeStream(of: BotError.self)
     /// Yields once when the media pipeline exists, for `follow` to watch its bus.
@@ -80,6 +85,7 @@ actor RoomRecording {
         log[metadataKey: "room"] = "\(config.room)"
         self.log = log
         branches = FeedBranches(config: config, directory: directory, logger: log)
+        manifestFile = ManifestFile(directory: directory)
     }
 
     /// Connects, joins the room and subscribes to everyone already there; later changes are
@@ -134,6 +140,7 @@ actor RoomRecording {
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(1))
                     await self?.readSessionCounters()
+                    await self?.resumeAfterDiskFull()
                     await self?.writeManifest()
                 }
             }
@@ -173,7 +180,7 @@ actor RoomRecording {
             var f = feed
             if f.left == nil {
                 f.left = f.lastFrame ?? awaySince
-                f.error = f.error ?? "the recorder stopped before finishing this track: the file holds what was written until then"
+                f.error = f.error ?? RecordingCheck.interrupted
             }
             return f
         }
@@ -297,7 +304,7 @@ actor RoomRecording {
     func writeManifest() {
         let current = manifest(ended: nil)
         status.update(from: current)
-        do { try current.write(to: directory) } catch { log.error("cannot write manifest.json: \(error)") }
+        do { try manifestFile.write(current, log: log) } catch { manifestFile.failed(error, log: log) }
     }
 
     /// Ends every recording cleanly, leaves the room and writes the final manifest. Also while
@@ -323,10 +330,11 @@ actor RoomRecording {
         branches.reset()
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
-        let final = manifest(ended: Date())
+        // Every file read back: the manifest says what is on disk.
+        let final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
         status.update(from: final)
         do {
-            try final.write(to: directory)
+            try manifestFile.write(final, log: log)
             return final
         } catch {
             log.error("cannot write manifest.json: \(error)")

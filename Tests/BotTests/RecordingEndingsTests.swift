@@ -1,0 +1,85 @@
+import Bot
+import Foundation
+import Testing
+
+/// Every way a user ends `sfubot record`, for each kind of media, checked by decoding what is
+/// on disk: the stop finishes the files (it is never cut short), the manifest says what each
+/// file holds, and exit 0 means nothing was lost. On a8caa6a an A/V recording stopped with
+/// Ctrl-C or SIGTERM was a 0-byte .mkv with exit 0.
+extension MediaScene {
+@Suite struct RecordingEndingsTests {
+    enum Ending: String, CaseIterable, Sendable { case sigint, sigterm, twoSignals, duration, publisherLeft }
+    enum Media: String, CaseIterable, Sendable { case audio, audioVideo, audioWithMix }
+
+    let key = String(repeating: "cd", count: 32)
+
+    @Test("every ending keeps every frame written, for every media kind",
+          arguments: Ending.allCases, Media.allCases)
+    func endingKeepsEverything(_ ending: Ending, _ media: Media) async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("end-\(ending.rawValue)-\(media.rawValue)")
+        let out = dir.appendingPathComponent("rec"), mix = dir.appendingPathComponent("call.opus")
+        var recordArgs = ["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path]
+        if media == .audioWithMix { recordArgs += ["--mix", mix.path] }
+        if ending == .duration { recordArgs += ["--duration", "9"] }
+        let recorder = try MediaScene.CLITests.start(recordArgs)
+        try await Task.sleep(for: .seconds(1))
+        // The publisher goes on past the stop, except where its leaving is the ending.
+        let publishSeconds = ending == .publisherLeft ? "6" : "30"
+        var playArgs = ["play", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "5:Eve", "--duration", publishSeconds]
+        if media == .audioVideo { playArgs.insert("--test-pattern", at: 1) } else {
+            playArgs.insert(try await Audio.tone(440, seconds: 40, in: dir).path, at: 1)
+        }
+        let player = try MediaScene.CLITests.start(playArgs)
+        defer { player.signal(SIGKILL) }
+        try await Task.sleep(for: .seconds(8))
+        switch ending {
+        case .sigint: recorder.signal(SIGINT)
+        case .sigterm: recorder.signal(SIGTERM)
+        case .twoSignals:
+            recorder.signal(SIGINT)
+            try await Task.sleep(for: .milliseconds(300))
+            recorder.signal(SIGINT)
+        case .duration: break
+        case .publisherLeft:
+            // It left at 6 s; its files were finished then. The recorder is stopped after.
+            recorder.signal(SIGINT)
+        }
+        let finished = await recorder.finished()
+        #expect(finished.status == 0, "exit \(finished.status): \(finished.errText.suffix(2000))")
+        let manifest = try RecordingManifest.read(from: out)
+        #expect(manifest.errors.isEmpty, "\(manifest.errors.map(\.error))")
+        let feeds = manifest.feeds.filter { $0.userID == "5" }
+        #expect(Set(feeds.map(\.kind)) == (media == .audioVideo ? ["audio", "video"] : ["audio"]), "\(feeds.map(\.file))")
+        for feed in feeds {
+            let disk = try #require(feed.onDisk, "\(feed.file) was read back")
+            #expect(disk.frames == feed.written && disk.frames > 0, "\(feed.file) \(feed.kind): \(disk.frames) on disk, \(feed.written ?? -1) written")
+        }
+        // About 8 s were published while it recorded (less what precedes its subscription); the
+        // recording holds it as a user decodes it.
+        let expected = ending == .publisherLeft ? 5.0 : 6.5
+        if media == .audioVideo {
+            #expect(feeds.map(\.file) == ["\(feeds[0].feedID)-5.mkv", "\(feeds[0].feedID)-5.mkv"], "one file with both tracks: \(feeds.map(\.file))")
+            let file = out.appendingPathComponent(feeds[0].file)
+            let pictures = try await Audio.videoLuma(file).count
+            let video = try #require(feeds.first { $0.kind == "video" })
+            #expect(pictures == video.written, "\(pictures) pictures decoded of \(video.written ?? -1) written")
+            #expect(Double(pictures) >= expected * 9, "\(pictures) pictures (the pattern sends 10 a second)")
+            let seconds = Double(try await Audio.decode(file).count) / 48000
+            #expect(seconds >= expected, "\(seconds) s of audio in \(file.lastPathComponent)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out.path)
+            #expect(!names.contains { $0.hasSuffix(".audio.mka") || $0.hasSuffix(".video.mkv") || $0.hasSuffix(".partial") }, "\(names)")
+        } else {
+            let samples = try await Audio.decode(out.appendingPathComponent(feeds[0].file))
+            let seconds = Double(samples.count) / 48000
+            #expect(seconds >= expected, "\(seconds) s decoded")
+            #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 9)
+        }
+        if media == .audioWithMix {
+            let mixed = try await Audio.decode(mix)
+            #expect(Double(mixed.count) / 48000 >= expected, "the mix holds \(Double(mixed.count) / 48000) s")
+            #expect(manifest.mixOnDisk?.frames ?? 0 > 0 && manifest.mixOnDisk?.decoded == manifest.mixOnDisk?.frames)
+        }
+    }
+}
+}
