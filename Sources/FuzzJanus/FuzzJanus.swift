@@ -24,7 +24,7 @@ public func fuzzJanus(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             for p in list { _ = (p.userID, p.displayName, p.streams.count) }
         case .updated(let streams, _):
             for s in streams { _ = (s.mid, s.feedID, s.type) }
-        case .unpublished, .leaving, .other: break
+        case .unpublished, .leaving, .destroyed, .other: break
         }
     case .media, .hangup, .webrtcUp, .slowLink, .detached, .reclaimed, nil: break
     }

@@ -47,6 +47,8 @@ public enum VideoRoomEvent: Sendable {
     case publishers([RoomPublisher])
     case unpublished(Int64)
     case leaving(Int64)
+    /// The room was destroyed (`{"videoroom": "destroyed"}`): the call is over for everyone in it.
+    case destroyed
     /// The subscription changed; Janus sent a new offer to answer with `start`.
     case updated(streams: [SubscribedStream], offer: JSEP?)
     case other(JSON)
@@ -58,6 +60,8 @@ public enum VideoRoomEvent: Sendable {
             self = .unpublished(id)
         } else if let id = data["leaving"]?.int {
             self = .leaving(id)
+        } else if data["videoroom"]?.string == "destroyed" {
+            self = .destroyed
         } else if data["videoroom"]?.string == "updated" || data["videoroom"]?.string == "attached" {
             self = .updated(streams: VideoRoom.streams(in: data), offer: jsep)
         } else {

@@ -1,5 +1,6 @@
 import Bot
 import Foundation
+import Janus
 import Testing
 
 /// Every way a user ends `sfubot record`, for each kind of media, checked by decoding what is
@@ -79,6 +80,63 @@ extension MediaScene {
             let mixed = try await Audio.decode(mix)
             #expect(Double(mixed.count) / 48000 >= expected, "the mix holds \(Double(mixed.count) / 48000) s")
             #expect(manifest.mixOnDisk?.frames ?? 0 > 0 && manifest.mixOnDisk?.decoded == manifest.mixOnDisk?.frames)
+        }
+    }
+
+    /// Checks one A/V participant's recording in `out`: one merged file whose every picture and
+    /// audio frame decodes as written, at least `seconds` long.
+    func expectOneAVFile(in out: URL, user: String, seconds: Double) async throws {
+        let manifest = try RecordingManifest.read(from: out)
+        let feeds = manifest.feeds.filter { $0.userID == user }
+        let video = try #require(feeds.first { $0.kind == "video" }, "\(manifest.feeds.map(\.file))")
+        #expect(feeds.count == 2 && feeds.allSatisfy { $0.file == video.file && $0.file.hasSuffix("-\(user).mkv") }, "\(feeds.map(\.file))")
+        for feed in feeds { #expect(feed.onDisk?.frames == feed.written && feed.written ?? 0 > 0, "\(feed.kind): \(String(describing: feed.onDisk))") }
+        let file = out.appendingPathComponent(video.file)
+        let pictures = try await Audio.videoLuma(file).count
+        #expect(pictures == video.written && Double(pictures) >= seconds * 9, "\(pictures) pictures, \(video.written ?? -1) written")
+        #expect(Double(try await Audio.decode(file).count) / 48000 >= seconds)
+    }
+
+    @Test("the room destroyed mid-call: the recording ends by itself, every file whole, exit 0")
+    func roomDestroyed() async throws {
+        let room = try await Scene.createRoom()
+        let out = try Scene.tempDirectory("end-destroyed").appendingPathComponent("rec")
+        let recorder = try MediaScene.CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
+        defer { recorder.signal(SIGKILL) }
+        try await Task.sleep(for: .seconds(1))
+        let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
+                                                    "--display", "3:Ray", "--duration", "30"])
+        defer { player.signal(SIGKILL) }
+        try await Task.sleep(for: .seconds(8))
+        let session = try await JanusSession.connect(url: Scene.janusURL!, logger: Scene.logger)
+        _ = try await session.attach(plugin: VideoRoom.plugin).message(["request": "destroy", "room": .int(room)])
+        await session.close()
+        let status = await recorder.exit(within: .seconds(30))
+        #expect(status == 0, "the recorder ends with the room: \(String(describing: status))")
+        try await expectOneAVFile(in: out, user: "3", seconds: 6)
+        #expect(try RecordingManifest.read(from: out).errors.isEmpty)
+    }
+
+    @Test("Janus killed for good: after --rejoin-timeout the files are whole, the exit says Janus is gone")
+    func janusGoneForGood() async throws {
+        let dir = try Scene.tempDirectory("end-janus-gone")
+        try await OwnJanus.with(port: 8211, in: dir) { janus in
+            let session = try await JanusSession.connect(url: janus.url, logger: Scene.logger)
+            let room = try await VideoRoom.createRoom(try await session.attach(plugin: VideoRoom.plugin))
+            await session.close()
+            let out = dir.appendingPathComponent("rec")
+            let recorder = try MediaScene.CLITests.start(["record", "--janus", janus.url, "--room", "\(room)", "--key-hex", key, "--out", out.path,
+                                                          "--rejoin-timeout", "3"])
+            defer { recorder.signal(SIGKILL) }
+            try await Task.sleep(for: .seconds(1))
+            let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", janus.url, "--room", "\(room)", "--key-hex", key,
+                                                        "--display", "1:Gus", "--duration", "30", "--rejoin-timeout", "3"])
+            defer { player.signal(SIGKILL) }
+            try await Task.sleep(for: .seconds(8))
+            try await janus.kill9()
+            let status = await recorder.exit(within: .seconds(30))
+            #expect(status == 69, "EX_UNAVAILABLE once the rejoin timeout ran out: \(String(describing: status))")
+            try await expectOneAVFile(in: out, user: "1", seconds: 6)
         }
     }
 }

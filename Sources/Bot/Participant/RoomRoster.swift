@@ -15,6 +15,8 @@ public actor RoomRoster {
         case left(RoomPublisher)
         /// The handle's events ended without `leave`: the session is gone.
         case lost
+        /// The room was destroyed: nobody is left to follow, and nothing to rejoin.
+        case roomDestroyed
     }
 
     public private(set) var state = State.joined
@@ -76,6 +78,10 @@ public actor RoomRoster {
         case .unpublished(let id), .leaving(let id):
             guard let gone = publishers.removeValue(forKey: id) else { return }
             changeSink.yield(.left(gone))
+        case .destroyed:
+            for p in current { changeSink.yield(.left(p)) }
+            publishers = [:]
+            changeSink.yield(.roomDestroyed)
         default:
             break
         }

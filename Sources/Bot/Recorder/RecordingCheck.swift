@@ -72,7 +72,8 @@ struct RecordingCheck {
             if !holdsFrames, contents.audio?.frames ?? 0 == 0, contents.video?.frames ?? 0 == 0 { Self.removeEmpty(url) }
         }
         m.feeds = kept
-        if let mix = m.mix { await checkMix(&m, URL(fileURLWithPath: mix)) }
+        // A mix that failed while recording is in `errors` already, with what it kept.
+        if let mix = m.mix, !m.errors.contains(where: { $0.feedID == nil && $0.file == mix }) { await checkMix(&m, URL(fileURLWithPath: mix)) }
         m.participants = RecordingManifest.participants(of: m.feeds, recorderGaps: m.gaps)
         return m
     }

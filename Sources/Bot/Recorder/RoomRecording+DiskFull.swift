@@ -38,9 +38,10 @@ enum DiskSpace {
         return UInt64(s.f_bavail) * UInt64(s.f_frsize)
     }
 
-    /// Whether a sink's error is ENOSPC (filesink says "No space left on device" in its debug text).
+    /// Whether a sink's error is ENOSPC: GStreamer's GST_RESOURCE_ERROR_NO_SPACE_LEFT ("No space
+    /// left on the resource."), or the system's text in the debug part.
     static func isFull(text: String, debug: String?) -> Bool {
-        let needle = String(cString: strerror(ENOSPC))
-        return text.contains(needle) || (debug?.contains(needle) ?? false)
+        let texts = [text, debug ?? ""]
+        return texts.contains { $0.contains("No space left on the resource") || $0.contains(String(cString: strerror(ENOSPC))) }
     }
 }

@@ -18,7 +18,6 @@ extension RoomRecording {
             return
         }
         let full = DiskSpace.isFull(text: text, debug: debug)
-        if full { noteDiskFull() }
         if CallMix.owns(branch: branch), let mix = media.mix {
             failedBranches.insert(branch)
             guard branch == CallMix.branchName else {
@@ -44,7 +43,12 @@ extension RoomRecording {
             return
         }
         failedBranches.insert(branch)
-        if full { fullBranches.insert(branch) }
+        if full {
+            noteDiskFull()
+            // The failing child may be one of the track's file bins: both names, so the track's
+            // branch gets a new one and the new bins' errors are heard again.
+            fullBranches.formUnion([branch, recording.branchName])
+        }
         BotMetrics.recordingLoss()
         let file = recording.file.lastPathComponent
         // A full disk was said once for every track (noteDiskFull).

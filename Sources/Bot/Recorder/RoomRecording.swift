@@ -68,6 +68,8 @@ actor RoomRecording {
     let manifestFile: ManifestFile
     /// Yields once if the recorder could not come back within `rejoinTimeout`.
     let gaveUp = AsyncStream.makeStream(of: BotError.self)
+    /// Yields once when the room was destroyed: the call is over, the recording ends cleanly.
+    let roomGone = AsyncStream.makeStream(of: Void.self)
     /// Yields once when the media pipeline exists, for `follow` to watch its bus.
     private let mediaStarted = AsyncStream.makeStream(of: AsyncStream<BusMessage>.self)
 
@@ -122,6 +124,7 @@ actor RoomRecording {
                 case .joined(let list): await self?.addLogged(list)
                 case .left(let p): await self?.publisherLeft(p)
                 case .lost: await self?.startRejoin("the Janus session ended", rejoinSession: true)
+                case .roomDestroyed: await self?.roomDestroyed()
                 }
             }
         }
@@ -130,7 +133,7 @@ actor RoomRecording {
     /// Waits for the duration (or forever), cancellation, giving up on rejoining, or a fatal
     /// media error.
     func follow(for duration: Duration?) async throws {
-        let mediaStarted = self.mediaStarted.stream, gaveUp = self.gaveUp.stream
+        let mediaStarted = self.mediaStarted.stream, gaveUp = self.gaveUp.stream, roomGone = self.roomGone.stream
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 if let duration { try await Task.sleep(for: duration) } else { while true { try await Task.sleep(for: .seconds(3600)) } }
@@ -153,6 +156,10 @@ actor RoomRecording {
             }
             group.addTask {
                 for await error in gaveUp { throw error }
+            }
+            group.addTask {
+                for await _ in roomGone { return }
+                try await Task.sleep(for: .seconds(1 << 30))
             }
             group.addTask { [weak self] in
                 // Not fatal: one feed's branch must not end everyone's recording.
@@ -191,6 +198,10 @@ actor RoomRecording {
         counters = earlier.reconnection
         earlierMixes = earlier.earlierMixes + (earlier.mix.map { [$0] } ?? [])
         for e in earlier.errors { branches.note(e) }
+        // A merge the earlier process was killed in: its track files are listed and kept.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".partial") {
+            unlink(directory.appendingPathComponent(name).path)
+        }
         branches.reserve(files: earlier.feeds.map(\.file))
         log.info("resuming the recording in \(directory.path): \(earlier.feeds.count) earlier track(s) kept, new segments follow")
     }
