@@ -22,6 +22,10 @@ public enum Serve {
         quiet.logLevel = max(log.logLevel, .notice)
         let app = Application(
             router: routes.router(),
+            // A connection that sends nothing (a header never finished, a keep-alive left open)
+            // is closed: Hummingbird 2 has no separate read timeout, and the idle timer only
+            // restarts once a whole head or body part has arrived.
+            server: .http1(configuration: .init(idleTimeout: .seconds(config.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "sfubot"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.port

@@ -18,6 +18,11 @@ struct ServiceRoutes: Sendable {
         let router = Router()
         router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("readyz") { _, _ in
+            let free = await jobs.freeCapacity
+            guard free > 0 else {
+                return Self.json(["status": "full", "janus": config.janus, "error": "running \(config.maxJobs) jobs (--max-jobs): no room for another"],
+                                 status: .serviceUnavailable)
+            }
             switch await readiness.check() {
             case nil: return Self.json(["status": "ready", "janus": config.janus])
             case let problem?: return Self.json(["status": "not ready", "janus": config.janus, "error": problem], status: .serviceUnavailable)
@@ -76,7 +81,10 @@ struct ServiceRoutes: Sendable {
     }
 
     static func problem(_ p: RequestProblem) -> Response {
-        json(["error": p.message], status: .init(code: p.status))
+        var response = json(["error": p.message], status: .init(code: p.status))
+        // A full service: a job may well end within this.
+        if p.status == 429 { response.headers[.retryAfter] = "30" }
+        return response
     }
 
     static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response { encoded(object, status: status) }

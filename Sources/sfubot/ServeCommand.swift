@@ -19,6 +19,14 @@ struct Serve: AsyncParsableCommand {
             the service stopped (a crash, a restart) are taken up again: recordings continue \
             in new segment files, the time away a gap in their manifest. SIGTERM or SIGINT: no \
             new requests, every job finishes its files, exit 0.
+
+            Jobs are confined: a recording's `out` and `mix` lie below --output-root, a \
+            playback's `file` and any `key.file` below --media-root (a path relative to the \
+            root, or absolute inside it; no `..`; no symlink is followed; only regular files \
+            are read; an existing file is never overwritten and a new recording takes a new or \
+            empty folder). Without these, --state-dir's recordings/ and media/ are the roots; \
+            without either, serve does not start. Jobs may name only the Janus servers of \
+            --janus and --janus-allow, and each of them gets --api-secret and --janus-token.
             """)
 
     @Option(help: ArgumentHelp("Address to listen on: host:port (other than 127.0.0.1 only when you mean it).", valueName: "host:port"))
@@ -32,6 +40,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
+
+    @Option(help: ArgumentHelp("Folder below which recordings (`out`, `mix`) are written (default: <state-dir>/recordings).", valueName: "dir"))
+    var outputRoot: String?
+
+    @Option(help: ArgumentHelp("Folder below which playback files and key files are read (default: <state-dir>/media).", valueName: "dir"))
+    var mediaRoot: String?
+
+    @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. Each gets --api-secret and --janus-token.", valueName: "url"))
+    var janusAllow: [String] = []
+
+    @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: a playback encodes live, Opus about 3 % of a core, and a recorder of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 jobs stay under a core with room for webrtcbin's threads).", valueName: "n"))
+    var maxJobs: Int?
 
     @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
     var apiSecret: String?
@@ -52,6 +72,11 @@ struct Serve: AsyncParsableCommand {
         _ = try Self.address(listen)
         try OptionCheck.url(janus, "--janus")
         try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
+        do { _ = try JanusAllowList([janus] + janusAllow) } catch { throw ValidationError(error.description) }
+        if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs takes 1 or more, got \(maxJobs)") }
+        if outputRoot == nil || mediaRoot == nil, stateDir == nil {
+            throw ValidationError("give --output-root and --media-root, or --state-dir (whose recordings/ and media/ become them): jobs only use files below them")
+        }
     }
 
     /// `host:port` (IPv6 in brackets), the port 0 to 65535 (0: any free port).
@@ -73,12 +98,15 @@ struct Serve: AsyncParsableCommand {
             logger.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
             var janusOptions = JanusSession.Options(apiSecret: apiSecret, token: janusToken)
             janusOptions.reclaimWindow = .zero
+            let roots = try Roots.configured(output: outputRoot, media: mediaRoot, stateDirectory: stateDir)
             var config = ServeConfiguration(
-                host: host, port: port, token: try readToken(), janus: janus, janusOptions: janusOptions,
+                host: host, port: port, token: try readToken(), roots: roots, janus: janus,
+                janusAllowed: try JanusAllowList([janus] + janusAllow), janusOptions: janusOptions,
                 stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
                 logger: logger)
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
+            if let maxJobs { config.maxJobs = maxJobs }
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")

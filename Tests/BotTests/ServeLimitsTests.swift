@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+/// `sfubot serve`'s other bounds (issue 25): the Janus servers a job may name, FIFOs that must
+/// not hold the service, the number of jobs.
+extension MediaScene {
+@Suite struct ServeLimitsTests {
+    /// A TCP listener on 127.0.0.1 that never accepts: `pending` says whether anyone connected.
+    final class Listener {
+        let fd: Int32
+        let port: Int
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0, listen(fd, 16) == 0 else {
+                close(fd)
+                throw PipelineRunError(message: "cannot listen on 127.0.0.1")
+            }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            self.fd = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+        /// Whether a connection is waiting to be accepted (polled, not accepted).
+        var pending: Bool {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            return poll(&p, 1, 0) > 0
+        }
+        deinit { close(fd) }
+    }
+
+    @Test("a job naming a Janus not allowed gets 400 before any connection; an allowed one that fails shows no reason in lastError")
+    func janusAllowList() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("serve-janus")
+        let stranger = try Listener()
+        let allowed = try Listener()
+        let serve = try await ServeProcess.start(port: 18492, in: dir, extra: [
+            "--janus-allow", "ws://127.0.0.1:\(allowed.port)", "--api-secret", "s3cret", "--rejoin-timeout", "0",
+        ])
+        defer { serve.process.signal(SIGKILL) }
+        for url in ["ws://127.0.0.1:\(stranger.port)", "ws://localhost:\(stranger.port)/", "ws://x@127.0.0.1:\(stranger.port)",
+                    "ws://[::1]:\(stranger.port)", "wss://127.0.0.1:\(stranger.port)"] {
+            let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "r-\(UUID().uuidString.prefix(6))", "janus": url])
+            print("serve janus: \(url) → \(r.status) \(r.text)")
+            #expect(r.status == 400 && r.text.contains("janus"), "\(url): \(r.text)")
+        }
+        try await Task.sleep(for: .seconds(1))
+        #expect(!stranger.pending, "no connection reached the Janus not allowed")
+
+        // Allowed: connected to (the listener sees it), but the job only says Janus could not be reached.
+        let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "allowed", "janus": "ws://127.0.0.1:\(allowed.port)"])
+        #expect(r.status == 201, "\(r.text)")
+        let id = try #require(try r.json()["id"] as? String)
+        let failed = try await serve.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { ($0["lastError"] as? String) != nil }
+        let lastError = failed["lastError"] as? String ?? ""
+        print("serve janus: allowed Janus that never answers → lastError \(lastError)")
+        #expect(allowed.pending, "the allowed Janus was connected to")
+        #expect(lastError.contains("could not be reached"), "\(failed)")
+        #expect(!lastError.lowercased().contains("handshake") && !lastError.lowercased().contains("refused"), "\(lastError)")
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+
+    @Test("two playbacks of a FIFO and a FIFO key file are refused at once, /healthz answering meanwhile", .timeLimit(.minutes(2)))
+    func fifosDoNotBlock() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("serve-fifo")
+        for name in ["a.fifo", "b.fifo", "key.fifo"] { #expect(mkfifo(dir.appendingPathComponent(name).path, 0o600) == 0) }
+        let serve = try await ServeProcess.start(port: 18493, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        async let a = serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "a.fifo"])
+        async let b = serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "b.fifo"])
+        async let k = serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["file": "key.fifo"], "file": "a.fifo"])
+        let started = ContinuousClock.now
+        let health = try await serve.request("GET", "/healthz", auth: false)
+        let took = ContinuousClock.now - started
+        let answers = try await [a, b, k]
+        print("serve fifo: /healthz \(health.status) in \(took) beside two FIFO playbacks; answers \(answers.map { "\($0.status) \($0.text)" })")
+        #expect(health.status == 200)
+        for (answer, field) in zip(answers, ["file", "file", "key.file"]) {
+            #expect(answer.status == 400 && answer.text.contains("\(field):") && answer.text.contains("FIFO"), "\(answer.text)")
+        }
+        #expect(try await serve.request("GET", "/healthz", auth: false).status == 200)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+
+    @Test("past --max-jobs a POST gets 429 with Retry-After, /readyz 503, and the free capacity gauge is 0")
+    func maxJobs() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("serve-max")
+        let serve = try await ServeProcess.start(port: 18494, in: dir, extra: ["--max-jobs", "2"])
+        defer { serve.process.signal(SIGKILL) }
+        for i in 0..<2 {
+            let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "r\(i)"])
+            #expect(r.status == 201, "\(r.text)")
+        }
+        let third = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "none.wav"])
+        print("serve max-jobs: third job → \(third.status) Retry-After \(third.header("Retry-After") ?? "none"): \(third.text)")
+        #expect(third.status == 429 && third.header("Retry-After") != nil)
+        let ready = try await serve.request("GET", "/readyz", auth: false)
+        #expect(ready.status == 503 && ready.text.contains("max-jobs"), "\(ready.text)")
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(try await serve.metric("sfubot_jobs_capacity_free") == 0)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+}
+}
+
