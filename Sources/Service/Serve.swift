@@ -35,7 +35,7 @@ public enum Serve {
             logger: quiet)
         var groupConfig = ServiceGroupConfiguration(
             // Shut down in reverse order: the server first (no new jobs), then the jobs.
-            services: [.init(service: jobs), .init(service: app)],
+            services: [.init(service: jobs), .init(service: TokenReloader(tokens: config.tokens)), .init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: quiet)

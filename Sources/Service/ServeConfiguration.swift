@@ -7,8 +7,8 @@ public import Logging
 public struct ServeConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// The bearer token every `/v1` request carries.
-    public var token: String
+    /// The bearer token every `/v1` request carries, read again when its file changes.
+    public var tokens: TokenFile
     /// Where jobs' files may be: recordings below `roots.output`, media and key files below
     /// `roots.media`.
     public var roots: Roots
@@ -33,11 +33,11 @@ public struct ServeConfiguration: Sendable {
     /// Renders the process's metrics (Prometheus text) for `/metrics`; nil: none.
     public var metrics: (@Sendable () -> String)?
 
-    public init(host: String, port: Int, token: String, roots: Roots, janus: String, janusAllowed: JanusAllowList,
+    public init(host: String, port: Int, tokens: TokenFile, roots: Roots, janus: String, janusAllowed: JanusAllowList,
                 janusOptions: JanusSession.Options = .init(), stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {
         self.host = host
         self.port = port
-        self.token = token
+        self.tokens = tokens
         self.roots = roots
         self.janusAllowed = janusAllowed
         self.janus = janus

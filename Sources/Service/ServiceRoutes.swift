@@ -35,7 +35,7 @@ struct ServiceRoutes: Sendable {
         router.get("openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
         }
-        let v1 = router.group("v1").add(middleware: BearerToken(token: config.token))
+        let v1 = router.group("v1").add(middleware: BearerToken(tokens: config.tokens))
         for kind in JobSpec.Kind.allCases {
             let path = RouterPath(stringLiteral: kind.rawValue + "s")
             v1.post(path) { request, _ in
@@ -98,13 +98,15 @@ struct ServiceRoutes: Sendable {
     }
 }
 
-/// `Authorization: Bearer <token>` on every request it guards; anything else is 401.
+/// `Authorization: Bearer <token>` on every request it guards, the token as its file holds it
+/// now; anything else is 401.
 struct BearerToken<Context: RequestContext>: RouterMiddleware {
-    let token: String
+    let tokens: TokenFile
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let given = request.headers[.authorization] ?? ""
-        guard given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), Array(token.utf8)) else {
+        let token = await tokens.current()
+        guard let token, given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), Array(token.utf8)) else {
             var response = ServiceRoutes.problem(RequestProblem(status: 401, message: "a bearer token is required (Authorization: Bearer …)"))
             response.headers[.wwwAuthenticate] = "Bearer"
             return response

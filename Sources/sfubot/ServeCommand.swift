@@ -32,7 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Address to listen on: host:port (other than 127.0.0.1 only when you mean it).", valueName: "host:port"))
     var listen = "127.0.0.1:8480"
 
-    @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600).", valueName: "path"))
+    @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600); read again on SIGHUP and when it changes (the old token then stops working).", valueName: "path"))
     var tokenFile: String
 
     @Option(help: "Janus WebSocket URL for jobs that name none, and for /readyz.")
@@ -100,7 +100,7 @@ struct Serve: AsyncParsableCommand {
             janusOptions.reclaimWindow = .zero
             let roots = try Roots.configured(output: outputRoot, media: mediaRoot, stateDirectory: stateDir)
             var config = ServeConfiguration(
-                host: host, port: port, token: try readToken(), roots: roots, janus: janus,
+                host: host, port: port, tokens: try readToken(logger: logger), roots: roots, janus: janus,
                 janusAllowed: try JanusAllowList([janus] + janusAllow), janusOptions: janusOptions,
                 stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
                 logger: logger)
@@ -122,18 +122,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// The token, from a file only its owner can read: anyone who holds it can record calls.
-    private func readToken() throws(CLIFailure) -> String {
-        var info = stat()
-        guard stat(tokenFile, &info) == 0, let data = FileManager.default.contents(atPath: tokenFile) else {
-            throw CLIFailure("cannot read the token file \(tokenFile)", code: .noInput)
+    private func readToken(logger: Logger) throws(CLIFailure) -> TokenFile {
+        do { return try TokenFile(path: tokenFile, logger: logger) } catch {
+            throw CLIFailure(error.description, code: error.unreadable ? .noInput : .config)
         }
-        guard info.st_mode & 0o077 == 0 else {
-            throw CLIFailure("the token file \(tokenFile) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it", code: .config)
-        }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
-            throw CLIFailure("the token in \(tokenFile) must be at least 16 characters, without spaces (e.g. `openssl rand -hex 32`)", code: .config)
-        }
-        return token
     }
 }

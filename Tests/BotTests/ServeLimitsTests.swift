@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `sfubot serve`'s other bounds (issue 25): the Janus servers a job may name, FIFOs that must
-/// not hold the service, the number of jobs.
+/// not hold the service, the number of jobs, the token file read again when it changes.
 extension MediaScene {
 @Suite struct ServeLimitsTests {
     /// A TCP listener on 127.0.0.1 that never accepts: `pending` says whether anyone connected.
@@ -110,6 +110,47 @@ extension MediaScene {
         serve.process.signal(SIGTERM)
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
-}
-}
 
+    @Test("the token file is read again when it changes and on SIGHUP: the old token then gets 401, the new one 200")
+    func tokenRotation() async throws {
+        let dir = try Scene.tempDirectory("serve-token")
+        let serve = try await ServeProcess.start(port: 18495, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        /// Rewrites the file in place (mode kept 0600), as `openssl rand -hex 32 > token` does.
+        func rewrite(_ token: String) throws {
+            let fd = open(serve.tokenFile.path, O_WRONLY | O_TRUNC)
+            #expect(fd >= 0)
+            _ = token.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+            close(fd)
+        }
+        #expect(try await serve.request("GET", "/v1/recordings").status == 200)
+        let second = String(repeating: "b2", count: 20)
+        try rewrite(second + "\n")
+        try await Task.sleep(for: .milliseconds(1100))
+        let old = try await serve.request("GET", "/v1/recordings").status
+        let new = try await serve.request("GET", "/v1/recordings", token: second).status
+        print("serve token: file changed → old token \(old), new token \(new)")
+        #expect(old == 401 && new == 200)
+
+        // SIGHUP: read at once, though the once-a-second check is not due (a request just made it).
+        #expect(try await serve.request("GET", "/v1/recordings", token: second).status == 200)
+        let third = String(repeating: "c3", count: 20)
+        try rewrite(third)
+        serve.process.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(300))
+        let afterHup = try await serve.request("GET", "/v1/recordings", token: third).status
+        let secondAfterHup = try await serve.request("GET", "/v1/recordings", token: second).status
+        print("serve token: SIGHUP → new token \(afterHup), previous \(secondAfterHup)")
+        #expect(afterHup == 200 && secondAfterHup == 401)
+
+        // A file that no longer holds a valid token opens nothing.
+        try rewrite("short")
+        serve.process.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await serve.request("GET", "/v1/recordings", token: third).status == 401)
+        #expect(try await serve.request("GET", "/healthz", auth: false).status == 200)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+}
+}
