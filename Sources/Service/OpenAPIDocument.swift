@@ -185,7 +185,7 @@ enum OpenAPIDocument {
       },
       "get": {
         "operationId": "listRecordings",
-        "summary": "Every recording of this process and of its state folder, oldest first",
+        "summary": "Every recording of this process and of its state folder, oldest first, a page at a time",
         "tags": [
           "recordings"
         ],
@@ -206,12 +206,54 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "headers": {
+              "Next-After": {
+                "required": false,
+                "description": "Present when more jobs follow: pass it as `after` for the next page.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`limit` is not 1 to 1000, or `after` names no job of this kind (the message names the parameter).",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
             }
           },
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           }
-        }
+        },
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Jobs per page, 1 to 1000 (default 100).",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 1000
+            }
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "description": "The id of the last job of the page before (its Next-After header); absent: the first page.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "description": "Finished jobs are kept for --keep-finished (default 7 days), then forgotten (their recordings stay)."
       }
     },
     "/v1/recordings/{id}": {
@@ -341,7 +383,7 @@ enum OpenAPIDocument {
       },
       "get": {
         "operationId": "listPlaybacks",
-        "summary": "Every playback of this process and of its state folder, oldest first",
+        "summary": "Every playback of this process and of its state folder, oldest first, a page at a time",
         "tags": [
           "playbacks"
         ],
@@ -362,12 +404,54 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "headers": {
+              "Next-After": {
+                "required": false,
+                "description": "Present when more jobs follow: pass it as `after` for the next page.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`limit` is not 1 to 1000, or `after` names no job of this kind (the message names the parameter).",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
             }
           },
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           }
-        }
+        },
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Jobs per page, 1 to 1000 (default 100).",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 1000
+            }
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "description": "The id of the last job of the page before (its Next-After header); absent: the first page.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "description": "Finished jobs are kept for --keep-finished (default 7 days), then forgotten (their recordings stay)."
       }
     },
     "/v1/playbacks/{id}": {

@@ -26,6 +26,9 @@ public struct ServeConfiguration: Sendable {
     public var logger: Logger
     /// How long a job that lost Janus keeps trying to come back: a service outlives its Janus.
     public var rejoinTimeout: Duration = .seconds(600)
+    /// Finished jobs are forgotten (memory and state folder; never their recordings) this many
+    /// seconds after they ended.
+    public var keepFinished: TimeInterval = 7 * 24 * 3600
     /// A connection idle this long (nothing received, no request in progress) is closed.
     public var idleTimeoutSeconds: Int64 = 30
     /// The largest request body taken; a bigger one is answered 413.

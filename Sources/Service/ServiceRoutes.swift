@@ -44,8 +44,18 @@ struct ServiceRoutes: Sendable {
                     return try await jobs.create(body, kind: kind)
                 }
             }
-            v1.get(path) { _, _ in
-                Self.encoded(await jobs.list().filter { $0.kind == kind.rawValue }, status: .ok)
+            v1.get(path) { request, _ in
+                let query = request.uri.queryParameters
+                let limit = query["limit"].map { Int($0) } ?? Self.defaultPage
+                guard let limit, (1...Self.maxPage).contains(limit) else {
+                    return Self.problem(.field("limit", "must be an integer of 1 to \(Self.maxPage)"))
+                }
+                do throws(RequestProblem) {
+                    let page = try await jobs.page(kind, limit: limit, after: query["after"].map(String.init))
+                    var response = Self.encoded(page.jobs, status: .ok)
+                    if let next = page.next { response.headers[Self.nextAfter] = next }
+                    return response
+                } catch { return Self.problem(error) }
             }
             v1.get(RouterPath(stringLiteral: kind.rawValue + "s/:id")) { _, context in
                 let id = context.parameters.get("id") ?? ""
@@ -61,6 +71,12 @@ struct ServiceRoutes: Sendable {
         }
         return router
     }
+
+    /// A list's page: `limit` jobs unless asked, at most `maxPage`; `Next-After` holds the
+    /// `after` of the next page when there is one.
+    static let defaultPage = 100
+    static let maxPage = 1000
+    static let nextAfter = HTTPField.Name("Next-After")!
 
     /// A job of the other kind is not found under this kind's path.
     private static func ofKind(_ kind: JobSpec.Kind, _ status: JobStatus) throws(RequestProblem) -> JobStatus {

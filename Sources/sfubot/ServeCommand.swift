@@ -53,6 +53,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: a playback encodes live, Opus about 3 % of a core, and a recorder of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 jobs stay under a core with room for webrtcbin's threads).", valueName: "n"))
     var maxJobs: Int?
 
+    @Option(help: ArgumentHelp("Forget finished jobs this long after they ended (their records in memory and in --state-dir; never their recordings).", valueName: "seconds"))
+    var keepFinished: Double = 7 * 24 * 3600
+
     @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
     var apiSecret: String?
 
@@ -73,6 +76,7 @@ struct Serve: AsyncParsableCommand {
         try OptionCheck.url(janus, "--janus")
         try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
         do { _ = try JanusAllowList([janus] + janusAllow) } catch { throw ValidationError(error.description) }
+        try OptionCheck.seconds(keepFinished, "--keep-finished", zeroAllowed: true)
         if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs takes 1 or more, got \(maxJobs)") }
         if outputRoot == nil || mediaRoot == nil, stateDir == nil {
             throw ValidationError("give --output-root and --media-root, or --state-dir (whose recordings/ and media/ become them): jobs only use files below them")
@@ -107,6 +111,7 @@ struct Serve: AsyncParsableCommand {
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
             if let maxJobs { config.maxJobs = maxJobs }
+            config.keepFinished = keepFinished
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")

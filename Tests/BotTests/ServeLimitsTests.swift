@@ -154,3 +154,43 @@ extension MediaScene {
     }
 }
 }
+
+extension MediaScene.ServeLimitsTests {
+    @Test("lists come a page at a time (limit, after, Next-After); finished jobs are forgotten after --keep-finished, their files kept")
+    func pagesAndPruning() async throws {
+        let dir = try Scene.tempDirectory("serve-pages")
+        let serve = try await ServeProcess.start(port: 18496, in: dir, extra: ["--keep-finished", "3", "--rejoin-timeout", "0"])
+        defer { serve.process.signal(SIGKILL) }
+        var ids: [String] = []
+        for i in 0..<3 {
+            // Room 1 does not exist: the job fails at its join, and is then a finished job.
+            let r = try await serve.request("POST", "/v1/recordings", json: ["room": 999_000_001 + i, "key": ["none": true], "out": "p\(i)"])
+            #expect(r.status == 201, "\(r.text)")
+            ids.append(try #require(try r.json()["id"] as? String))
+        }
+        let first = try await serve.request("GET", "/v1/recordings?limit=2")
+        #expect(try first.list().compactMap { $0["id"] as? String } == Array(ids.prefix(2)))
+        #expect(first.header("Next-After") == ids[1], "\(first.headers)")
+        let second = try await serve.request("GET", "/v1/recordings?limit=2&after=\(ids[1])")
+        #expect(try second.list().compactMap { $0["id"] as? String } == [ids[2]] && second.header("Next-After") == nil)
+        #expect(try await serve.request("GET", "/v1/recordings?limit=0").status == 400)
+        #expect(try await serve.request("GET", "/v1/recordings?after=rec-none").status == 400)
+
+        for id in ids { _ = try await serve.waitFor("/v1/recordings/\(id)") { $0["state"] as? String == "failed" } }
+        let state = serve.stateDir.appendingPathComponent("jobs")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".json") }.count == 3)
+        let deadline = ContinuousClock.now + .seconds(15)
+        var left = ids.count
+        while ContinuousClock.now < deadline, left > 0 {
+            try await Task.sleep(for: .milliseconds(500))
+            left = try await serve.request("GET", "/v1/recordings").list().count
+        }
+        print("serve pages: \(ids.count) failed jobs, \(left) listed after --keep-finished 3")
+        #expect(left == 0)
+        #expect(try await serve.request("GET", "/v1/recordings/\(ids[0])").status == 404)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".json") }.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("p0").path), "the recording's folder stays")
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+}
