@@ -104,6 +104,16 @@ extension MediaScene {
         }
         let beside = try await serve.request("POST", "/v1/recordings", json: ["room": room + 1, "key": ["none": true], "out": "calls/b"])
         #expect(beside.status == 201, "a folder beside it is fine: \(beside.text)")
+
+        // Eight requests for one new folder at once: the folder is claimed before the file work, so one wins.
+        let racing = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await serve.request("POST", "/v1/recordings", json: ["room": room + 2, "key": ["none": true], "out": "race"]).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        print("serve overlap: 8 POSTs into one new folder at once → \(racing.sorted())")
+        #expect(racing.filter { $0 == 201 }.count == 1 && racing.filter { $0 == 409 }.count == 7, "\(racing)")
         serve.process.signal(SIGTERM)
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }

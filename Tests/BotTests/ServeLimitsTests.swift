@@ -90,16 +90,20 @@ extension MediaScene {
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
 
-    @Test("past --max-jobs a POST gets 429 with Retry-After, /readyz 503, and the free capacity gauge is 0")
+    @Test("12 POSTs at once with --max-jobs 2: two started, the others 429 with Retry-After; /readyz 503, the free capacity gauge 0")
     func maxJobs() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("serve-max")
         let serve = try await ServeProcess.start(port: 18494, in: dir, extra: ["--max-jobs", "2"])
         defer { serve.process.signal(SIGKILL) }
-        for i in 0..<2 {
-            let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "r\(i)"])
-            #expect(r.status == 201, "\(r.text)")
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<12 {
+                group.addTask { try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "r\(i)"]).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
+        print("serve max-jobs: 12 POSTs at once → \(statuses.sorted())")
+        #expect(statuses.filter { $0 == 201 }.count == 2 && statuses.filter { $0 == 429 }.count == 10, "\(statuses)")
         let third = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "none.wav"])
         print("serve max-jobs: third job → \(third.status) Retry-After \(third.header("Retry-After") ?? "none"): \(third.text)")
         #expect(third.status == 429 && third.header("Retry-After") != nil)
