@@ -162,6 +162,9 @@ enum OpenAPIDocument {
           "403": {
             "$ref": "#/components/responses/Forbidden"
           },
+          "408": {
+            "$ref": "#/components/responses/Timeout"
+          },
           "409": {
             "description": "The folder is in use by a running recording, lies inside or around one, or already holds files; or the mix file exists (the message names the field and, for a folder in use, the job).",
             "content": {
@@ -369,6 +372,9 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/Timeout"
           },
           "413": {
             "$ref": "#/components/responses/TooLarge"
@@ -1032,6 +1038,16 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string",
               "pattern": "^[0-9]+$"
+            }
+          }
+        }
+      },
+      "Timeout": {
+        "description": "The body did not arrive within 10 s of the request's head.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
             }
           }
         }

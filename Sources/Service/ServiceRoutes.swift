@@ -84,8 +84,27 @@ struct ServiceRoutes: Sendable {
         return status
     }
 
+    /// A body takes at most this long to arrive: the idle timeout restarts at every chunk, so
+    /// a client sending a byte now and then would otherwise hold its request for days.
+    static let bodyTimeout: Duration = .seconds(10)
+
     private static func body(of request: Request, limit: Int) async throws(RequestProblem) -> Data {
-        do { return Data(buffer: try await request.body.collect(upTo: limit)) } catch is NIOTooManyBytesError {
+        do {
+            return try await withThrowingTaskGroup(of: Data?.self) { group in
+                group.addTask { Data(buffer: try await request.body.collect(upTo: limit)) }
+                group.addTask {
+                    try await Task.sleep(for: bodyTimeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let data = first else {
+                    throw RequestProblem(status: 408, message: "the body did not arrive within \(bodyTimeout)")
+                }
+                return data
+            }
+        } catch let problem as RequestProblem {
+            throw problem
+        } catch is NIOTooManyBytesError {
             throw RequestProblem(status: 413, message: "the body is larger than \(limit) bytes")
         } catch {
             throw RequestProblem(status: 400, message: "cannot read the body: \(error)")

@@ -50,7 +50,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. Each gets --api-secret and --janus-token.", valueName: "url"))
     var janusAllow: [String] = []
 
-    @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: a playback encodes live, Opus about 3 % of a core, and a recorder of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 jobs stay under a core with room for webrtcbin's threads).", valueName: "n"))
+    @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: an audio playback encodes live, Opus about 3 % of a core (PITFALLS.md), and a recording of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 audio jobs fill most of a core; a video playback encodes x264, 6-8 %: lower it for those).", valueName: "n"))
     var maxJobs: Int?
 
     @Option(help: ArgumentHelp("Forget finished jobs this long after they ended (their records in memory and in --state-dir; never their recordings).", valueName: "seconds"))

@@ -115,6 +115,46 @@ extension MediaScene {
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
 
+    @Test("a body that stops arriving is answered 408 after 10 s, and the service answers on", .timeLimit(.minutes(1)))
+    func slowBody() async throws {
+        let dir = try Scene.tempDirectory("serve-slow")
+        let serve = try await ServeProcess.start(port: 18497, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        let head = "POST /v1/recordings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(serve.token)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"room\": "
+        let port = serve.port
+        let started = ContinuousClock.now
+        // A blocking socket on a thread of its own: never on the cooperative pool.
+        let answer: String = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                address.sin_port = UInt16(port).bigEndian
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+                var text = "not connected"
+                if connected == 0 {
+                    _ = head.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, 0) }
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    text = n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : "closed (\(n))"
+                }
+                close(fd)
+                continuation.resume(returning: text)
+            }
+        }
+        let took = ContinuousClock.now - started
+        print("serve slow body: \(answer.split(separator: "\r\n").first ?? "") after \(took)")
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
+        #expect(took >= .seconds(9) && took < .seconds(20))
+        #expect(try await serve.request("GET", "/healthz", auth: false).status == 200)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
+
     @Test("the token file is read again when it changes and on SIGHUP: the old token then gets 401, the new one 200")
     func tokenRotation() async throws {
         let dir = try Scene.tempDirectory("serve-token")
