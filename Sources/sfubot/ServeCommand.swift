@@ -41,10 +41,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("Folder below which recordings (`out`, `mix`) are written (default: <state-dir>/recordings).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Folder below which recordings (`out`, `mix`) are written; made 0700 if missing, not its parents (default: <state-dir>/recordings).", valueName: "dir"))
     var outputRoot: String?
 
-    @Option(help: ArgumentHelp("Folder below which playback files and key files are read (default: <state-dir>/media).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Folder below which playback files and key files are read; made 0700 if missing, not its parents (default: <state-dir>/media).", valueName: "dir"))
     var mediaRoot: String?
 
     @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. Each gets --api-secret and --janus-token.", valueName: "url"))
