@@ -15,6 +15,8 @@ actor JobManager: Service {
     private let store: JobStore?
     private var jobs: [String: Job] = [:]
     private var order: [String] = []
+    /// Output paths of jobs being prepared (between their check and their start).
+    private var reserved: [String: [String]] = [:]
     private var shuttingDown = false
     private let log: Logger
 
@@ -29,12 +31,17 @@ actor JobManager: Service {
     // MARK: - Service
 
     func run() async throws {
-        resumeStored()
+        await resumeStored()
         // Until the group shuts down gracefully; the job gauges meanwhile.
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [weak self] in
+                // Pruned every minute, or as often as --keep-finished if shorter.
+                let pruneEvery = Int(min(60, max(1, self?.config.keepFinished ?? 60)))
+                var tick = 0
                 while !Task.isCancelled {
                     await self?.publishGauges()
+                    if tick % pruneEvery == 0 { await self?.pruneFinished() }
+                    tick += 1
                     try? await Task.sleep(for: .seconds(1))
                 }
             }
@@ -60,26 +67,88 @@ actor JobManager: Service {
 
     // MARK: - Jobs
 
-    func create(_ body: Data, kind: JobSpec.Kind) throws(RequestProblem) -> JobStatus {
+    /// Starts a job. Its paths are checked lexically and claimed here (so two requests cannot
+    /// both take one folder across the `await`), then prepared off the cooperative pool.
+    func create(_ body: Data, kind: JobSpec.Kind) async throws(RequestProblem) -> JobStatus {
         guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
+        guard freeCapacity > 0 else {
+            throw RequestProblem(status: 429, message: "the service runs \(config.maxJobs) jobs (--max-jobs): try again once one has ended")
+        }
         let spec = try JobSpec.parse(body, kind: kind)
-        if kind == .recording, let out = spec.out {
-            let dir = URL(fileURLWithPath: out).standardizedFileURL.path
-            // One recording per folder: two would write the same manifest.json (and, for the
-            // same room, the same files).
-            if let other = jobs.values.first(where: {
-                $0.isActive && $0.spec.kind == .recording && $0.spec.out.map { URL(fileURLWithPath: $0).standardizedFileURL.path } == dir
-            }) {
-                throw RequestProblem(status: 409, message: other.spec.room == spec.room
-                    ? "room \(spec.room) is already being recorded into \(out) by job \(other.id)"
-                    : "\(out) is in use by job \(other.id) (room \(other.spec.room)): give each recording its own folder")
+        if let janus = spec.janus, !config.janusAllowed.allows(janus) {
+            throw .field("janus", "\(janus) is not a Janus this service may use: the operator allows \(config.janusAllowed.urls.joined(separator: ", ")) (--janus-allow)")
+        }
+        let roots = config.roots
+        let paths = try JobPaths(spec, roots: roots)
+        let claims = paths.claims(roots)
+        try checkClaims(claims, room: spec.room)
+        let id = Self.newID(kind)
+        reserved[id] = claims
+        defer { reserved[id] = nil }
+        let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
+        guard !shuttingDown else {
+            prepared.discard()
+            throw RequestProblem(status: 503, message: "the service is shutting down")
+        }
+        do throws(RequestProblem) {
+            let job = try launch(id: id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: Date(), resumes: 0)
+            return JobStatus(job)
+        } catch {
+            prepared.discard()
+            throw error
+        }
+    }
+
+    /// Jobs that may still start before `--max-jobs` is reached.
+    var freeCapacity: Int { max(0, config.maxJobs - jobs.values.filter(\.isActive).count - reserved.count) }
+
+    /// One recording per folder, and no folder inside another's: two would write the same
+    /// manifest.json, or one would write among the other's files.
+    private func checkClaims(_ claims: [String], room: Int64) throws(RequestProblem) {
+        let held = jobs.values.filter(\.isActive).map { ($0.id, $0.spec.room, [$0.spec.out, $0.spec.mix].compactMap { $0 }) }
+            + reserved.map { ($0.key, Int64?.none, $0.value) }
+        for claim in claims {
+            for (other, otherRoom, paths) in held {
+                guard let path = paths.first(where: { JobPaths.overlap($0, claim) }) else { continue }
+                throw RequestProblem(status: 409, message: otherRoom == room
+                    ? "room \(room) is already being recorded into \(path) by job \(other)"
+                    : "\(claim) overlaps \(path), in use by job \(other): give each recording its own folder")
             }
         }
-        let job = try launch(id: Self.newID(kind), spec: spec, created: Date(), resumes: 0)
-        return JobStatus(job)
     }
 
     func list() -> [JobStatus] { order.compactMap { jobs[$0] }.map(JobStatus.init) }
+
+    /// Jobs of `kind`, oldest first: at most `limit` after the job `after`, and the id to pass as
+    /// `after` for the next page (nil: this was the last).
+    func page(_ kind: JobSpec.Kind, limit: Int, after: String?) throws(RequestProblem) -> (jobs: [JobStatus], next: String?) {
+        let ofKind = order.compactMap { jobs[$0] }.filter { $0.spec.kind == kind }
+        var start = 0
+        if let after {
+            guard let i = ofKind.firstIndex(where: { $0.id == after }) else {
+                throw .field("after", "no \(kind.rawValue) \(after) (give the id of the last job of the page before)")
+            }
+            start = i + 1
+        }
+        let slice = ofKind[start...].prefix(limit)
+        let next = start + slice.count < ofKind.count ? slice.last?.id : nil
+        return (slice.map(JobStatus.init), next)
+    }
+
+    /// Forgets finished jobs that ended more than `keepFinished` ago: their records, in memory and
+    /// in the state folder. Their recordings stay where they are.
+    private func pruneFinished() {
+        let cutoff = Date().addingTimeInterval(-config.keepFinished)
+        let old = jobs.values.filter { ($0.outcome?.ended).map { $0 < cutoff } ?? false }.map(\.id)
+        guard !old.isEmpty else { return }
+        for id in old {
+            jobs[id] = nil
+            store?.remove(id)
+        }
+        let gone = Set(old)
+        order.removeAll { gone.contains($0) }
+        log.info("forgot \(old.count) job(s) finished more than \(Int(config.keepFinished)) s ago (--keep-finished)")
+    }
 
     func status(_ id: String) throws(RequestProblem) -> JobStatus {
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
@@ -102,8 +171,8 @@ actor JobManager: Service {
 
     // MARK: - Running
 
-    private func launch(id: String, spec: JobSpec, created: Date, resumes: Int) throws(RequestProblem) -> Job {
-        let botConfig = try botConfig(for: spec, id: id)
+    private func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int) throws(RequestProblem) -> Job {
+        let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {
             // Its time was up while the service was away.
@@ -179,8 +248,9 @@ actor JobManager: Service {
     }
 
     /// Jobs the state folder holds: ended ones are listed, running ones taken up again.
-    private func resumeStored() {
+    private func resumeStored() async {
         guard let store else { return }
+        let roots = config.roots
         for record in store.load(logger: log) where jobs[record.id] == nil {
             if let outcome = record.outcome {
                 let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
@@ -189,7 +259,16 @@ actor JobManager: Service {
                 order.append(record.id)
                 continue
             }
-            do { _ = try launch(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes + 1) } catch {
+            do throws(RequestProblem) {
+                // Within today's roots, as a new request would be; its folder keeps its files.
+                let paths = try JobPaths(record.spec, roots: roots)
+                reserved[record.id] = paths.claims(roots)
+                defer { reserved[record.id] = nil }
+                let spec = record.spec
+                let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
+                _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection,
+                               created: record.created, resumes: record.resumes + 1)
+            } catch {
                 log.error("job \(record.id) cannot be resumed: \(error.message)")
                 let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
                 finish(job, .init(state: .failed, ended: Date(), error: "not resumed: \(error.message)"))
@@ -197,17 +276,7 @@ actor JobManager: Service {
         }
     }
 
-    private func botConfig(for spec: JobSpec, id: String) throws(RequestProblem) -> BotConfig {
-        let protection: FrameProtection
-        switch spec.key {
-        case .none: protection = .none
-        case .hex(let hex):
-            do { protection = .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
-        case .file(let path): protection = .e2ee(KeyRing(current: try KeyFile.read(path)))
-        }
-        if spec.kind == .playback, let file = spec.file, !FileManager.default.isReadableFile(atPath: file) {
-            throw .field("file", "\(file) cannot be read")
-        }
+    private func botConfig(for spec: JobSpec, id: String, protection: FrameProtection) -> BotConfig {
         var log = config.logger
         log[metadataKey: "job"] = "\(id)"
         var bot = BotConfig(
@@ -221,6 +290,7 @@ actor JobManager: Service {
     // MARK: - Metrics
 
     private func publishGauges() {
+        Gauge(label: "sfubot_jobs_capacity_free").record(freeCapacity)
         var counts: [String: Int] = [:]
         for job in jobs.values { counts["\(job.spec.kind.rawValue)/\(job.state.rawValue)", default: 0] += 1 }
         for kind in JobSpec.Kind.allCases {

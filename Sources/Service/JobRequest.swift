@@ -39,11 +39,12 @@ public struct JobSpec: Codable, Sendable, Equatable {
     /// nil: the service's `--janus`.
     public var janus: String?
     public var key: Key
-    /// Recording: the folder for the files and manifest.json.
+    /// Recording: the folder for the files and manifest.json, below `--output-root` (canonical,
+    /// absolute, once the service took the job).
     public var out: String?
-    /// Recording: every publisher's audio mixed into this file.
+    /// Recording: every publisher's audio mixed into this file (below `--output-root`; a new file).
     public var mix: String?
-    /// Playback: the file to play.
+    /// Playback: the file to play (a regular file below `--media-root`).
     public var file: String?
     /// Playback: the display name (`"<userId>:<Name>"`).
     public var display: String?
@@ -62,6 +63,8 @@ public struct RequestProblem: Error, Sendable, Equatable {
 extension JobSpec {
     /// The longest job: 365 days, as the CLI's options.
     static let maxSeconds: Double = 365 * 24 * 3600
+    /// The longest string field (`janus`, `out`, `mix`, `file`, `key.file`), in bytes.
+    public static let maxFieldBytes = 1024
 
     /// Parses a request body (JSON object) for `kind`.
     static func parse(_ body: Data, kind: Kind) throws(RequestProblem) -> JobSpec {
@@ -132,21 +135,23 @@ private struct Fields {
         return n
     }
 
-    /// An absolute path: the service's working folder is nobody's business.
+    /// A path below the field's root (`--output-root` or `--media-root`): relative to it, or
+    /// absolute and inside it (Roots.swift checks that, and walks it).
     func path(_ name: String, required: Bool) throws(RequestProblem) -> String? {
         guard let s = try string(name) else {
-            if required { throw .field(name, "required: an absolute path") }
+            if required { throw .field(name, "required: a path below the service's root folder") }
             return nil
         }
-        guard s.hasPrefix("/"), s.utf8.count <= 4096, !s.utf8.contains(0) else { throw .field(name, "must be an absolute path") }
+        guard !s.isEmpty, s.utf8.count <= JobSpec.maxFieldBytes, !s.utf8.contains(0) else {
+            throw .field(name, "must be a path of 1 to \(JobSpec.maxFieldBytes) bytes")
+        }
         return s
     }
 
     func janusURL() throws(RequestProblem) -> String? {
         guard let s = try string("janus") else { return nil }
-        guard let url = URL(string: s), ["ws", "wss"].contains(url.scheme ?? ""), let host = url.host, !host.isEmpty,
-              url.port.map({ (1...65535).contains($0) }) ?? true else {
-            throw .field("janus", "must be a ws:// or wss:// URL with a host (and a port of 1 to 65535)")
+        guard JanusAllowList.normal(s) != nil else {
+            throw .field("janus", "must be a ws:// or wss:// URL of at most \(JobSpec.maxFieldBytes) bytes with a host name or IPv4 address (no user:password@, no IPv6 literal) and a port of 1 to 65535")
         }
         return s
     }
@@ -162,8 +167,8 @@ private struct Fields {
             }
             return .hex(hex)
         case ("hex", _): throw .field("key.hex", "must be a string of 64 hex characters")
-        case ("file", .string(let path)) where path.hasPrefix("/") && !path.utf8.contains(0): return .file(path)
-        case ("file", _): throw .field("key.file", "must be an absolute path to a key file (32 raw bytes or 64 hex characters)")
+        case ("file", .string(let path)) where !path.isEmpty && path.utf8.count <= JobSpec.maxFieldBytes && !path.utf8.contains(0): return .file(path)
+        case ("file", _): throw .field("key.file", "must be a path below --media-root to a key file (32 raw bytes or 64 hex characters)")
         case ("none", .bool(true)): return .none
         case ("none", _): throw .field("key.none", "must be true (media without ECall's frame encryption)")
         default: throw .field("key", "must be one of \(forms)")

@@ -71,7 +71,7 @@ public struct JobStatus: Codable, Sendable {
         ended = outcome?.ended
         reconnects = live.comebacks
         resumes = job.resumes
-        lastError = outcome?.error ?? live.lastError
+        lastError = (outcome?.error ?? live.lastError).map(Self.withoutConnectReason)
         lastErrorTime = outcome?.error != nil ? outcome?.ended : live.lastErrorTime
         if spec.kind == .recording {
             let dir = URL(fileURLWithPath: spec.out ?? "/")
@@ -86,5 +86,19 @@ public struct JobStatus: Codable, Sendable {
             let a = sent.audio.snapshot, v = sent.video.snapshot
             frames = Sent(audioSealed: a.sealed, videoSealed: v.sealed, sealFailed: a.sealFailed + v.sealFailed)
         }
+    }
+
+    /// An error with why a connection to Janus failed left out: refused, timed out, not a
+    /// WebSocket or a failed upgrade would tell a client what listens at a URL (a port scan).
+    /// The service's log keeps the reason.
+    static func withoutConnectReason(_ text: String) -> String {
+        if let start = text.range(of: "Janus unreachable at ") {
+            let rest = text[start.upperBound...]
+            let url = rest.prefix { $0 != " " }
+            let tail = rest.range(of: "is the URL ws://HOST:PORT?").map { String(rest[$0.upperBound...]) } ?? ""
+            return String(text[..<start.lowerBound]) + "Janus at \(url) could not be reached" + tail
+        }
+        if let cut = text.range(of: " unreachable: ") { return String(text[..<cut.lowerBound]) + " could not be reached" }
+        return text
     }
 }

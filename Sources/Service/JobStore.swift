@@ -34,6 +34,11 @@ struct JobStore: Sendable {
         try Self.write(try encoder.encode(record), to: folder.appendingPathComponent("\(record.id).json"))
     }
 
+    /// Removes a job's record (its recordings are elsewhere and stay).
+    func remove(_ id: String) {
+        unlink(folder.appendingPathComponent("\(id).json").path)
+    }
+
     /// Every job on disk; a file that does not read is logged and left where it is.
     func load(logger: Logger) -> [Record] {
         let decoder = JSONDecoder()

@@ -7,7 +7,7 @@ enum OpenAPIDocument {
   "info": {
     "title": "sfubot serve",
     "version": "1",
-    "description": "Recordings and playbacks of Janus VideoRoom calls (with ECall's frame encryption) as jobs. Every /v1 route takes `Authorization: Bearer <token>`; /healthz, /readyz, /metrics and /openapi.json take none. Refusals are `{\"error\": \"…\"}`."
+    "description": "Recordings and playbacks of Janus VideoRoom calls (with ECall's frame encryption) as jobs. Every /v1 route takes `Authorization: Bearer <token>`; /healthz, /readyz, /metrics and /openapi.json take none. Refusals are `{\"error\": \"…\"}`. Jobs are confined: recording paths lie below the service's --output-root, media and key files below its --media-root, and a job may name only the Janus servers the service allows."
   },
   "servers": [
     {
@@ -50,7 +50,7 @@ enum OpenAPIDocument {
     "/readyz": {
       "get": {
         "operationId": "ready",
-        "summary": "Whether Janus (the service's --janus) answers: a session created and destroyed, at most every 2 s",
+        "summary": "Whether the service takes jobs: below --max-jobs, and Janus (the service's --janus) answers (a session created and destroyed, at most every 2 s)",
         "tags": [
           "operations"
         ],
@@ -66,7 +66,7 @@ enum OpenAPIDocument {
             }
           },
           "503": {
-            "description": "Janus does not answer; `error` says why.",
+            "description": "Janus does not answer (`not ready`, `error` says why), or the service runs --max-jobs jobs (`full`).",
             "content": {
               "application/json": {
                 "schema": {
@@ -159,8 +159,14 @@ enum OpenAPIDocument {
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/Timeout"
+          },
           "409": {
-            "description": "A running recording already writes into this folder (the message names the job; same room or not).",
+            "description": "The folder is in use by a running recording, lies inside or around one, or already holds files; or the mix file exists (the message names the field and, for a folder in use, the job).",
             "content": {
               "application/json": {
                 "schema": {
@@ -172,6 +178,9 @@ enum OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/TooLarge"
           },
+          "429": {
+            "$ref": "#/components/responses/Full"
+          },
           "503": {
             "$ref": "#/components/responses/ShuttingDown"
           }
@@ -179,7 +188,7 @@ enum OpenAPIDocument {
       },
       "get": {
         "operationId": "listRecordings",
-        "summary": "Every recording of this process and of its state folder, oldest first",
+        "summary": "Every recording of this process and of its state folder, oldest first, a page at a time",
         "tags": [
           "recordings"
         ],
@@ -200,12 +209,54 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "headers": {
+              "Next-After": {
+                "required": false,
+                "description": "Present when more jobs follow: pass it as `after` for the next page.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`limit` is not 1 to 1000, or `after` names no job of this kind (the message names the parameter).",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
             }
           },
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           }
-        }
+        },
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Jobs per page, 1 to 1000 (default 100).",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 1000
+            }
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "description": "The id of the last job of the page before (its Next-After header); absent: the first page.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "description": "Finished jobs are kept for --keep-finished (default 7 days), then forgotten (their recordings stay)."
       }
     },
     "/v1/recordings/{id}": {
@@ -319,8 +370,17 @@ enum OpenAPIDocument {
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/Timeout"
+          },
           "413": {
             "$ref": "#/components/responses/TooLarge"
+          },
+          "429": {
+            "$ref": "#/components/responses/Full"
           },
           "503": {
             "$ref": "#/components/responses/ShuttingDown"
@@ -329,7 +389,7 @@ enum OpenAPIDocument {
       },
       "get": {
         "operationId": "listPlaybacks",
-        "summary": "Every playback of this process and of its state folder, oldest first",
+        "summary": "Every playback of this process and of its state folder, oldest first, a page at a time",
         "tags": [
           "playbacks"
         ],
@@ -350,12 +410,54 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "headers": {
+              "Next-After": {
+                "required": false,
+                "description": "Present when more jobs follow: pass it as `after` for the next page.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`limit` is not 1 to 1000, or `after` names no job of this kind (the message names the parameter).",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
             }
           },
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           }
-        }
+        },
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Jobs per page, 1 to 1000 (default 100).",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 1000
+            }
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "description": "The id of the last job of the page before (its Next-After header); absent: the first page.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "description": "Finished jobs are kept for --keep-finished (default 7 days), then forgotten (their recordings stay)."
       }
     },
     "/v1/playbacks/{id}": {
@@ -461,25 +563,26 @@ enum OpenAPIDocument {
               "null"
             ],
             "pattern": "^wss?://",
-            "description": "The Janus WebSocket URL (ws:// or wss:// with a host, a port of 1 to 65535 if any); absent or null: the service's --janus."
+            "description": "The Janus WebSocket URL: ws:// or wss://, a host name or IPv4 address (no user:password@, no IPv6 literal), a port of 1 to 65535 if any, at most 1024 bytes; it must be one the service allows (--janus, --janus-allow), else 400 before any connection. Absent or null: the service's --janus.",
+            "maxLength": 1024
           },
           "key": {
             "$ref": "#/components/schemas/Key"
           },
           "out": {
             "type": "string",
-            "pattern": "^/",
-            "maxLength": 4096,
-            "description": "Absolute path of the folder for the recording's files and manifest.json (created 0700 if missing); no NUL byte."
+            "minLength": 1,
+            "maxLength": 1024,
+            "description": "The folder for the recording's files and manifest.json, below the service's --output-root: relative to it, or absolute and inside it; no `..` component, no symlink followed (403 otherwise), no NUL byte. New or empty (created 0700 if missing; 409 if it holds files), and neither the folder of another running recording nor inside or around one (409). Answers show it absolute."
           },
           "mix": {
             "type": [
               "string",
               "null"
             ],
-            "pattern": "^/",
-            "maxLength": 4096,
-            "description": "Absolute path of a file into which every publisher's audio is mixed; no NUL byte."
+            "minLength": 1,
+            "maxLength": 1024,
+            "description": "A new file into which every publisher's audio is mixed, below --output-root as `out` is; an existing file is never overwritten (409)."
           },
           "display": {
             "type": [
@@ -522,16 +625,17 @@ enum OpenAPIDocument {
               "null"
             ],
             "pattern": "^wss?://",
-            "description": "The Janus WebSocket URL (ws:// or wss:// with a host, a port of 1 to 65535 if any); absent or null: the service's --janus."
+            "description": "The Janus WebSocket URL: ws:// or wss://, a host name or IPv4 address (no user:password@, no IPv6 literal), a port of 1 to 65535 if any, at most 1024 bytes; it must be one the service allows (--janus, --janus-allow), else 400 before any connection. Absent or null: the service's --janus.",
+            "maxLength": 1024
           },
           "key": {
             "$ref": "#/components/schemas/Key"
           },
           "file": {
             "type": "string",
-            "pattern": "^/",
-            "maxLength": 4096,
-            "description": "Absolute path of a readable media file on the service's machine; no NUL byte."
+            "minLength": 1,
+            "maxLength": 1024,
+            "description": "The media file to play: a regular file (not a FIFO, device or socket: 400) below the service's --media-root, relative to it or absolute and inside it; no `..`, no symlink followed (403); no NUL byte. Answers show it absolute."
           },
           "display": {
             "type": [
@@ -561,7 +665,7 @@ enum OpenAPIDocument {
         }
       },
       "Key": {
-        "description": "The call key: 64 hex characters, a key file on the service's machine (32 raw bytes or 64 hex characters), or explicitly none (media without ECall's frame encryption). Never shown in an answer.",
+        "description": "The call key: 64 hex characters, a key file below the service's --media-root (32 raw bytes or 64 hex characters), or explicitly none (media without ECall's frame encryption). Never shown in an answer.",
         "oneOf": [
           {
             "title": "hex",
@@ -587,8 +691,9 @@ enum OpenAPIDocument {
             "properties": {
               "file": {
                 "type": "string",
-                "pattern": "^/",
-                "description": "Absolute path; no NUL byte."
+                "description": "A regular file below the service's --media-root (as a playback's `file`); no NUL byte.",
+                "minLength": 1,
+                "maxLength": 1024
               }
             }
           },
@@ -835,7 +940,8 @@ enum OpenAPIDocument {
           "status": {
             "enum": [
               "ready",
-              "not ready"
+              "not ready",
+              "full"
             ]
           },
           "janus": {
@@ -899,6 +1005,45 @@ enum OpenAPIDocument {
       },
       "ShuttingDown": {
         "description": "The service is shutting down and takes no new job.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
+      },
+      "Forbidden": {
+        "description": "A path leads outside the service's root for it (absolute outside it, a `..` component, a symlink, no permission); the message names the field.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
+      },
+      "Full": {
+        "description": "The service runs --max-jobs jobs; try again after Retry-After seconds.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "headers": {
+          "Retry-After": {
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9]+$"
+            }
+          }
+        }
+      },
+      "Timeout": {
+        "description": "The body did not arrive within 10 s of the request's head.",
         "content": {
           "application/json": {
             "schema": {

@@ -22,6 +22,10 @@ public enum Serve {
         quiet.logLevel = max(log.logLevel, .notice)
         let app = Application(
             router: routes.router(),
+            // A connection that sends nothing (a header never finished, a keep-alive left open)
+            // is closed: Hummingbird 2 has no separate read timeout, and the idle timer only
+            // restarts once a whole head or body part has arrived.
+            server: .http1(configuration: .init(idleTimeout: .seconds(config.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "sfubot"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.port
@@ -31,7 +35,7 @@ public enum Serve {
             logger: quiet)
         var groupConfig = ServiceGroupConfiguration(
             // Shut down in reverse order: the server first (no new jobs), then the jobs.
-            services: [.init(service: jobs), .init(service: app)],
+            services: [.init(service: jobs), .init(service: TokenReloader(tokens: config.tokens)), .init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: quiet)

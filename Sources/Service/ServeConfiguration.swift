@@ -7,8 +7,15 @@ public import Logging
 public struct ServeConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// The bearer token every `/v1` request carries.
-    public var token: String
+    /// The bearer token every `/v1` request carries, read again when its file changes.
+    public var tokens: TokenFile
+    /// Where jobs' files may be: recordings below `roots.output`, media and key files below
+    /// `roots.media`.
+    public var roots: Roots
+    /// The Janus servers jobs may name (`--janus` always among them).
+    public var janusAllowed: JanusAllowList
+    /// Active jobs at most; past it a POST is answered 429.
+    public var maxJobs = 25 * max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// The Janus of every job that names none, and the one `/readyz` checks.
     public var janus: String
     /// Janus `apisecret` / `token`, if the server wants them.
@@ -19,16 +26,23 @@ public struct ServeConfiguration: Sendable {
     public var logger: Logger
     /// How long a job that lost Janus keeps trying to come back: a service outlives its Janus.
     public var rejoinTimeout: Duration = .seconds(600)
+    /// Finished jobs are forgotten (memory and state folder; never their recordings) this many
+    /// seconds after they ended.
+    public var keepFinished: TimeInterval = 7 * 24 * 3600
+    /// A connection idle this long (nothing received, no request in progress) is closed.
+    public var idleTimeoutSeconds: Int64 = 30
     /// The largest request body taken; a bigger one is answered 413.
     public var maxBodyBytes = 64 * 1024
     /// Renders the process's metrics (Prometheus text) for `/metrics`; nil: none.
     public var metrics: (@Sendable () -> String)?
 
-    public init(host: String, port: Int, token: String, janus: String, janusOptions: JanusSession.Options = .init(),
-                stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {
+    public init(host: String, port: Int, tokens: TokenFile, roots: Roots, janus: String, janusAllowed: JanusAllowList,
+                janusOptions: JanusSession.Options = .init(), stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {
         self.host = host
         self.port = port
-        self.token = token
+        self.tokens = tokens
+        self.roots = roots
+        self.janusAllowed = janusAllowed
         self.janus = janus
         self.janusOptions = janusOptions
         self.stateDirectory = stateDirectory

@@ -18,6 +18,11 @@ struct ServiceRoutes: Sendable {
         let router = Router()
         router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("readyz") { _, _ in
+            let free = await jobs.freeCapacity
+            guard free > 0 else {
+                return Self.json(["status": "full", "janus": config.janus, "error": "running \(config.maxJobs) jobs (--max-jobs): no room for another"],
+                                 status: .serviceUnavailable)
+            }
             switch await readiness.check() {
             case nil: return Self.json(["status": "ready", "janus": config.janus])
             case let problem?: return Self.json(["status": "not ready", "janus": config.janus, "error": problem], status: .serviceUnavailable)
@@ -30,7 +35,7 @@ struct ServiceRoutes: Sendable {
         router.get("openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
         }
-        let v1 = router.group("v1").add(middleware: BearerToken(token: config.token))
+        let v1 = router.group("v1").add(middleware: BearerToken(tokens: config.tokens))
         for kind in JobSpec.Kind.allCases {
             let path = RouterPath(stringLiteral: kind.rawValue + "s")
             v1.post(path) { request, _ in
@@ -39,8 +44,18 @@ struct ServiceRoutes: Sendable {
                     return try await jobs.create(body, kind: kind)
                 }
             }
-            v1.get(path) { _, _ in
-                Self.encoded(await jobs.list().filter { $0.kind == kind.rawValue }, status: .ok)
+            v1.get(path) { request, _ in
+                let query = request.uri.queryParameters
+                let limit = query["limit"].map { Int($0) } ?? Self.defaultPage
+                guard let limit, (1...Self.maxPage).contains(limit) else {
+                    return Self.problem(.field("limit", "must be an integer of 1 to \(Self.maxPage)"))
+                }
+                do throws(RequestProblem) {
+                    let page = try await jobs.page(kind, limit: limit, after: query["after"].map(String.init))
+                    var response = Self.encoded(page.jobs, status: .ok)
+                    if let next = page.next { response.headers[Self.nextAfter] = next }
+                    return response
+                } catch { return Self.problem(error) }
             }
             v1.get(RouterPath(stringLiteral: kind.rawValue + "s/:id")) { _, context in
                 let id = context.parameters.get("id") ?? ""
@@ -57,14 +72,39 @@ struct ServiceRoutes: Sendable {
         return router
     }
 
+    /// A list's page: `limit` jobs unless asked, at most `maxPage`; `Next-After` holds the
+    /// `after` of the next page when there is one.
+    static let defaultPage = 100
+    static let maxPage = 1000
+    static let nextAfter = HTTPField.Name("Next-After")!
+
     /// A job of the other kind is not found under this kind's path.
     private static func ofKind(_ kind: JobSpec.Kind, _ status: JobStatus) throws(RequestProblem) -> JobStatus {
         guard status.kind == kind.rawValue else { throw RequestProblem(status: 404, message: "no \(kind.rawValue) \(status.id)") }
         return status
     }
 
+    /// A body takes at most this long to arrive: the idle timeout restarts at every chunk, so
+    /// a client sending a byte now and then would otherwise hold its request for days.
+    static let bodyTimeout: Duration = .seconds(10)
+
     private static func body(of request: Request, limit: Int) async throws(RequestProblem) -> Data {
-        do { return Data(buffer: try await request.body.collect(upTo: limit)) } catch is NIOTooManyBytesError {
+        do {
+            return try await withThrowingTaskGroup(of: Data?.self) { group in
+                group.addTask { Data(buffer: try await request.body.collect(upTo: limit)) }
+                group.addTask {
+                    try await Task.sleep(for: bodyTimeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let data = first else {
+                    throw RequestProblem(status: 408, message: "the body did not arrive within \(bodyTimeout)")
+                }
+                return data
+            }
+        } catch let problem as RequestProblem {
+            throw problem
+        } catch is NIOTooManyBytesError {
             throw RequestProblem(status: 413, message: "the body is larger than \(limit) bytes")
         } catch {
             throw RequestProblem(status: 400, message: "cannot read the body: \(error)")
@@ -76,7 +116,10 @@ struct ServiceRoutes: Sendable {
     }
 
     static func problem(_ p: RequestProblem) -> Response {
-        json(["error": p.message], status: .init(code: p.status))
+        var response = json(["error": p.message], status: .init(code: p.status))
+        // A full service: a job may well end within this.
+        if p.status == 429 { response.headers[.retryAfter] = "30" }
+        return response
     }
 
     static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response { encoded(object, status: status) }
@@ -90,13 +133,15 @@ struct ServiceRoutes: Sendable {
     }
 }
 
-/// `Authorization: Bearer <token>` on every request it guards; anything else is 401.
+/// `Authorization: Bearer <token>` on every request it guards, the token as its file holds it
+/// now; anything else is 401.
 struct BearerToken<Context: RequestContext>: RouterMiddleware {
-    let token: String
+    let tokens: TokenFile
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let given = request.headers[.authorization] ?? ""
-        guard given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), Array(token.utf8)) else {
+        let token = await tokens.current()
+        guard let token, given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), Array(token.utf8)) else {
             var response = ServiceRoutes.problem(RequestProblem(status: 401, message: "a bearer token is required (Authorization: Bearer …)"))
             response.headers[.wwwAuthenticate] = "Bearer"
             return response

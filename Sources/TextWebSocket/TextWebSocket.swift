@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 public import Logging
 import NIOCore
@@ -41,6 +42,7 @@ public final class TextWebSocket: Sendable {
 
     /// Opens the socket; returns once the WebSocket handshake succeeded, else throws with the reason.
     public static func connect(url: String, subprotocol: String, limits: Limits = .init(), logger: Logger) async throws(Unreachable) -> TextWebSocket {
+        if let problem = unsupported(url) { throw Unreachable(url: url, reason: problem) }
         let (incoming, incomingContinuation) = AsyncStream.makeStream(of: String.self)
         let (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self)
         let socket = TextWebSocket(incoming: incoming, outgoing: outgoing)
@@ -126,6 +128,16 @@ public final class TextWebSocket: Sendable {
                 if isText { sink.yield(String(buffer: message)) }
             }
         }
+    }
+
+    /// Why WSClient would not connect where `url` says, or nil. Its own URL parser takes the
+    /// host up to the first ":": `ws://user:pw@janus` would reach host `user` (and send no
+    /// credentials), `ws://[::1]:8188` host `[`. Such URLs are refused rather than misread.
+    static func unsupported(_ url: String) -> String? {
+        guard let c = URLComponents(string: url), c.host?.isEmpty == false else { return "not a URL with a host" }
+        if c.user != nil || c.password != nil { return "a user or password in the URL (user:password@) is not supported" }
+        if url.contains("[") || c.host?.contains(":") == true { return "an IPv6 literal host is not supported by the WebSocket client: use a host name" }
+        return nil
     }
 
     /// The socket could not be opened.

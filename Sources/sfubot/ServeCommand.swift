@@ -19,12 +19,20 @@ struct Serve: AsyncParsableCommand {
             the service stopped (a crash, a restart) are taken up again: recordings continue \
             in new segment files, the time away a gap in their manifest. SIGTERM or SIGINT: no \
             new requests, every job finishes its files, exit 0.
+
+            Jobs are confined: a recording's `out` and `mix` lie below --output-root, a \
+            playback's `file` and any `key.file` below --media-root (a path relative to the \
+            root, or absolute inside it; no `..`; no symlink is followed; only regular files \
+            are read; an existing file is never overwritten and a new recording takes a new or \
+            empty folder). Without these, --state-dir's recordings/ and media/ are the roots; \
+            without either, serve does not start. Jobs may name only the Janus servers of \
+            --janus and --janus-allow, and each of them gets --api-secret and --janus-token.
             """)
 
     @Option(help: ArgumentHelp("Address to listen on: host:port (other than 127.0.0.1 only when you mean it).", valueName: "host:port"))
     var listen = "127.0.0.1:8480"
 
-    @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600).", valueName: "path"))
+    @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600); read again on SIGHUP and when it changes (the old token then stops working).", valueName: "path"))
     var tokenFile: String
 
     @Option(help: "Janus WebSocket URL for jobs that name none, and for /readyz.")
@@ -32,6 +40,21 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
+
+    @Option(help: ArgumentHelp("Folder below which recordings (`out`, `mix`) are written; made 0700 if missing, not its parents (default: <state-dir>/recordings).", valueName: "dir"))
+    var outputRoot: String?
+
+    @Option(help: ArgumentHelp("Folder below which playback files and key files are read; made 0700 if missing, not its parents (default: <state-dir>/media).", valueName: "dir"))
+    var mediaRoot: String?
+
+    @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. Each gets --api-secret and --janus-token.", valueName: "url"))
+    var janusAllow: [String] = []
+
+    @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: an audio playback encodes live, Opus about 3 % of a core (PITFALLS.md), and a recording of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 audio jobs fill most of a core; a video playback encodes x264, 6-8 %: lower it for those).", valueName: "n"))
+    var maxJobs: Int?
+
+    @Option(help: ArgumentHelp("Forget finished jobs this long after they ended (their records in memory and in --state-dir; never their recordings).", valueName: "seconds"))
+    var keepFinished: Double = 7 * 24 * 3600
 
     @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
     var apiSecret: String?
@@ -52,6 +75,12 @@ struct Serve: AsyncParsableCommand {
         _ = try Self.address(listen)
         try OptionCheck.url(janus, "--janus")
         try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
+        do { _ = try JanusAllowList([janus] + janusAllow) } catch { throw ValidationError(error.description) }
+        try OptionCheck.seconds(keepFinished, "--keep-finished", zeroAllowed: true)
+        if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs takes 1 or more, got \(maxJobs)") }
+        if outputRoot == nil || mediaRoot == nil, stateDir == nil {
+            throw ValidationError("give --output-root and --media-root, or --state-dir (whose recordings/ and media/ become them): jobs only use files below them")
+        }
     }
 
     /// `host:port` (IPv6 in brackets), the port 0 to 65535 (0: any free port).
@@ -73,12 +102,16 @@ struct Serve: AsyncParsableCommand {
             logger.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
             var janusOptions = JanusSession.Options(apiSecret: apiSecret, token: janusToken)
             janusOptions.reclaimWindow = .zero
+            let roots = try Roots.configured(output: outputRoot, media: mediaRoot, stateDirectory: stateDir)
             var config = ServeConfiguration(
-                host: host, port: port, token: try readToken(), janus: janus, janusOptions: janusOptions,
+                host: host, port: port, tokens: try readToken(logger: logger), roots: roots, janus: janus,
+                janusAllowed: try JanusAllowList([janus] + janusAllow), janusOptions: janusOptions,
                 stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
                 logger: logger)
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
+            if let maxJobs { config.maxJobs = maxJobs }
+            config.keepFinished = keepFinished
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
@@ -94,18 +127,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// The token, from a file only its owner can read: anyone who holds it can record calls.
-    private func readToken() throws(CLIFailure) -> String {
-        var info = stat()
-        guard stat(tokenFile, &info) == 0, let data = FileManager.default.contents(atPath: tokenFile) else {
-            throw CLIFailure("cannot read the token file \(tokenFile)", code: .noInput)
+    private func readToken(logger: Logger) throws(CLIFailure) -> TokenFile {
+        do { return try TokenFile(path: tokenFile, logger: logger) } catch {
+            throw CLIFailure(error.description, code: error.unreadable ? .noInput : .config)
         }
-        guard info.st_mode & 0o077 == 0 else {
-            throw CLIFailure("the token file \(tokenFile) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it", code: .config)
-        }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
-            throw CLIFailure("the token in \(tokenFile) must be at least 16 characters, without spaces (e.g. `openssl rand -hex 32`)", code: .config)
-        }
-        return token
     }
 }

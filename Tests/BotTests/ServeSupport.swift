@@ -14,8 +14,10 @@ struct ServeProcess {
     let stateDir: URL
     let process: ChildProcess
 
-    /// Starts serve and waits until /healthz answers.
-    static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, extra: [String] = []) async throws -> ServeProcess {
+    /// Starts serve and waits until /healthz answers. Its --output-root and --media-root are
+    /// `dir` unless given.
+    static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, outputRoot: URL? = nil, mediaRoot: URL? = nil,
+                      extra: [String] = []) async throws -> ServeProcess {
         let token = token ?? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let tokenFile = dir.appendingPathComponent("token")
         if !FileManager.default.fileExists(atPath: tokenFile.path) {
@@ -24,7 +26,7 @@ struct ServeProcess {
         let state = stateDir ?? dir.appendingPathComponent("state")
         let p = try ChildProcess(MediaScene.CLITests.binary, [
             "serve", "--listen", "127.0.0.1:\(port)", "--token-file", tokenFile.path, "--janus", Scene.janusURL!,
-            "--state-dir", state.path,
+            "--state-dir", state.path, "--output-root", (outputRoot ?? dir).path, "--media-root", (mediaRoot ?? dir).path,
         ] + extra)
         let serve = ServeProcess(port: port, token: token, tokenFile: tokenFile, stateDir: state, process: p)
         let deadline = ContinuousClock.now + .seconds(30)
@@ -43,6 +45,8 @@ struct ServeProcess {
     struct Answer {
         var status: Int
         var body: Data
+        var headers: [(String, String)] = []
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
         var text: String { String(decoding: body, as: UTF8.self) }
         func json() throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any], "not a JSON object: \(text)")
@@ -62,7 +66,7 @@ struct ServeProcess {
         r.headers.add(name: "Content-Type", value: "application/json")
         let response = try await HTTPClient.shared.execute(r, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 16 << 20)
-        return Answer(status: Int(response.status.code), body: Data(buffer: bytes))
+        return Answer(status: Int(response.status.code), body: Data(buffer: bytes), headers: response.headers.map { ($0.name, $0.value) })
     }
 
     /// Polls a job until `done` holds for it (or the time is up); returns its last state.

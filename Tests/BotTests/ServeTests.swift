@@ -67,7 +67,7 @@ extension MediaScene {
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
 
-    @Test("bad requests get 401, 400 naming the field, 404, 409 and 413, and hurt neither the service nor its job")
+    @Test("bad requests get 401, 400 naming the field, 403, 404, 409 and 413, and hurt neither the service nor its job")
     func refusals() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("serve-refusals")
@@ -95,13 +95,14 @@ extension MediaScene {
         try await refused(try json(["room": "12", "key": ["hex": key], "out": out]), 400, naming: "room")
         try await refused(try json(["room": room, "key": ["hex": "abc"], "out": out]), 400, naming: "key.hex")
         try await refused(try json(["room": room, "out": out]), 400, naming: "key")
-        try await refused(try json(["room": room, "key": ["none": true], "out": "relative/dir"]), 400, naming: "out")
+        try await refused(try json(["room": room, "key": ["none": true], "out": "/etc/sfubot-serve-test"]), 403, naming: "out")
+        try await refused(try json(["room": room, "key": ["none": true], "out": String(repeating: "d", count: 1025)]), 400, naming: "out")
         try await refused(try json(["room": room, "key": ["none": true], "out": out, "durationSeconds": -1]), 400, naming: "durationSeconds")
         try await refused(try json(["room": room, "key": ["none": true], "out": out, "color": "red"]), 400, naming: "color")
         try await refused(try json(["room": room, "key": ["hex": key], "out": out]), 409, naming: id)
         try await refused(try json(["room": room + 1, "key": ["hex": key], "out": out]), 409, naming: id)
         try await refused(Data(repeating: 0x20, count: 200_000), 413, naming: "larger")
-        let badPlay = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "/nonexistent.wav"])
+        let badPlay = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": "nonexistent.wav"])
         #expect(badPlay.status == 400 && badPlay.text.contains("file"), "\(badPlay.text)")
 
         #expect(try await serve.request("GET", "/v1/recordings/rec-nope").status == 404)

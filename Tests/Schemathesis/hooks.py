@@ -1,12 +1,13 @@
 """schemathesis hooks for the serve schema test (Tests/BotTests/ServeSchemaTests.swift).
 
 A valid POST starts a real job, and the job writes where its paths say: a recording creates
-its `out` folder (and `mix` file), a playback and a `key.file` read theirs. Generated paths are
-anything absolute ("/", "/etc/x"…), so every path the service would accept is replaced before the request is sent: folders and
-mix files go under the test's sandbox folder, files to play and key files are the test's own. A path the service
-refuses anyway (relative, with a NUL byte, too long) is sent as generated, so refusals are
-still exercised. The rest of the body is left alone: inside the test's network namespace a
-generated Janus URL reaches nothing but loopback, and generated rooms do not exist on the
+its `out` folder (and `mix` file), a playback and a `key.file` read theirs. The service keeps
+them below its --output-root and --media-root (the test's folder), and generated paths are
+anything, so every path the service would take is replaced before the request is sent: folders
+and mix files go under the test's sandbox folder, files to play and key files are the test's
+own. A path the service refuses anyway (empty, with a NUL byte, too long) is sent as
+generated, so refusals are still exercised. The rest of the body is left alone: a generated
+Janus URL is refused (400) unless it is the service's own Janus, and generated rooms do not exist on the
 test's Janus, so jobs fail at their join and stay listed as failed.
 """
 import hashlib
@@ -21,7 +22,7 @@ KEY_FILE = os.environ["SFUBOT_SCHEMA_KEY_FILE"]
 
 
 def _accepted_path(value):
-    return isinstance(value, str) and value.startswith("/") and "\0" not in value and len(value.encode()) <= 4096
+    return isinstance(value, str) and value != "" and "\0" not in value and len(value.encode("utf-8", "surrogatepass")) <= 1024
 
 
 def _sandboxed(value):

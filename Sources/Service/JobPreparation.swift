@@ -1,0 +1,40 @@
+import Bot
+import FrameCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a job needs from the file system before it starts, done off the cooperative pool
+/// (`RootFiles.offPool`): its key read, its media checked, its output folder and mix made.
+/// Reads come first, so a refused request has created nothing.
+struct JobPreparation: Sendable {
+    let protection: FrameProtection
+    /// The mix file this preparation created (empty), removed again if the job does not start.
+    let createdMix: String?
+
+    /// `fresh`: a new job (its folder new or empty, its mix a new file); else a job taken up
+    /// again after a restart, whose folder holds its earlier files.
+    init(_ spec: JobSpec, paths: JobPaths, roots: Roots, fresh: Bool) throws(RequestProblem) {
+        switch spec.key {
+        case .none: protection = .none
+        case .hex(let hex):
+            do { protection = .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
+        case .file:
+            let fd = try RootFiles.openRegular(paths.keyFile ?? [], in: roots.media, field: "key.file")
+            defer { close(fd) }
+            protection = .e2ee(KeyRing(current: try KeyFile.read(fd: fd, shown: roots.media.canonical(paths.keyFile ?? []))))
+        }
+        if let file = paths.file { try RootFiles.checkReadable(file, in: roots.media, field: "file") }
+        if let out = paths.out {
+            createdMix = try RootFiles.prepareOutputs(out: out, mix: paths.mix, in: roots.output, fresh: fresh)
+        } else {
+            createdMix = nil
+        }
+    }
+
+    /// Undoes what this preparation created, for a job that did not start after all.
+    func discard() {
+        if let createdMix { unlink(createdMix) }
+    }
+}

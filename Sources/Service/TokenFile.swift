@@ -1,0 +1,124 @@
+public import Foundation
+public import Logging
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The API's bearer token, from a file only its owner can read, read again when it changes:
+/// on SIGHUP, and on a request at most once a second if the file's identity (inode, size,
+/// modification and change times) moved. Once the file changed, the old token no longer opens
+/// anything; a file that no longer holds a valid token (mode, length) opens nothing until fixed.
+public final class TokenFile: Sendable {
+    /// Why a token file cannot be used; `unreadable` (no file) or a file that is wrong.
+    public struct Problem: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        public let unreadable: Bool
+    }
+
+    public let path: String
+    private struct State {
+        var token: String?
+        var identity: [Int]
+        var checked: ContinuousClock.Instant
+    }
+    private let state: Mutex<State>
+    private let log: Logger
+
+    /// Reads the file once; throws if it does not hold a usable token.
+    public init(path: String, logger: Logger) throws(Problem) {
+        self.path = path
+        log = logger
+        let (token, identity) = try Self.read(path)
+        state = Mutex(State(token: token, identity: identity, checked: .now))
+    }
+
+    /// The token now; nil while the file holds none that is valid.
+    func current() async -> String? {
+        let due = state.withLock { s in
+            guard ContinuousClock.now - s.checked >= .seconds(1) else { return false }
+            s.checked = .now
+            return true
+        }
+        if due { await Self.offPool { [self] in refresh(force: false) } }
+        return state.withLock { $0.token }
+    }
+
+    /// Reads the file again if it changed (or whatever the case with `force`, on SIGHUP).
+    func refresh(force: Bool) {
+        let identity = Self.identity(path)
+        guard force || identity != state.withLock({ $0.identity }) else { return }
+        let token: String?
+        do {
+            let (read, _) = try Self.read(path)
+            token = read
+            log.notice("token file \(path) read again: the previous token no longer opens the API")
+        } catch {
+            token = nil
+            log.error("token file \(path) changed and \(error): every /v1 request is refused until it is fixed")
+        }
+        state.withLock { s in
+            s.token = token
+            s.identity = identity
+        }
+    }
+
+    /// Reads the file again, whatever changed (SIGHUP), off the cooperative pool.
+    func reload() async { await Self.offPool { [self] in refresh(force: true) } }
+
+    /// The token in `path`, checked as at start: only its owner may read the file (anyone who
+    /// holds the token can record calls), 16 characters or more, no spaces.
+    public static func read(_ path: String) throws(Problem) -> (String, [Int]) {
+        var info = stat()
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw Problem(description: "cannot read the token file \(path)", unreadable: true) }
+        defer { close(fd) }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 4096 else {
+            throw Problem(description: "the token file \(path) is not a regular file of at most 4096 bytes", unreadable: true)
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw Problem(description: "the token file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it", unreadable: false)
+        }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n >= 0 else { throw Problem(description: "cannot read the token file \(path)", unreadable: true) }
+        let token = String(decoding: bytes[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
+            throw Problem(description: "the token in \(path) must be at least 16 characters, without spaces (e.g. `openssl rand -hex 32`)", unreadable: false)
+        }
+        return (token, identity(of: info))
+    }
+
+    private static func identity(_ path: String) -> [Int] {
+        var info = stat()
+        return stat(path, &info) == 0 ? identity(of: info) : []
+    }
+
+    private static func identity(of info: stat) -> [Int] {
+        [Int(info.st_dev), Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec, info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
+    }
+
+    private static let queue = DispatchQueue(label: "sfubot.serve.token")
+
+    private static func offPool(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            queue.async {
+                body()
+                c.resume()
+            }
+        }
+    }
+}
+
+/// Reads the token file again on every SIGHUP, until the service group shuts down.
+struct TokenReloader: Service {
+    let tokens: TokenFile
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            await tokens.reload()
+        }
+    }
+}

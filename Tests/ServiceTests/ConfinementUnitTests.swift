@@ -1,0 +1,59 @@
+import Foundation
+@testable import Service
+import Testing
+
+/// The pure parts of issue 25's fixes: Janus URLs as the WebSocket client would read them,
+/// paths below a root, overlapping folders, errors without a connection's reason.
+@Suite struct ConfinementUnitTests {
+    @Test("Janus URLs: one normal form, and none for a userinfo, an IPv6 literal, another scheme or a bad port")
+    func janusURLs() throws {
+        #expect(JanusAllowList.normal("ws://Janus.example:80/") == "ws://janus.example:80/")
+        #expect(JanusAllowList.normal("ws://janus.example") == "ws://janus.example:80/")
+        #expect(JanusAllowList.normal("wss://janus.example/janus") == "wss://janus.example:443/janus")
+        #expect(JanusAllowList.normal("ws://127.0.0.1:8188") == "ws://127.0.0.1:8188/")
+        for bad in ["ws://user:pw@janus.example", "ws://user@janus.example:8188", "ws://[::1]:8188", "ws://[::1]", "http://janus.example",
+                    "ws://:8188", "ws://janus.example:0", "ws://janus.example:70000", "ws://janus.example/?x=1", "ws://janus.example/#f",
+                    "ws://jan us", "janus.example:8188"] {
+            #expect(JanusAllowList.normal(bad) == nil, "\(bad)")
+        }
+        let list = try JanusAllowList(["ws://127.0.0.1:8188", "wss://janus.example"])
+        #expect(list.allows("ws://127.0.0.1:8188/") && list.allows("wss://JANUS.example:443"))
+        #expect(!list.allows("ws://127.0.0.1:8189") && !list.allows("ws://janus.example") && !list.allows("ws://x@127.0.0.1:8188"))
+        #expect(throws: ServeError.self) { try JanusAllowList(["ws://u:p@janus.example"]) }
+    }
+
+    @Test("paths below a root: relative or absolute inside it, never `..`, never outside, never the root itself")
+    func rootComponents() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-root-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let root = try Root(dir.path, use: .output, create: true)
+        #expect(try root.components("a/b", field: "out") == ["a", "b"])
+        #expect(try root.components("./a//b/", field: "out") == ["a", "b"])
+        #expect(try root.components(root.path + "/a", field: "out") == ["a"])
+        #expect(try root.components(dir.path + "/a", field: "out") == ["a"])
+        #expect(root.canonical(["a", "b"]) == root.path + "/a/b")
+        for (bad, status) in [("../x", 403), ("a/../../x", 403), ("a/..", 403), ("/etc/passwd", 403), (root.path + "x/a", 403),
+                              (root.path, 400), (".", 400), ("", 400), ("a\0b", 400)] {
+            #expect(throws: RequestProblem.self, "\(bad)") { try root.components(bad, field: "out") }
+            do { _ = try root.components(bad, field: "out") } catch {
+                #expect(error.status == status && error.message.hasPrefix("out:"), "\(bad): \(error.message)")
+            }
+        }
+        #expect(throws: ServeError.self) { try Root(dir.appendingPathComponent("missing/sub").path, use: .media, create: true) }
+    }
+
+    @Test("overlap: the same folder, one inside the other; not two beside each other sharing a prefix")
+    func overlap() {
+        #expect(JobPaths.overlap("/r/a", "/r/a"))
+        #expect(JobPaths.overlap("/r/a", "/r/a/b") && JobPaths.overlap("/r/a/b", "/r/a"))
+        #expect(!JobPaths.overlap("/r/a", "/r/ab") && !JobPaths.overlap("/r/a/b", "/r/a/c"))
+    }
+
+    @Test("a failed connection's error says Janus could not be reached, never why")
+    func connectReasonLeftOut() {
+        let e = "Janus unreachable at ws://10.0.0.1:22 (Connection refused (errno: 111)): is it running, and is the URL ws://HOST:PORT?"
+        #expect(JobStatus.withoutConnectReason(e) == "Janus at ws://10.0.0.1:22 could not be reached")
+        #expect(JobStatus.withoutConnectReason("ws://h:1 unreachable: no answer to the WebSocket handshake") == "ws://h:1 could not be reached")
+        #expect(JobStatus.withoutConnectReason("room 5 does not exist") == "room 5 does not exist")
+    }
+}
