@@ -13,6 +13,9 @@ public enum OffPool {
         }
     }
 
+    /// `work` on a dispatch thread, not waited for (teardown from a `deinit`).
+    static func later(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
+
     /// As `run`, for work that throws.
     public static func run<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await run { () -> Result<T, E> in Result { () throws(E) -> T in try work() } }

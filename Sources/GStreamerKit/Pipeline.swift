@@ -161,5 +161,20 @@ public final class Pipeline: Bin, @unchecked Sendable {
         return Double(pos) / 1e9
     }
 
-    deinit { gst_element_set_state(pointer, GST_STATE_NULL) }
+    /// Stops the pipeline (NULL) off the cooperative pool: a teardown joins streaming threads.
+    public func stop() async {
+        await OffPool.run { self.setStateQuietly(.null) }
+    }
+
+    /// The last reference may drop on any thread, a cooperative one included: the state change
+    /// (which joins every streaming thread) and the final unref go to a thread of their own.
+    deinit {
+        let p = UnsafeMutableRawPointer(pointer)
+        gst_object_ref(p)
+        OffPool.later { [p = UInt(bitPattern: p)] in
+            let element = UnsafeMutableRawPointer(bitPattern: p)!.assumingMemoryBound(to: GstElement.self)
+            gst_element_set_state(element, GST_STATE_NULL)
+            gst_object_unref(UnsafeMutableRawPointer(element))
+        }
+    }
 }

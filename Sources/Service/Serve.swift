@@ -7,7 +7,8 @@ import UnixSignals
 /// `sfubot serve`: the HTTP API and the jobs, in one service group. SIGTERM or SIGINT shut it
 /// down gracefully: the server stops taking requests, every job finishes its files, and `run`
 /// returns (the process exits 0). A second signal, or a shutdown still busy after
-/// `maximumShutdown`, cancels what is left.
+/// `maximumShutdown`, cancels what is left; 5 s later a process still running exits 70
+/// (`HardDeadline`), unless files are being finished then.
 public enum Serve {
     public static let maximumShutdown: Duration = .seconds(25)
 
@@ -40,6 +41,9 @@ public enum Serve {
             cancellationSignals: [],
             logger: quiet)
         groupConfig.maximumGracefulShutdownDuration = maximumShutdown
+        // The group cancels what is left after `maximumShutdown`; a task stuck in C ignores that.
+        let hard = HardDeadline(deadline: maximumShutdown + .seconds(5), log: log)
+        defer { hard.cancel() }
         try await ServiceGroup(configuration: groupConfig).run()
         log.info("stopped")
     }

@@ -45,7 +45,7 @@ extension MediaScene {
     func serveKilledAndRestarted() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("serve-kill-av")
-        var serve = try await ServeProcess.start(port: 18493, in: dir)
+        var serve = try await ServeProcess.start(port: 18501, in: dir)
         let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
                                                     "--display", "2:Bo", "--duration", "60"])
         defer { player.signal(SIGKILL) }
@@ -57,7 +57,7 @@ extension MediaScene {
         }
         serve.process.signal(SIGKILL)
         _ = await serve.process.exit(within: .seconds(10))
-        serve = try await ServeProcess.start(port: 18494, in: dir, stateDir: serve.stateDir, token: serve.token)
+        serve = try await ServeProcess.start(port: 18502, in: dir, stateDir: serve.stateDir, token: serve.token)
         defer { serve.process.signal(SIGKILL) }
         _ = try await serve.waitFor("/v1/recordings/\(id)", within: .seconds(60)) { s in
             ((s["feeds"] as? [[String: Any]]) ?? []).contains { $0["live"] as? Bool == true && $0["kind"] as? String == "video" && ($0["framesOpened"] as? Int ?? 0) > 40 }

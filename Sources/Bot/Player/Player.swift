@@ -93,7 +93,7 @@ public struct Player: Sendable {
         var joined: VideoRoom.Joined
         do { joined = try await publisher.join() } catch {
             await session.close()
-            media.pipeline.setStateQuietly(.null)
+            await media.pipeline.stop()
             throw error
         }
         log.info("joined room \(config.room) as publisher \(joined.id)")
@@ -104,7 +104,7 @@ public struct Player: Sendable {
             do { (outcome, end) = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
                 await publisher.leave(announce: false)
                 await session.close()
-                media.pipeline.setStateQuietly(.null)
+                await media.pipeline.stop()
                 throw error
             }
             dropped.audio += media.audioGate.dropped
@@ -117,14 +117,14 @@ public struct Player: Sendable {
             status.set(.reconnecting)
             status.noteError("lost the call: \(why)")
             await publisher.leave(announce: !sessionGone)
-            media.pipeline.setStateQuietly(.null)
+            await media.pipeline.stop()
             if sessionGone { await session.close() }
             let lostSession = session, lostAt = ContinuousClock.now
             do {
                 media = try makeMedia()
                 (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)
             } catch {
-                media.pipeline.setStateQuietly(.null)
+                await media.pipeline.stop()
                 throw error
             }
             rejoins += 1
@@ -138,7 +138,7 @@ public struct Player: Sendable {
         let sessionOpen = await session.isOpen
         await publisher.leave(announce: sessionOpen)
         await session.close()
-        media.pipeline.setStateQuietly(.null)
+        await media.pipeline.stop()
         let audio = stats.snapshot, video = videoStats.snapshot
         return Report(frames: audio, framesSent: audio.sealed - dropped.audio,
                       videoFrames: video, videoFramesSent: video.sealed - dropped.video,

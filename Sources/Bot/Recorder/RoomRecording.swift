@@ -337,7 +337,7 @@ actor RoomRecording {
         await roster?.leave(announce: announce)
         await readSessionCounters()
         await session?.close()
-        media?.pipeline.setStateQuietly(.null)
+        await media?.pipeline.stop()
         branches.reset()
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
