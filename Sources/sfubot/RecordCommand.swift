@@ -61,7 +61,10 @@ struct Record: AsyncParsableCommand {
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }
-            let total = manifest.feeds.map(\.frames).reduce(.zero, +)
+            for feed in manifest.unrecorded {
+                print("(no file)  \(feed.display) \(feed.kind): no frame written  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
+            }
+            let total = (manifest.feeds + manifest.unrecorded).map(\.frames).reduce(.zero, +)
             print(Counters.line(total, sending: false, encrypted: manifest.e2ee))
             if let mix = manifest.mix { print("\(mix)  every publisher's audio, mixed") }
             if manifest.lostSomething {
