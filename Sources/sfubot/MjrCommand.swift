@@ -83,6 +83,9 @@ struct Mjr: AsyncParsableCommand {
                 if let failed = manifest.outputs.first(where: { $0.error != nil }) {
                     throw CLIFailure("\(failed.file ?? "an output"): \(failed.error!)", code: .media)
                 }
+                if let partial = manifest.outputs.first(where: { $0.partial != nil }) {
+                    throw CLIFailure("\(partial.partial!) (manifest.json says what is on disk)", code: .incomplete)
+                }
             } catch let e as MjrError {
                 CLIFailure(e.description, code: .noInput).exit()
             } catch let e as BotError {

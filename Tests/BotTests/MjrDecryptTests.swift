@@ -205,13 +205,53 @@ extension MediaScene {
             #expect(try FileManager.default.contentsOfDirectory(atPath: wrongOut.path) == ["manifest.json"])
         }
 
+        /// A copy of `file` with packet `index`'s RTP header changed by `damage` (bytes 2…7: sequence
+        /// number and timestamp).
+        func damaged(_ file: URL, packet index: Int, _ damage: (inout [UInt8], Int) -> Void, name: String) throws -> URL {
+            let parsed = try MjrFile(path: file.path)
+            var bytes = [UInt8](try Data(contentsOf: file))
+            damage(&bytes, parsed.packets[index].range.lowerBound)
+            let out = file.deletingLastPathComponent().appendingPathComponent("\(name)-" + file.lastPathComponent)
+            try Data(bytes).write(to: out)
+            return out
+        }
+
+        @Test("one packet with a wrong sequence number or timestamp costs that packet only; the output holds what the manifest says")
+        func oneDamagedPacketCostsOnlyItself() async throws {
+            let key = CallKey.random()
+            let tone = try await Audio.tone(440, seconds: 8, in: try Scene.tempDirectory("mjr-damage"))
+            let files = try await janusRecording(.file(tone.path), seconds: 8, ring: KeyRing(current: key), name: "damage")
+            let audio = try #require(files.first { $0.lastPathComponent.contains("-audio-") })
+            let total = try MjrFile(path: audio.path).packets.count
+            let damages: [(String, (inout [UInt8], Int) -> Void)] = [
+                ("seq", { b, at in b[at + 2] ^= 0x80 }),            // sequence number off by 0x8000
+                ("ts", { b, at in b[at + 4] ^= 0x40 }),             // timestamp off by 2^30
+            ]
+            for (name, damage) in damages {
+                let file = try damaged(audio, packet: 57, damage, name: name)
+                let (manifest, out) = try await decrypt([file], key: key, name: "damage-\(name)")
+                let output = try #require(manifest.outputs.first)
+                let track = try #require(output.tracks.first)
+                #expect(output.partial == nil && output.error == nil, "\(name): \(output.partial ?? output.error ?? "")")
+                #expect(track.outOfLinePackets == 1 && track.frames.opened == total - 1, "\(name): \(track.outOfLinePackets) out of line, \(track.frames.opened) of \(total) opened")
+                #expect(track.onDisk?.frames == track.written && track.written == track.frames.opened, "\(name): \(String(describing: track.onDisk)) written \(track.written ?? -1)")
+                let seconds = Double(try await Audio.decode(out.appendingPathComponent(try #require(output.file))).count) / 48000
+                print("mjr damage \(name): \(track.frames.opened) of \(total) frames opened, \(seconds) s decoded")
+                #expect(seconds >= 7.5 && seconds < 8.6, "\(name): \(seconds) s decoded of about 8")
+            }
+        }
+
         @Test func garbageEmptyAndFolderAreOneLineErrors() async throws {
             let dir = try Scene.tempDirectory("mjr-bad")
             let empty = dir.appendingPathComponent("empty.mjr"), garbage = dir.appendingPathComponent("garbage.mjr")
             try Data().write(to: empty)
             try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: garbage)
+            let loop = dir.appendingPathComponent("loop.mjr"), other = dir.appendingPathComponent("loop2.mjr")
+            try FileManager.default.createSymbolicLink(atPath: loop.path, withDestinationPath: other.path)
+            try FileManager.default.createSymbolicLink(atPath: other.path, withDestinationPath: loop.path)
             for (input, words) in [(empty.path, "is empty"), (garbage.path, "not a Janus recording"), (dir.path, "is a folder"),
-                                   (dir.appendingPathComponent("missing.mjr").path, "cannot read")] {
+                                   (dir.appendingPathComponent("missing.mjr").path, "no such file"),
+                                   ("/dev/zero", "not a regular file (a character device)"), (loop.path, "a loop of symbolic links")] {
                 let out = dir.appendingPathComponent("out-\(UUID().uuidString.prefix(4))")
                 do {
                     _ = try await MjrDecrypt(files: [input], keys: MjrFixedKey(.random()), directory: out,
@@ -224,7 +264,7 @@ extension MediaScene {
             }
             // The command: one line on stderr naming the file, exit 66 (EX_NOINPUT), not a pipeline error (70).
             let key = String(repeating: "ab", count: 32)
-            for input in [empty.path, garbage.path, dir.path] {
+            for input in [empty.path, garbage.path, dir.path, "/dev/zero", loop.path] {
                 let r = try await CLITests.run(["mjr", "decrypt", input, "--key-hex", key, "--out", dir.appendingPathComponent("cli").path])
                 #expect(r.status == 66 && r.err.hasPrefix("sfubot: ") && r.err.contains(input) && r.err.split(separator: "\n").count == 1, "\(r.status) \(r.err)")
             }

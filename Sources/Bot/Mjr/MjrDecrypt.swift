@@ -59,6 +59,7 @@ public struct MjrDecrypt {
                 do {
                     try await MjrOutput.write(kept, to: directory.appendingPathComponent(name), library: library)
                     output.file = name
+                    await readBack(&output, kept)
                 } catch {
                     output.file = name
                     output.error = error.description
@@ -72,6 +73,39 @@ public struct MjrDecrypt {
         }
         try manifest.write(to: directory)
         return manifest
+    }
+
+    /// What the written file holds, per track, read back: less than was written makes the
+    /// output `partial`, which the command reports with a non-zero exit.
+    private func readBack(_ output: inout MjrManifest.Output, _ kept: [MjrTrack]) async {
+        guard let name = output.file else { return }
+        let hasAudio = kept.contains { $0.file.kind == .audio }, hasVideo = kept.contains { $0.file.kind == .video }
+        let contents: ReadBack.Contents
+        do { contents = try await ReadBack(library: library).read(directory.appendingPathComponent(name), audio: hasAudio, video: hasVideo) } catch {
+            output.partial = "\(name) cannot be read back: \(error)"
+            logger.error("\(output.partial!)")
+            return
+        }
+        var short: [String] = []
+        for (i, t) in output.tracks.enumerated() {
+            guard let track = kept.first(where: { ($0.file.path as NSString).lastPathComponent == t.input }) else { continue }
+            let disk = (track.file.kind == .video ? contents.video : contents.audio) ?? ReadBack.Track()
+            output.tracks[i].written = track.frames.count
+            output.tracks[i].onDisk = .init(bytes: contents.bytes, frames: disk.frames, decoded: disk.decoded,
+                                            seconds: disk.first.flatMap { f in disk.last.map { $0 - f } })
+            if disk.frames < track.frames.count || disk.decoded == 0 {
+                short.append("\(t.kind): \(disk.frames) of \(track.frames.count) frames on disk, \(disk.decoded) decoded")
+            }
+            // The span on disk must be the span written (a timestamp gone wrong stretches or cuts it).
+            if let written = track.lastMediaTime.flatMap({ l in track.firstMediaTime.map { l - $0 } }),
+               let seconds = output.tracks[i].onDisk?.seconds, abs(seconds - written) > 1 {
+                short.append("\(t.kind): \(String(format: "%.2f", seconds)) s on disk, \(String(format: "%.2f", written)) s written")
+            }
+        }
+        if !short.isEmpty {
+            output.partial = "\(name) holds less than was written: " + short.joined(separator: "; ")
+            logger.error("\(output.partial!)")
+        }
     }
 
     struct Group {

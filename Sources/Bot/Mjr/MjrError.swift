@@ -4,6 +4,7 @@ public struct MjrError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Kind: Sendable, Equatable {
         case unreadable(String, String)
         case folder(String)
+        case notRegular(String, String)
         case empty(String)
         case notMjr(String)
         case oldFormat(String)
@@ -15,6 +16,7 @@ public struct MjrError: Error, CustomStringConvertible, Sendable, Equatable {
 
     static func unreadable(_ path: String, _ why: String) -> Self { .init(kind: .unreadable(path, why)) }
     static func folder(_ path: String) -> Self { .init(kind: .folder(path)) }
+    static func notRegular(_ path: String, _ what: String) -> Self { .init(kind: .notRegular(path, what)) }
     static func empty(_ path: String) -> Self { .init(kind: .empty(path)) }
     static func notMjr(_ path: String) -> Self { .init(kind: .notMjr(path)) }
     static func oldFormat(_ path: String) -> Self { .init(kind: .oldFormat(path)) }
@@ -30,6 +32,7 @@ public struct MjrError: Error, CustomStringConvertible, Sendable, Equatable {
         switch kind {
         case .unreadable(let p, let why): "cannot read \(p) (\(why)): check the path"
         case .folder(let p): "\(p) is a folder, not a .mjr file: pass the .mjr files in it"
+        case .notRegular(let p, let what): "\(p) is not a regular file (\(what)): pass a .mjr file Janus wrote"
         case .empty(let p): "\(p) is empty: Janus had not written its header yet"
         case .notMjr(let p): "\(p) is not a Janus recording (.mjr files start with MJR00002)"
         case .oldFormat(let p): "\(p) is an MJR00001 recording (Janus before 0.10): not supported"

@@ -39,14 +39,37 @@ public struct MjrFile: Sendable {
     static let packetMagic = Array("MEET".utf8)
 
     /// Reads `path`; throws `MjrError` for what is no recording at all.
+    ///
+    /// Opened once, without blocking (a FIFO would hang a plain open), and only a regular file
+    /// is read: the error names the real cause (no such file, a symbolic link loop, permission,
+    /// a device or FIFO), not a guess from a failed read.
     public init(path: String) throws(MjrError) {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-            throw .unreadable(path, "no such file")
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT: throw .unreadable(path, "no such file")
+            case ELOOP: throw .unreadable(path, "a loop of symbolic links")
+            case EACCES, EPERM: throw .unreadable(path, "permission denied")
+            case EISDIR: throw .folder(path)
+            default: throw .unreadable(path, String(cString: strerror(code)))
+            }
         }
-        guard !isFolder.boolValue else { throw .folder(path) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .unreadable(path, String(cString: strerror(errno))) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw .folder(path)
+        case S_IFCHR: throw .notRegular(path, "a character device")
+        case S_IFBLK: throw .notRegular(path, "a block device")
+        case S_IFIFO: throw .notRegular(path, "a FIFO")
+        case S_IFSOCK: throw .notRegular(path, "a socket")
+        default: throw .notRegular(path, "not a file")
+        }
+        // The file opened above, not whatever the path names by now.
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
+        do { data = try Data(contentsOf: URL(fileURLWithPath: "/proc/self/fd/\(fd)"), options: .alwaysMapped) } catch {
             throw .unreadable(path, "\((error as NSError).localizedDescription)")
         }
         try self.init(data: data, path: path)

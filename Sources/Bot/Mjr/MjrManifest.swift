@@ -14,6 +14,9 @@ public struct MjrManifest: Codable, Sendable {
         public var file: String?
         /// Why the file could not be written, if so (it may hold what was written before).
         public var error: String?
+        /// The file was read back and holds less than was written to it (what, per track): the
+        /// run exits non-zero.
+        public var partial: String? = nil
         public var tracks: [Track]
     }
 
@@ -29,6 +32,9 @@ public struct MjrManifest: Codable, Sendable {
         public var packets: Int
         public var lostPackets: Int
         public var malformedPackets: Int
+        /// Packets whose sequence number or timestamp did not fit the packets around them
+        /// (damage): dropped, each costing only itself.
+        public var outOfLinePackets: Int
         /// The file ended mid-packet (Janus killed while writing): frames up to there are kept.
         public var truncated: Bool
         /// `received` counts frames (video: access units) found, `opened` those decrypted and
@@ -40,11 +46,15 @@ public struct MjrManifest: Codable, Sendable {
         /// Seconds on the output file's timeline.
         public var firstMediaTime: Double?
         public var lastMediaTime: Double?
+        /// Frames handed to the output file, and what the file holds for this track read back.
+        public var written: Int? = nil
+        public var onDisk: RecordingManifest.OnDisk? = nil
 
         enum CodingKeys: String, CodingKey {
             case input, kind, codec, sender, created, firstPacket = "first_packet", packets, lostPackets = "lost_packets"
-            case malformedPackets = "malformed_packets", truncated, frames, keyFrames = "key_frames"
+            case malformedPackets = "malformed_packets", outOfLinePackets = "out_of_line_packets", truncated, frames, keyFrames = "key_frames"
             case beforeFirstKeyframe = "before_first_keyframe", firstMediaTime = "first_media_time", lastMediaTime = "last_media_time"
+            case written, onDisk = "on_disk"
         }
 
         init(_ t: MjrTrack, sender: String?) {
@@ -57,6 +67,7 @@ public struct MjrManifest: Codable, Sendable {
             packets = t.file.packets.count
             lostPackets = t.lostPackets
             malformedPackets = t.malformedPackets
+            outOfLinePackets = t.outOfLinePackets
             truncated = t.file.truncated
             frames = t.stats.snapshot
             keyFrames = t.file.kind == .video ? t.keyframes : nil

@@ -19,6 +19,8 @@ public struct MjrTrack: Sendable {
     /// RTP packets missing from the file (sequence gaps) and ones whose header did not parse.
     public private(set) var lostPackets = 0
     public private(set) var malformedPackets = 0
+    /// Packets whose sequence number or timestamp did not fit those around them (damage): dropped.
+    public private(set) var outOfLinePackets = 0
     /// Video: opened access units before the first keyframe, left out (nothing can decode them).
     public private(set) var beforeFirstKeyframe = 0
     public private(set) var keyframes = 0
@@ -30,6 +32,7 @@ public struct MjrTrack: Sendable {
         let rtp = MjrRTP(file)
         lostPackets = rtp.lost
         malformedPackets = rtp.malformed
+        outOfLinePackets = rtp.outOfLine
         guard let t0 = rtp.packets.first?.timestamp else { return }
         let clock: Int64 = file.kind == .audio ? 48_000 : 90_000
         let start = file.firstPacket
