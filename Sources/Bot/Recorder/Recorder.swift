@@ -35,9 +35,14 @@ public struct Recorder: Sendable {
     public func run() async throws(BotError) -> RecordingManifest {
         let earlier = resume ? try? RecordingManifest.read(from: directory) : nil
         let mixFile = earlier.flatMap { _ in self.mixFile.map(Self.nextFree) } ?? self.mixFile
+        // Every mix an earlier process began, also one it was killed before naming in its
+        // manifest (taken before this run creates its own).
+        let mixes = earlier == nil ? [] : self.mixFile.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
         let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status)
-        if let earlier { await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date()) }
+        if let earlier {
+            await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date(), mixesOnDisk: mixes)
+        }
         do {
             try await room.start()
             try await room.follow(for: duration)
@@ -66,14 +71,25 @@ public struct Recorder: Sendable {
     /// `file`, or `name-2.ext`, `name-3.ext`… : the first that does not exist (a resumed
     /// recording's mix must not overwrite the earlier one).
     static func nextFree(_ file: URL) -> URL {
-        guard FileManager.default.fileExists(atPath: file.path) else { return file }
-        let ext = file.pathExtension, stem = file.deletingPathExtension()
-        var n = 2
-        while true {
-            let candidate = URL(fileURLWithPath: stem.path + "-\(n)" + (ext.isEmpty ? "" : "." + ext))
-            if !FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+        var n = 1
+        while FileManager.default.fileExists(atPath: numbered(file, n).path) { n += 1 }
+        return numbered(file, n)
+    }
+
+    /// `file`, `name-2.ext`, … up to the first that does not exist: those that do.
+    static func taken(_ file: URL) -> [URL] {
+        var n = 1, found: [URL] = []
+        while FileManager.default.fileExists(atPath: numbered(file, n).path) {
+            found.append(numbered(file, n))
             n += 1
         }
+        return found
+    }
+
+    private static func numbered(_ file: URL, _ n: Int) -> URL {
+        guard n > 1 else { return file }
+        let ext = file.pathExtension
+        return URL(fileURLWithPath: file.deletingPathExtension().path + "-\(n)" + (ext.isEmpty ? "" : "." + ext))
     }
 
     /// Every output checked before joining, so a path that cannot be written ends the run at

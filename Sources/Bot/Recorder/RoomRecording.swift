@@ -181,7 +181,9 @@ actor RoomRecording {
     /// Takes over what an earlier process recorded into the same folder: its tracks (those it
     /// did not finish are marked so), timeline, gaps, counters and errors; new segments get new
     /// file names, and the time away is a gap that ends when the recorder is back.
-    func resume(from earlier: RecordingManifest, awaySince: Date) {
+    /// `mixesOnDisk`: the mix files earlier processes began (a 0-byte one, begun by a process
+    /// killed before its first page, is removed, never listed).
+    func resume(from earlier: RecordingManifest, awaySince: Date, mixesOnDisk: [URL] = []) {
         started = earlier.started
         finished = earlier.feeds.map { feed in
             var f = feed
@@ -197,6 +199,15 @@ actor RoomRecording {
         gaps.append(.init(start: awaySince, cause: "the recorder was not running (process restarted)"))
         counters = earlier.reconnection
         earlierMixes = earlier.earlierMixes + (earlier.mix.map { [$0] } ?? [])
+        for url in mixesOnDisk where !earlierMixes.contains(url.path) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+            if size > 0 { earlierMixes.append(url.path) } else { unlink(url.path) }
+        }
+        earlierMixes.removeAll { path in
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            if size == 0 { unlink(path) }
+            return size == 0
+        }
         for e in earlier.errors { branches.note(e) }
         // A merge the earlier process was killed in: its track files are listed and kept.
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".partial") {
