@@ -2,13 +2,16 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
+import Synchronization
 
 /// Publishers joining and leaving, and the PeerConnection that carries them: one webrtcbin in
 /// the pipeline and its multistream subscription on the current session. A PeerConnection whose
 /// negotiation fails is replaced at once (`negotiationFailed`), never left to stop recording.
 extension RoomRecording {
     func addLogged(_ list: [RoomPublisher]) async {
-        do { try await add(list) } catch { log.error("could not follow the room: \(error)") }
+        do { try await add(list) } catch is NegotiationReported {
+            // Logged, counted and being recovered by `negotiationFailed`.
+        } catch { log.error("could not follow the room: \(error)") }
     }
 
     /// `rejoined`: the publishers were there before the recorder lost Janus (not a new join).
@@ -31,7 +34,11 @@ extension RoomRecording {
         guard !new.isEmpty else { return }
         // Built before the first await: a second caller finds it and only adds feeds.
         let peer = try self.peer ?? startPeer()
-        try await peer.subscription.add(new.map(\.id))
+        do { try await peer.subscription.add(new.map(\.id)) } catch {
+            // (Not `catch where`: Swift 6.3.1's SILGen crashes on it with this typed throw.)
+            if peer.negotiationFailed.isSet { throw NegotiationReported(error: error) }
+            throw error
+        }
     }
 
     func publisherLeft(_ p: RoomPublisher) async {
@@ -59,7 +66,7 @@ extension RoomRecording {
             webrtc = try WebRTCBin(element)
         }
         for turn in config.turnServers { try webrtc.addTurnServer(turn) }
-        let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers
+        let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers, failed = NegotiationFlag()
         webrtc.onIncomingPad { incoming in
             guard let mid = incoming.mid else { return }
             branches.attach(pad: incoming.pad, mid: mid, pipeline: pipeline, mix: mix)
@@ -68,7 +75,10 @@ extension RoomRecording {
         let subscription = Subscription(
             session: session, room: config.room, privateID: roster?.privateID, webrtc: webrtc, logger: log,
             hooks: .init(streams: { branches.learn($0) }, negotiated: { branches.reattachReused(pipeline: pipeline, mix: mix) },
-                         failed: { [weak self] error in Task { await self?.negotiationFailed(peer: number, error) } }))
+                         failed: { [weak self] error in
+                             failed.set()
+                             Task { await self?.negotiationFailed(peer: number, error) }
+                         }))
         let following = Task { [weak self] in
             for await event in subscription.events {
                 switch event {
@@ -79,7 +89,7 @@ extension RoomRecording {
                 }
             }
         }
-        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now, number: number)
+        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now, number: number, negotiationFailed: failed)
         self.peer = peer
         return peer
     }
@@ -97,4 +107,18 @@ extension RoomRecording {
         branches.note(.init(time: Date(), error: text))
         startRejoin("negotiation failed: \(error)", rejoinSession: false)
     }
+}
+
+/// Set from the subscription's actor when a PeerConnection's negotiation failed, before the
+/// error reaches whoever awaited that negotiation: they need not log it again.
+final class NegotiationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// A subscription change that failed in a negotiation `negotiationFailed` already handles.
+struct NegotiationReported: Error, CustomStringConvertible {
+    let error: any Error
+    var description: String { "\(error)" }
 }

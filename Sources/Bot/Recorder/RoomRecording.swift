@@ -32,6 +32,7 @@ actor RoomRecording {
         let started: ContinuousClock.Instant
         /// Which webrtcbin of the recording (1, 2, …).
         let number: Int
+        let negotiationFailed: NegotiationFlag
     }
 
     var state = State.idle {
