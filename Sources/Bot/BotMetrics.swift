@@ -18,6 +18,11 @@ package enum BotMetrics {
         CoreMetrics.Counter(label: "sfubot_ice_restarts_total").increment()
     }
 
+    /// A subscriber's PeerConnection could not answer Janus's offer and was replaced.
+    package static func negotiationFailed() {
+        CoreMetrics.Counter(label: "sfubot_negotiation_failures_total").increment()
+    }
+
     /// A participant had no media for `seconds`, from the loss until it was back.
     package static func gap(seconds: Double) {
         CoreMetrics.Counter(label: "sfubot_gaps_total").increment()

@@ -52,6 +52,11 @@ public final class Pad: @unchecked Sendable {
     /// Shifts the running time of everything passing this pad by `seconds` (`gst_pad_set_offset`).
     public func setOffset(seconds: Double) { gst_pad_set_offset(pointer, gint64(seconds * 1e9)) }
 
+    /// The pad this one is linked to (`gst_pad_get_peer`), if any.
+    public var peer: Pad? {
+        gst_pad_get_peer(pointer).map { Pad(takingOwnership: $0) }
+    }
+
     /// `gst_pad_unlink` from whatever it is linked to.
     public func unlink() {
         guard let peer = gst_pad_get_peer(pointer) else { return }

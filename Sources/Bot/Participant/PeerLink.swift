@@ -130,12 +130,14 @@ package struct PeerLink: Sendable {
     }
 
     /// Janus's offer → answer → `start`, for a subscriber (first join and every update).
+    /// m-lines Janus made inactive stay receiving in webrtcbin (`RecycledMLines`).
     package func answer(_ offer: JSEP) async throws(BotError) {
         do {
-            try await webrtc.setRemoteDescription(SessionDescription(kind: .offer, sdp: offer.sdp))
-            let answer = try await webrtc.createAnswer().dtlsServer(offer: offer.sdp)
+            let held = RecycledMLines.held(offer: offer.sdp)
+            try await webrtc.setRemoteDescription(SessionDescription(kind: .offer, sdp: held.sdp))
+            let answer = try await webrtc.createAnswer().dtlsServer(offer: held.sdp)
             try await webrtc.setLocalDescription(answer)
-            try await VideoRoom.start(handle, answer: JSEP(type: "answer", sdp: answer.sdp))
+            try await VideoRoom.start(handle, answer: JSEP(type: "answer", sdp: RecycledMLines.restored(answer: answer.sdp, mids: held.mids)))
         } catch {
             throw BotError(error)
         }

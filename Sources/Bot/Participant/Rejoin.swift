@@ -16,11 +16,13 @@ struct Rejoin {
     private var backoff = Backoff()
     private(set) var attempts = 0
 
-    init(config: BotConfig, log: Logger, connect: Connect? = nil) {
+    /// `deadline`: when to give up; `rejoinTimeout` from now unless the caller's outage began
+    /// earlier (attempts on the old session came first).
+    init(config: BotConfig, log: Logger, connect: Connect? = nil, deadline: ContinuousClock.Instant? = nil) {
         self.config = config
         self.log = log
         self.connect = connect ?? config.connector
-        deadline = ContinuousClock.now + config.rejoinTimeout
+        self.deadline = deadline ?? ContinuousClock.now + config.rejoinTimeout
     }
 
     /// Whether trying again later can help: Janus away or restarting, the room not created

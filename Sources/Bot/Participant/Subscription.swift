@@ -20,15 +20,20 @@ public actor Subscription {
     }
 
     /// Called inside each negotiation: `streams` before the answer (webrtcbin adds pads for new
-    /// mids while it answers), `negotiated` after it; `attached` once the handle is attached.
+    /// mids while it answers), `negotiated` after it, `failed` instead when Janus's offer could
+    /// not be answered (the PeerConnection no longer follows the subscription: replace it);
+    /// `attached` once the handle is attached.
     public struct Hooks: Sendable {
         public var streams: @Sendable ([SubscribedStream]) -> Void
         public var negotiated: @Sendable () -> Void
+        /// nil: the subscription logs the failure itself.
+        public var failed: (@Sendable (BotError) -> Void)?
         public var attached: @Sendable () -> Void
         public init(streams: @escaping @Sendable ([SubscribedStream]) -> Void, negotiated: @escaping @Sendable () -> Void = {},
-                    attached: @escaping @Sendable () -> Void = {}) {
+                    failed: (@Sendable (BotError) -> Void)? = nil, attached: @escaping @Sendable () -> Void = {}) {
             self.streams = streams
             self.negotiated = negotiated
+            self.failed = failed
             self.attached = attached
         }
     }
@@ -144,7 +149,7 @@ public actor Subscription {
 
     private func startFollowing(_ link: PeerLink) {
         let (peer, peerTasks) = link.follow()
-        let sink = eventSink, log = self.log
+        let sink = eventSink, log = self.log, reported = hooks.failed != nil
         tasks = peerTasks + [Task { [weak self] in
             for await event in peer {
                 switch event {
@@ -154,7 +159,8 @@ public actor Subscription {
                 case .plugin(.updated(let streams, let offer?)):
                     // Janus renegotiates by itself (a publisher left, a stream changed).
                     do { try await self?.serially { (s: Subscription) async throws(BotError) in try await s.negotiateIfJoined(streams, offer: offer) } } catch {
-                        log.error("renegotiation failed: \(error)")
+                        // Once: the owner's `failed` hook reports it when there is one.
+                        if reported { log.debug("renegotiation failed: \(error)") } else { log.error("renegotiation failed: \(error)") }
                     }
                 case .negotiationNeeded, .mediaUp, .plugin, .receiving: break
                 }
@@ -171,7 +177,11 @@ public actor Subscription {
     private func negotiate(_ streams: [SubscribedStream], offer: JSEP) async throws(BotError) {
         guard let link else { return }
         hooks.streams(streams)
-        try await link.answer(offer)
+        do { try await link.answer(offer) } catch {
+            // Not after `leave`: a PeerConnection taken down meanwhile failing says nothing.
+            if state == .joined || state == .joining { hooks.failed?(error) }
+            throw error
+        }
         hooks.negotiated()
     }
 

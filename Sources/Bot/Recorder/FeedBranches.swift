@@ -23,6 +23,8 @@ final class FeedBranches: Sendable {
         var recordings: [String: FeedRecording] = [:]
         /// mid → a drop probe that holds the pad while no branch listens.
         var idle: [String: PadProbe] = [:]
+        /// Drop probes on pads a newer pad replaced for their mid: kept until the peer goes.
+        var retired: [PadProbe] = []
         var discards: [String: Bin] = [:]
         var files: Set<String> = []
         /// mid → the feed whose branch on it failed: not given a new branch while Janus still
@@ -41,11 +43,14 @@ final class FeedBranches: Sendable {
         state.withLock { m in for s in streams { m.streams[s.mid] = s } }
     }
 
-    /// After a negotiation: mids Janus reused for a new feed already have a pad; give them a branch.
+    /// After a negotiation: mids Janus reused for a new feed already have a pad; give them a
+    /// branch. Janus may send the new feed there with a new SSRC, on a new pad: then `attach`
+    /// moves the branch to it.
     func reattachReused(pipeline: Pipeline, mix: CallMix?) {
         let reused = state.withLock { m in
             m.pads.filter { mid, _ in
-                m.recordings[mid] == nil && m.idle[mid] != nil && (m.failed[mid] == nil || m.failed[mid] != m.streams[mid]?.feedID)
+                m.recordings[mid] == nil && m.idle[mid] != nil && m.streams[mid]?.active == true && m.streams[mid]?.feedID != nil
+                    && (m.failed[mid] == nil || m.failed[mid] != m.streams[mid]?.feedID)
             }
         }
         for (mid, pad) in reused { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
@@ -106,6 +111,7 @@ final class FeedBranches: Sendable {
     func forgetPeer(pipeline: Pipeline) {
         let discards = state.withLock { m in
             for (_, probe) in m.idle { probe.remove() }
+            for probe in m.retired { probe.remove() }
             let d = Array(m.discards.values)
             let files = m.files
             m = Map()
@@ -124,6 +130,7 @@ final class FeedBranches: Sendable {
     /// recorder does not write. Called from pad-added (a GStreamer thread) and after renegotiation.
     func attach(pad: Pad, mid: String, pipeline: Pipeline, mix: CallMix?) {
         state.withLock { m in
+            if let old = m.pads[mid], old.name != pad.name, replace(old, with: pad, mid: mid, pipeline: pipeline, &m) { return }
             m.pads[mid] = pad
             let kind: FeedRecording.Kind? = switch m.streams[mid]?.type {
             case "video": .video
@@ -176,6 +183,27 @@ final class FeedBranches: Sendable {
         }
         for (mid, pad) in pads { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
         return pads.count
+    }
+
+    /// A new pad for a mid that had one: Janus sends a reused m-line's new feed with a new SSRC.
+    /// The old pad drops whatever still comes (never unlinked while data may flow: not-linked
+    /// would stop the whole PeerConnection) and its branch, if any, is linked to the new pad;
+    /// true if that is done. Its discard branch goes.
+    private func replace(_ old: Pad, with pad: Pad, mid: String, pipeline: Pipeline, _ m: inout Map) -> Bool {
+        m.retired.append(m.idle.removeValue(forKey: mid) ?? old.addDropProbe())
+        let sink = old.peer
+        old.unlink()
+        if let bin = m.discards.removeValue(forKey: mid) { pipeline.remove(bin) }
+        m.pads[mid] = pad
+        guard let recording = m.recordings[mid], let sink else { return false }
+        do {
+            try pad.link(to: sink)
+            log.info("feed \(recording.feedID) \(recording.kind.rawValue) (mid \(mid)) goes on from pad \(pad.name)", metadata: ["janus.feed": "\(recording.feedID)"])
+        } catch {
+            log.error("feed \(recording.feedID) (mid \(mid)) could not follow its new pad \(pad.name): \(error)", metadata: ["janus.feed": "\(recording.feedID)"])
+            m.retired.append(pad.addDropProbe())
+        }
+        return true
     }
 
     /// A file name for `feed` that no file of this recording has had, reserved: never over a file

@@ -30,6 +30,9 @@ actor RoomRecording {
         let subscription: Subscription
         let following: Task<Void, Never>
         let started: ContinuousClock.Instant
+        /// Which webrtcbin of the recording (1, 2, …).
+        let number: Int
+        let negotiationFailed: NegotiationFlag
     }
 
     var state = State.idle {
@@ -49,6 +52,8 @@ actor RoomRecording {
     var peer: Peer?
     /// webrtcbins made so far (each new one gets the next name).
     var peers = 0
+    /// PeerConnections replaced because Janus's offer could not be answered.
+    var negotiationFailures = 0
     var following: Task<Void, Never>?
     var rejoining: Task<Void, Never>?
     var finished: [RecordingManifest.Feed] = []
@@ -217,79 +222,10 @@ actor RoomRecording {
         log.info("resuming the recording in \(directory.path): \(earlier.feeds.count) earlier track(s) kept, new segments follow")
     }
 
-    // MARK: - Room changes
-
-    func addLogged(_ list: [RoomPublisher]) async {
-        do { try await add(list) } catch { log.error("could not follow the room: \(error)") }
-    }
-
-    /// `rejoined`: the publishers were there before the recorder lost Janus (not a new join).
-    func add(_ list: [RoomPublisher], rejoined: Bool = false) async throws {
-        guard state == .recording else { return }
-        let new = list.filter { !$0.streams.isEmpty }
-        guard !new.isEmpty else { return }
-        for p in new where !rejoined {
-            log.info("publisher \(p.id) '\(p.display)' joined")
-            timeline.append(.init(time: Date(), event: "joined", feedID: p.id, display: p.display))
-        }
-        // Built before the first await: a second caller finds it and only adds feeds.
-        let peer = try self.peer ?? startPeer()
-        try await peer.subscription.add(new.map(\.id))
-        writeManifest()
-    }
-
-    private func publisherLeft(_ p: RoomPublisher) async {
-        guard state == .recording, let media, let peer else { return }
-        // Janus drops a departed publisher's streams from the subscription by itself.
-        await peer.subscription.forget([p.id])
-        log.info("publisher \(p.id) left")
-        timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
-        let done = branches.detach(feed: p.id)
-        for r in done { await r.finish(in: media.pipeline) }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.flatMap(\.entries))
-        writeManifest()
-    }
-
     // MARK: - Media
 
-    /// The pipeline (once) and a PeerConnection with its subscription on the current session.
-    func startPeer() throws -> Peer {
-        guard let session else { throw BotError.janus(.disconnected) }
-        let media = try self.media ?? startMedia()
-        peers += 1
-        let webrtc: WebRTCBin
-        if peers == 1 {
-            webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
-        } else {
-            let element = try media.pipeline.addElement(description: config.pipelines.description("subscribe"), name: "webrtc\(peers)")
-            webrtc = try WebRTCBin(element)
-        }
-        for turn in config.turnServers { try webrtc.addTurnServer(turn) }
-        let branches = self.branches, pipeline = media.pipeline, mix = media.mix
-        webrtc.onIncomingPad { incoming in
-            guard let mid = incoming.mid else { return }
-            branches.attach(pad: incoming.pad, mid: mid, pipeline: pipeline, mix: mix)
-        }
-        if peers > 1, !webrtc.element.syncStateWithParent() { throw BotError.pipelineFailed("a new webrtcbin did not start") }
-        let subscription = Subscription(
-            session: session, room: config.room, privateID: roster?.privateID, webrtc: webrtc, logger: log,
-            hooks: .init(streams: { branches.learn($0) }, negotiated: { branches.reattachReused(pipeline: pipeline, mix: mix) }))
-        let following = Task { [weak self] in
-            for await event in subscription.events {
-                switch event {
-                // A session that ended is the roster's to report (once for both handles).
-                case .lost(.sessionEnded): return
-                case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
-                case .ice, .connection: break
-                }
-            }
-        }
-        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now)
-        self.peer = peer
-        return peer
-    }
-
-    private func startMedia() throws -> Media {
+    /// The pipeline, with the mix in it; made with the first PeerConnection (`startPeer`).
+    func startMedia() throws -> Media {
         let pipeline = try Pipeline(description: config.pipelines.description("subscribe"))
         let bus = pipeline.bus.messages()
         try pipeline.setState(.playing)

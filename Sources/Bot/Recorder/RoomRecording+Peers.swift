@@ -1,0 +1,124 @@
+import Foundation
+import GStreamerKit
+import Janus
+import Logging
+import Synchronization
+
+/// Publishers joining and leaving, and the PeerConnection that carries them: one webrtcbin in
+/// the pipeline and its multistream subscription on the current session. A PeerConnection whose
+/// negotiation fails is replaced at once (`negotiationFailed`), never left to stop recording.
+extension RoomRecording {
+    func addLogged(_ list: [RoomPublisher]) async {
+        do { try await add(list) } catch is NegotiationReported {
+            // Logged, counted and being recovered by `negotiationFailed`.
+        } catch { log.error("could not follow the room: \(error)") }
+    }
+
+    /// `rejoined`: the publishers were there before the recorder lost Janus (not a new join).
+    func add(_ list: [RoomPublisher], rejoined: Bool = false) async throws {
+        guard state == .recording else { return }
+        let new = list.filter { !$0.streams.isEmpty }
+        guard !new.isEmpty else { return }
+        for p in new where !rejoined {
+            log.info("publisher \(p.id) '\(p.display)' joined")
+            timeline.append(.init(time: Date(), event: "joined", feedID: p.id, display: p.display))
+        }
+        try await subscribe(new)
+        writeManifest()
+    }
+
+    /// Subscribes to `list` on the current PeerConnection, or on a new one if there is none;
+    /// also while rejoining (the rejoin is back once this worked).
+    func subscribe(_ list: [RoomPublisher]) async throws {
+        let new = list.filter { !$0.streams.isEmpty }
+        guard !new.isEmpty else { return }
+        // Built before the first await: a second caller finds it and only adds feeds.
+        let peer = try self.peer ?? startPeer()
+        do { try await peer.subscription.add(new.map(\.id)) } catch {
+            // (Not `catch where`: Swift 6.3.1's SILGen crashes on it with this typed throw.)
+            if peer.negotiationFailed.isSet { throw NegotiationReported(error: error) }
+            throw error
+        }
+    }
+
+    func publisherLeft(_ p: RoomPublisher) async {
+        guard state == .recording, let media, let peer else { return }
+        // Janus drops a departed publisher's streams from the subscription by itself.
+        await peer.subscription.forget([p.id])
+        log.info("publisher \(p.id) left")
+        timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
+        let done = branches.detach(feed: p.id)
+        for r in done { await r.finish(in: media.pipeline) }
+        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.flatMap(\.entries))
+        writeManifest()
+    }
+
+    /// The pipeline (once) and a PeerConnection with its subscription on the current session.
+    func startPeer() throws -> Peer {
+        guard let session else { throw BotError.janus(.disconnected) }
+        let media = try self.media ?? startMedia()
+        peers += 1
+        let webrtc: WebRTCBin
+        if peers == 1 {
+            webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
+        } else {
+            let element = try media.pipeline.addElement(description: config.pipelines.description("subscribe"), name: "webrtc\(peers)")
+            webrtc = try WebRTCBin(element)
+        }
+        for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+        let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers, failed = NegotiationFlag()
+        webrtc.onIncomingPad { incoming in
+            guard let mid = incoming.mid else { return }
+            branches.attach(pad: incoming.pad, mid: mid, pipeline: pipeline, mix: mix)
+        }
+        if peers > 1, !webrtc.element.syncStateWithParent() { throw BotError.pipelineFailed("a new webrtcbin did not start") }
+        let subscription = Subscription(
+            session: session, room: config.room, privateID: roster?.privateID, webrtc: webrtc, logger: log,
+            hooks: .init(streams: { branches.learn($0) }, negotiated: { branches.reattachReused(pipeline: pipeline, mix: mix) },
+                         failed: { [weak self] error in
+                             failed.set()
+                             Task { await self?.negotiationFailed(peer: number, error) }
+                         }))
+        let following = Task { [weak self] in
+            for await event in subscription.events {
+                switch event {
+                // A session that ended is the roster's to report (once for both handles).
+                case .lost(.sessionEnded): return
+                case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
+                case .ice, .connection: break
+                }
+            }
+        }
+        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now, number: number, negotiationFailed: failed)
+        self.peer = peer
+        return peer
+    }
+
+    /// Janus's offer could not be answered on PeerConnection `number`: its subscription no
+    /// longer matches what Janus sends (feeds added in that offer would never be recorded).
+    /// Counted (manifest `errors`, `sfubot_negotiation_failures_total`), logged once, and the
+    /// PeerConnection replaced on the same session, with every publisher subscribed again.
+    func negotiationFailed(peer number: Int, _ error: BotError) {
+        guard state == .recording, peer?.number == number else { return }
+        negotiationFailures += 1
+        BotMetrics.negotiationFailed()
+        let text = "PeerConnection \(number) could not answer Janus's offer (\(error)); replacing it"
+        log.error("\(text)")
+        branches.note(.init(time: Date(), error: text))
+        startRejoin("negotiation failed: \(error)", rejoinSession: false)
+    }
+}
+
+/// Set from the subscription's actor when a PeerConnection's negotiation failed, before the
+/// error reaches whoever awaited that negotiation: they need not log it again.
+final class NegotiationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// A subscription change that failed in a negotiation `negotiationFailed` already handles.
+struct NegotiationReported: Error, CustomStringConvertible {
+    let error: any Error
+    var description: String { "\(error)" }
+}
