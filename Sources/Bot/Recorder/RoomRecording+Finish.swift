@@ -1,0 +1,81 @@
+import Foundation
+import GStreamerKit
+import Janus
+import Logging
+
+/// The manifest, written every second and at the end, and the end itself: every file finished
+/// (`Finishing`), merged, read back (`RecordingCheck`), the room left.
+extension RoomRecording {
+    func manifest(ended: Date?) -> RecordingManifest {
+        var counters = self.counters
+        counters.connectionDrops += sessionCounts.drops
+        counters.reclaims += sessionCounts.reclaims
+        counters.gapSeconds = gaps.reduce(0) { $0 + ($1.seconds ?? Date().timeIntervalSince($1.start)) }
+        let feeds = (finished + branches.liveEntries).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) }
+        return RecordingManifest(
+            room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
+            feeds: feeds, timeline: timeline, mix: media?.mix?.file.path ?? mixFile?.path, earlierMixes: earlierMixes,
+            errors: branches.errors, gaps: gaps, reconnection: counters,
+            participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
+    }
+
+    func readSessionCounters() async {
+        guard let session else { return }
+        sessionCounts = (await session.connectionDrops, await session.reclaims)
+        // A WebSocket being reconnected (and the session claimed) is a loss too, for the status.
+        let open = await session.isOpen
+        if state == .recording { status.set(open ? .running : .reconnecting) }
+    }
+
+    func writeManifest() {
+        let current = manifest(ended: nil)
+        status.update(from: current)
+        do { try manifestFile.write(current, log: log) } catch { manifestFile.failed(error, log: log) }
+    }
+
+    /// Ends every recording cleanly, leaves the room and writes the final manifest. Also while
+    /// rejoining: what was recorded before the loss is already finished, and the rejoin stops.
+    func finish() async -> RecordingManifest? {
+        guard state != .finishing, state != .finished else { return nil }
+        // Leaving is announced only on a session that can carry it now: one reconnecting
+        // would hold every request for its timeout.
+        let sessionOpen = await session?.isOpen ?? false
+        let announce = state != .rejoining && sessionOpen
+        guard state != .finishing, state != .finished else { return nil }
+        state = .finishing
+        following?.cancel()
+        rejoining?.cancel()
+        await finishSegments()
+        if let media, let mix = media.mix { await mix.finish(in: media.pipeline) }
+        await peer?.subscription.leave(announce: announce)
+        peer?.following.cancel()
+        await roster?.leave(announce: announce)
+        await readSessionCounters()
+        await session?.close()
+        await media?.pipeline.stop()
+        branches.reset()
+        if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
+        state = .finished
+        // Every file read back: the manifest says what is on disk.
+        let final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        status.update(from: final)
+        do {
+            try manifestFile.write(final, log: log)
+            return final
+        } catch {
+            log.error("cannot write manifest.json: \(error)")
+            return nil
+        }
+    }
+
+    /// Every live recording finished (end-of-stream, file closed, tracks merged).
+    func finishSegments() async {
+        let live = branches.detachAll()
+        if let media {
+            await withTaskGroup(of: Void.self) { group in
+                for r in live { group.addTask { await r.finish(in: media.pipeline) } }
+            }
+        }
+        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.flatMap(\.entries))
+    }
+}
