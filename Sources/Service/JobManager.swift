@@ -282,7 +282,7 @@ actor JobManager: Service {
         var bot = BotConfig(
             janusURL: spec.janus ?? config.janus, room: spec.room,
             display: spec.display ?? (spec.kind == .recording ? "0:sfubot recorder" : "0:sfubot"),
-            protection: protection, janus: config.janusOptions, pipelines: config.pipelines, logger: log)
+            protection: protection, janus: config.janusOptions(for: spec.janus ?? config.janus), pipelines: config.pipelines, logger: log)
         bot.rejoinTimeout = config.rejoinTimeout
         return bot
     }

@@ -18,8 +18,10 @@ public struct ServeConfiguration: Sendable {
     public var maxJobs = 25 * max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// The Janus of every job that names none, and the one `/readyz` checks.
     public var janus: String
-    /// Janus `apisecret` / `token`, if the server wants them.
+    /// Janus `apisecret` / `token` of `janus`, if it wants them (and the timings of every Janus).
     public var janusOptions: JanusSession.Options
+    /// Credentials of the other allowed Janus servers, each sent only to its own.
+    public var janusCredentials = JanusCredentials()
     /// Jobs are persisted here and taken up again after a restart; nil: not persisted.
     public var stateDirectory: URL?
     public var pipelines: PipelineLibrary
@@ -48,5 +50,10 @@ public struct ServeConfiguration: Sendable {
         self.stateDirectory = stateDirectory
         self.pipelines = pipelines
         self.logger = logger
+    }
+
+    /// What a job naming `url` connects with: only that Janus's own credentials.
+    func janusOptions(for url: String) -> JanusSession.Options {
+        janusCredentials.options(for: url, defaultJanus: janus, base: janusOptions)
     }
 }

@@ -47,8 +47,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Folder below which playback files and key files are read; made 0700 if missing, not its parents (default: <state-dir>/media).", valueName: "dir"))
     var mediaRoot: String?
 
-    @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. Each gets --api-secret and --janus-token.", valueName: "url"))
+    @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. It gets only the credentials --janus-credentials gives it.", valueName: "url"))
     var janusAllow: [String] = []
+
+    @Option(help: ArgumentHelp("A 0600 JSON file of credentials per allowed Janus: {\"wss://janus-b:8989\": {\"api_secret\": \"…\", \"token\": \"…\"}}. Each Janus is sent only its own; --api-secret and --janus-token go to --janus alone.", valueName: "file"))
+    var janusCredentials: String?
 
     @Option(help: ArgumentHelp("Jobs at most at once; past it POST answers 429 and /readyz 503 (default: 25 per core: an audio playback encodes live, Opus about 3 % of a core (PITFALLS.md), and a recording of a few publishers costs about as much (docs/performance.md: about 200 participants recorded per core), so 25 audio jobs fill most of a core; a video playback encodes x264, 6-8 %: lower it for those).", valueName: "n"))
     var maxJobs: Int?
@@ -111,6 +114,11 @@ struct Serve: AsyncParsableCommand {
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
             if let maxJobs { config.maxJobs = maxJobs }
+            if let janusCredentials {
+                do { config.janusCredentials = try JanusCredentials(path: janusCredentials, allowed: config.janusAllowed) } catch {
+                    throw CLIFailure(error.description, code: .config)
+                }
+            }
             config.keepFinished = keepFinished
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {

@@ -144,8 +144,9 @@ extension MediaScene {
             #expect((gap ?? .infinity) <= 2, "every subscriber opened every publisher's frames again (≥ 90 % of \(full)/s) ≤ 2 s after the restore: \(gapText)")
             let states = result.bots.map { "\($0.display): \($0.state.rawValue)" }
             #expect(result.bots.count == 5 && result.bots.allSatisfy { $0.state == .joined }, "\(states)")
-            // The steady tail after the cut: every feed at the full rate to the end.
-            let tail = perSecond.filter { $0.at > drop.restored.addingTimeInterval(3) }
+            // The steady tail after the cut: every feed at the full rate to the end (the last second
+            // left out: the run's end cuts it, 268 of 300 once on a loaded machine).
+            let tail = perSecond.filter { $0.at > drop.restored.addingTimeInterval(3) }.dropLast()
             #expect(tail.count >= 3 && tail.allSatisfy { $0.rate > 0.9 * full }, "after the cut: \(tail.map(\.rate))")
     }
 

@@ -10,7 +10,20 @@ import Testing
 extension MediaScene {
 @Suite struct RecordingEndingsTests {
     enum Ending: String, CaseIterable, Sendable { case sigint, sigterm, twoSignals, duration, publisherLeft }
-    enum Media: String, CaseIterable, Sendable { case audio, audioVideo, audioWithMix }
+    enum Media: String, CaseIterable, Sendable { case audio, audioVideo, audioWithMix, resizingVideo }
+
+    /// 5 s at 640x360 then 5 s at 320x180 in one H.264 stream (MPEG-TS carries the new SPS in
+    /// band), constrained baseline so it is sent as it is: the picture size changes mid-call.
+    static func resizingClip(in dir: URL) async throws -> URL {
+        let clip = dir.appendingPathComponent("resize.ts")
+        try await runToEnd("""
+            concat name=vc ! h264parse ! queue ! mpegtsmux name=m ! filesink location="\(clip.path)" \
+            videotestsrc num-buffers=75 ! video/x-raw,width=640,height=360,framerate=15/1 ! x264enc key-int-max=15 bframes=0 ! video/x-h264,profile=constrained-baseline ! vc. \
+            videotestsrc num-buffers=75 ! video/x-raw,width=320,height=180,framerate=15/1 ! x264enc key-int-max=15 bframes=0 ! video/x-h264,profile=constrained-baseline ! vc. \
+            audiotestsrc num-buffers=470 ! audio/x-raw,rate=48000 ! avenc_aac ! queue ! m.
+            """)
+        return clip
+    }
 
     let key = String(repeating: "cd", count: 32)
 
@@ -28,8 +41,10 @@ extension MediaScene {
         // The publisher goes on past the stop, except where its leaving is the ending.
         let publishSeconds = ending == .publisherLeft ? "6" : "30"
         var playArgs = ["play", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "5:Eve", "--duration", publishSeconds]
-        if media == .audioVideo { playArgs.insert("--test-pattern", at: 1) } else {
-            playArgs.insert(try await Audio.tone(440, seconds: 40, in: dir).path, at: 1)
+        switch media {
+        case .audioVideo: playArgs.insert("--test-pattern", at: 1)
+        case .resizingVideo: playArgs.insert(contentsOf: [try await Self.resizingClip(in: dir).path], at: 1)
+        case .audio, .audioWithMix: playArgs.insert(try await Audio.tone(440, seconds: 40, in: dir).path, at: 1)
         }
         let player = try MediaScene.CLITests.start(playArgs)
         defer { player.signal(SIGKILL) }
@@ -51,7 +66,8 @@ extension MediaScene {
         let manifest = try RecordingManifest.read(from: out)
         #expect(manifest.errors.isEmpty, "\(manifest.errors.map(\.error))")
         let feeds = manifest.feeds.filter { $0.userID == "5" }
-        #expect(Set(feeds.map(\.kind)) == (media == .audioVideo ? ["audio", "video"] : ["audio"]), "\(feeds.map(\.file))")
+        let withVideo = media == .audioVideo || media == .resizingVideo
+        #expect(Set(feeds.map(\.kind)) == (withVideo ? ["audio", "video"] : ["audio"]), "\(feeds.map(\.file))")
         for feed in feeds {
             let disk = try #require(feed.onDisk, "\(feed.file) was read back")
             #expect(disk.frames == feed.written && disk.frames > 0, "\(feed.file) \(feed.kind): \(disk.frames) on disk, \(feed.written ?? -1) written")
@@ -59,7 +75,21 @@ extension MediaScene {
         // About 8 s were published while it recorded (less what precedes its subscription); the
         // recording holds it as a user decodes it.
         let expected = ending == .publisherLeft ? 5.0 : 6.5
-        if media == .audioVideo {
+        if media == .resizingVideo {
+            // A file per picture size, each decoding to every picture written to it; the audio apart.
+            let videos = feeds.filter { $0.kind == "video" }
+            #expect(videos.count >= 2 && videos.dropFirst().allSatisfy { $0.continues != nil }, "\(videos.map(\.file))")
+            var pictures = 0
+            for v in videos {
+                let decoded = try await Audio.videoLuma(out.appendingPathComponent(v.file)).count
+                #expect(decoded == v.written, "\(v.file): \(decoded) pictures decoded, \(v.written ?? -1) written")
+                pictures += decoded
+            }
+            #expect(Double(pictures) >= expected * 13, "\(pictures) pictures at 15 fps")
+            let audio = try #require(feeds.first { $0.kind == "audio" })
+            #expect(audio.file.hasSuffix(".audio.mka") && audio.notMerged != nil, "\(audio.file)")
+            #expect(Double(try await Audio.decode(out.appendingPathComponent(audio.file)).count) / 48000 >= expected)
+        } else if media == .audioVideo {
             #expect(feeds.map(\.file) == ["\(feeds[0].feedID)-5.mkv", "\(feeds[0].feedID)-5.mkv"], "one file with both tracks: \(feeds.map(\.file))")
             let file = out.appendingPathComponent(feeds[0].file)
             let pictures = try await Audio.videoLuma(file).count
