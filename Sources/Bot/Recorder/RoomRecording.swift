@@ -66,6 +66,8 @@ actor RoomRecording {
     let branches: FeedBranches
     /// manifest.json, with room kept for it on a full disk.
     let manifestFile: ManifestFile
+    /// Checkpoints and the signed final proof (`--signing-key`); nil without a key.
+    var proof: RecordingProof?
     /// Yields once if the recorder could not come back within `rejoinTimeout`.
     let gaveUp = AsyncStream.makeStream(of: BotError.self)
     /// Yields once when the room was destroyed: the call is over, the recording ends cleanly.
@@ -140,11 +142,14 @@ actor RoomRecording {
             }
             group.addTask { [weak self] in
                 // Every second: after a crash, a resumed recording knows to the second when it stopped.
+                var tick = 0
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(1))
                     await self?.readSessionCounters()
                     await self?.resumeAfterDiskFull()
                     await self?.writeManifest()
+                    tick += 1
+                    if tick % RecordingProof.interval == 0 { await self?.checkpoint() }
                 }
             }
             group.addTask { [weak self] in
@@ -291,7 +296,7 @@ actor RoomRecording {
 
     // MARK: - Manifest and shutdown
 
-    private func manifest(ended: Date?) -> RecordingManifest {
+    func manifest(ended: Date?) -> RecordingManifest {
         var counters = self.counters
         counters.connectionDrops += sessionCounts.drops
         counters.reclaims += sessionCounts.reclaims
@@ -342,7 +347,8 @@ actor RoomRecording {
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
         // Every file read back: the manifest says what is on disk.
-        let final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        var final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        if let proof { final = await proof.seal(final, log: log) }
         status.update(from: final)
         do {
             try manifestFile.write(final, log: log)
