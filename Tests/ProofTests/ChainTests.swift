@@ -96,3 +96,18 @@ import Testing
         #expect(throws: SigningKeyError.self) { try SigningKey(contentsOfFile: path) }
     }
 }
+
+/// A recorder restarted on the same folder (serve after a crash) continues the chain.
+@Suite struct ChainResumeTests {
+    @Test("a second process numbers on from the last checkpoint and names it; verify sees one chain")
+    func resumedChainContinues() async throws {
+        let (dir, key) = try await ChainTests.chain()
+        let again = ProofChain(directory: dir, key: key)
+        #expect(again.end.count == 3)
+        try ChainTests.append([1, 2, 3], to: dir.appendingPathComponent("3-c.opus"))
+        #expect(try await again.checkpoint(files: ["3-c.opus"], counters: .null) == 4)
+        let r = Verifier(directory: dir).run()
+        #expect(r.ok && r.checkpoints == 4 && r.reach.map(\.file) == ["3-c.opus"], "\(r.text)")
+        #expect(r.extraFiles == ["1-a.opus", "2-b.mkv"], "files the last checkpoint does not name are reported")
+    }
+}
