@@ -79,8 +79,8 @@ public final class ProofChain: Sendable {
         }
     }
 
-    /// Hashes what was appended to `url` since `t.covered`, up to the start of a Matroska
-    /// cluster still open. Returns the file's size, or nil if it cannot be read (not listed).
+    /// Hashes what was appended to `url` since `t.covered`, in 1 MiB pieces, up to the start of
+    /// a Matroska cluster still open. Returns the file's size, or nil if it cannot be read.
     static func advance(_ t: inout Tracker, _ url: URL) -> Int? {
         let fd = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -90,23 +90,35 @@ public final class ProofChain: Sendable {
         let size = Int(st.st_size)
         // A file shorter than what was covered was replaced: started again from its first byte.
         if size < t.covered { t = Tracker() }
-        var fresh = [UInt8](repeating: 0, count: size - t.covered)
-        var got = 0
-        while got < fresh.count {
-            let n = fresh.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(t.covered + got)) }
-            guard n > 0 else { break }
-            got += n
+        var stable = size
+        if read(fd, at: 0, count: 4) == [0x1A, 0x45, 0xDF, 0xA3], let open = lastOpenCluster(fd, from: t.covered, to: size) { stable = open }
+        while t.covered < stable {
+            let piece = read(fd, at: t.covered, count: min(1 << 20, stable - t.covered))
+            guard !piece.isEmpty else { break }
+            t.hasher.update(data: piece)
+            t.covered += piece.count
         }
-        fresh.removeSubrange(got...)
-        let stable = openCluster(in: fresh) ?? fresh.count
-        t.hasher.update(data: fresh[0..<stable])
-        t.covered += stable
         return size
     }
 
-    /// Offset of the last Matroska cluster header whose size is still "unknown".
+    static let openClusterHeader: [UInt8] = [0x1F, 0x43, 0xB6, 0x75, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+
+    /// Offset of the last Matroska cluster header in [from, to) whose size is still "unknown",
+    /// searched backwards in 1 MiB windows (overlapping by the header's length).
+    static func lastOpenCluster(_ fd: Int32, from: Int, to: Int) -> Int? {
+        var end = to
+        while end > from {
+            let start = max(from, end - (1 << 20))
+            let window = read(fd, at: start, count: min(to, end + openClusterHeader.count - 1) - start)
+            if let i = openCluster(in: window) { return start + i }
+            end = start
+        }
+        return nil
+    }
+
+    /// Offset of the last open cluster header in `bytes`.
     static func openCluster(in bytes: [UInt8]) -> Int? {
-        let pattern: [UInt8] = [0x1F, 0x43, 0xB6, 0x75, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        let pattern = openClusterHeader
         guard bytes.count >= pattern.count else { return nil }
         var i = bytes.count - pattern.count
         while i >= 0 {
@@ -114,6 +126,19 @@ public final class ProofChain: Sendable {
             i -= 1
         }
         return nil
+    }
+
+    /// Up to `count` bytes at `offset` (fewer at the end of the file or on an error).
+    static func read(_ fd: Int32, at offset: Int, count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: max(0, count))
+        var got = 0
+        while got < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(offset + got)) }
+            guard n > 0 else { break }
+            got += n
+        }
+        bytes.removeSubrange(got...)
+        return bytes
     }
 
     static func append(_ data: Data, to url: URL) throws {
