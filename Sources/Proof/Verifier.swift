@@ -107,10 +107,12 @@ public struct Verifier {
         }
         // Every file the manifest lists is signed.
         let listed = (manifest["feeds"]?.array ?? []).compactMap { $0["file"]?.string } + [manifest["mix"]?.string].compactMap { $0 }
+            + (manifest["outputs"]?.array ?? []).compactMap { $0["file"]?.string }
         // The mix is listed by its path; the proof names it relative to the folder when inside it.
         for name in Set(listed).sorted() where !names.contains(name) && !(name.hasPrefix("/") && names.contains((name as NSString).lastPathComponent)) {
             r.problem("listed in the manifest but not signed", file: name)
         }
+        checkInputs(proof["inputs"]?.array ?? [], into: &r)
         r.participants = (proof["participants"]?.array ?? []).map { p in
             "\(p["display"]?.string ?? "?"): \(p["frames"]?.int ?? 0) frames in \((p["files"]?.array ?? []).compactMap(\.string).joined(separator: ", "))"
         }
@@ -118,5 +120,21 @@ public struct Verifier {
             "\(g["start"]?.string ?? "?") to \(g["end"]?.string ?? "?"): \(g["cause"]?.string ?? "")"
         }
         return names
+    }
+
+    /// `mjr decrypt`'s inputs: checked where they still are; a missing one is only said.
+    func checkInputs(_ inputs: [JSONValue], into r: inout VerifyReport) {
+        for f in inputs {
+            guard let name = f["name"]?.string, let bytes = f["bytes"]?.int, let hash = f["sha256"]?.string else { continue }
+            guard let d = try? FileDigest.of(URL(fileURLWithPath: name)) else {
+                r.inputs.append("\(name): not found here, not checked (signed: \(bytes) bytes, sha256 \(hash))")
+                continue
+            }
+            if d.size != bytes || d.sha256 != hash {
+                r.problem("this input is not the one decrypted (\(d.size) bytes now, \(bytes) signed; or other bytes)", file: name)
+            } else {
+                r.inputs.append("\(name): \(bytes) bytes, as decrypted")
+            }
+        }
     }
 }

@@ -39,6 +39,8 @@ public struct VerifyReport: Sendable {
     public var files: [String] = []
     public var reach: [Reach] = []
     public var extraFiles: [String] = []
+    /// `mjr decrypt`'s signed inputs, and whether each was checked.
+    public var inputs: [String] = []
 
     public var ok: Bool { problems.isEmpty && coveredBy != "none" }
 
@@ -59,6 +61,7 @@ public struct VerifyReport: Sendable {
         for r in reach { lines.append("proven: \(r.file) bytes 0..<\(r.proven) of \(r.size)") }
         for p in participants { lines.append("participant: \(p)") }
         for g in gaps { lines.append("gap: \(g)") }
+        for i in inputs { lines.append("input: \(i)") }
         for e in extraFiles { lines.append("extra (not signed): \(e)") }
         return lines.joined(separator: "\n")
     }
@@ -70,7 +73,7 @@ public struct VerifyReport: Sendable {
             "ok": .bool(ok), "covered_by": .string(coveredBy), "fingerprint": opt(fingerprint), "algorithm": opt(algorithm),
             "signed_at": opt(signedAt), "started": opt(started), "ended": opt(ended), "checkpoints": .number(Double(checkpoints)),
             "last_checkpoint_time": opt(lastCheckpointTime), "participants": strings(participants), "gaps": strings(gaps),
-            "files": strings(files), "extra_files": strings(extraFiles),
+            "files": strings(files), "extra_files": strings(extraFiles), "inputs": strings(inputs),
             "reach": .array(reach.map { .object(["file": .string($0.file), "proven": .number(Double($0.proven)), "size": .number(Double($0.size))]) }),
             "problems": .array(problems.map { p in
                 .object([

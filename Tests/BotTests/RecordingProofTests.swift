@@ -1,4 +1,5 @@
 import Bot
+import FrameCrypto
 import Foundation
 import Testing
 
@@ -111,6 +112,29 @@ extension MediaScene {
         #expect(k.out.components(separatedBy: "proven: ").count - 1 == killedFiles.count, "\(killedFiles)\n\(k.out)")
         let kpy = try await ChildProcess.run("/usr/bin/python3", [Self.script, killedOut.path])
         #expect(kpy.status == 0, "\(kpy.outText)")
+    }
+
+    @Test("mjr decrypt --signing-key: the outputs and the .mjr inputs signed by hash; verify checks both")
+    func signedMjrDecrypt() async throws {
+        let dir = try Scene.tempDirectory("proof-mjr")
+        let keyFile = dir.appendingPathComponent("signing.key")
+        #expect(try await CLITests.run(["keys", "signing-key", "--out", keyFile.path, "--type", "ed25519"]).status == 0)
+        let tone = try await Audio.tone(440, seconds: 3, in: dir)
+        let files = try await MjrDecryptTests().janusRecording(.file(tone.path), seconds: 3, ring: KeyRing(current: try CallKey(hex: key)), name: "proof")
+        let out = dir.appendingPathComponent("dec")
+        let run = try await CLITests.run(["mjr", "decrypt"] + files.map(\.path) + ["--key-hex", key, "--out", out.path, "--signing-key", keyFile.path])
+        #expect(run.status == 0, "\(run.err)")
+        let ok = try await Self.verify(out)
+        #expect(ok.status == 0 && ok.out.components(separatedBy: "as decrypted").count - 1 == files.count, "\(ok.out)")
+        let py = try await ChildProcess.run("/usr/bin/python3", [Self.script, out.path])
+        #expect(py.status == 0, "\(py.outText)")
+        // An input changed after it was decrypted is named.
+        let h = try FileHandle(forWritingTo: files[0])
+        try h.seekToEnd()
+        try h.write(contentsOf: Data([0]))
+        try h.close()
+        let changed = try await Self.verify(out)
+        #expect(changed.status == 65 && changed.out.contains("problem: \(files[0].standardizedFileURL.path): this input is not the one decrypted"), "\(changed.out)")
     }
 }
 }

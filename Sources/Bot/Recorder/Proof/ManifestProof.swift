@@ -21,6 +21,8 @@ public struct ManifestProof: Codable, Sendable {
     public var chain: Chain?
     /// Over the canonical manifest without this member; base64 (P-256: DER ECDSA-Sig-Value).
     public var signature: String?
+    /// `mjr decrypt`: the `.mjr` files decrypted (absolute paths), as they were read.
+    public var inputs: [File]? = nil
 
     public struct File: Codable, Sendable {
         public var name: String
@@ -56,6 +58,6 @@ public struct ManifestProof: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case version, algorithm, publicKey = "public_key", fingerprint, signedAt = "signed_at", files, participants
-        case keyEpochs = "key_epochs", gaps, chain, signature
+        case keyEpochs = "key_epochs", gaps, chain, signature, inputs
     }
 }
