@@ -19,7 +19,12 @@ public final class ProofChain: Sendable {
     struct Tracker {
         var hasher = SHA256()
         var covered = 0
+        /// SHA-256 of the first `headBytes` covered (Matroska): changed when the muxer finished
+        /// the file (segment size, seek head, duration), and the file is then hashed again.
+        var head: SHA256.Digest?
     }
+
+    static let headBytes = 16 << 10
 
     struct State {
         var trackers: [String: Tracker] = [:]
@@ -91,13 +96,16 @@ public final class ProofChain: Sendable {
         // A file shorter than what was covered was replaced: started again from its first byte.
         if size < t.covered { t = Tracker() }
         var stable = size
-        if read(fd, at: 0, count: 4) == [0x1A, 0x45, 0xDF, 0xA3], let open = lastOpenCluster(fd, from: t.covered, to: size) { stable = open }
+        let matroska = read(fd, at: 0, count: 4) == [0x1A, 0x45, 0xDF, 0xA3]
+        if matroska, let head = t.head, SHA256.hash(data: read(fd, at: 0, count: min(t.covered, headBytes))) != head { t = Tracker() }
+        if matroska, let open = lastOpenCluster(fd, from: t.covered, to: size) { stable = open }
         while t.covered < stable {
             let piece = read(fd, at: t.covered, count: min(1 << 20, stable - t.covered))
             guard !piece.isEmpty else { break }
             t.hasher.update(data: piece)
             t.covered += piece.count
         }
+        if matroska { t.head = SHA256.hash(data: read(fd, at: 0, count: min(t.covered, headBytes))) }
         return size
     }
 

@@ -38,7 +38,8 @@ extension MediaScene {
         let fingerprint = try #require(made.out.split(separator: "\n").first { $0.hasPrefix("fingerprint: ") }?.dropFirst(13)).description
         let (room, killedRoom) = (try await Scene.createRoom(), try await Scene.createRoom())
         let out = dir.appendingPathComponent("rec"), killedOut = dir.appendingPathComponent("killed")
-        let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path, "--signing-key", keyFile.path])
+        let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path, "--signing-key", keyFile.path,
+                                           "--mix", dir.appendingPathComponent("call.opus").path])
         let killed = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(killedRoom)", "--key-hex", key, "--out", killedOut.path, "--signing-key", keyFile.path])
         try await Task.sleep(for: .seconds(1))
         let players = [try Self.publish(room, key: key, display: "6:Ann"), try Self.publish(killedRoom, key: key, display: "7:Ben")]
@@ -61,7 +62,8 @@ extension MediaScene {
         let manifest = try RecordingManifest.read(from: out)
         let media = try #require(manifest.feeds.first?.file)
         let checkpoints = try #require(manifest.proof?.chain?.checkpoints)
-        #expect(checkpoints >= 3 && manifest.proof?.files.map(\.name) == [media], "\(String(describing: manifest.proof))")
+        // The mix is outside the folder: named by its path.
+        #expect(checkpoints >= 3 && manifest.proof?.files.map(\.name) == [dir.appendingPathComponent("call.opus").path, media], "\(String(describing: manifest.proof))")
 
         // Each tamper, on a copy: exit 65 and the problem named.
         func tampered(_ name: String, _ change: (URL) throws -> Void, expect: String) async throws {

@@ -21,6 +21,12 @@ import Testing
 
     /// Three checkpoints of a growing Ogg-like file and a Matroska-like one whose last cluster is open.
     static func chain(_ kind: SigningKey.Kind = .p256) async throws -> (URL, SigningKey) {
+        let (dir, key, _) = try await chainWriter(kind)
+        return (dir, key)
+    }
+
+    /// The same, and the writer (which keeps its trackers).
+    static func chainWriter(_ kind: SigningKey.Kind = .p256) async throws -> (URL, SigningKey, ProofChain) {
         let dir = try folder(), key = SigningKey.generate(kind)
         let chain = ProofChain(directory: dir, key: key)
         let ogg = dir.appendingPathComponent("1-a.opus"), mkv = dir.appendingPathComponent("2-b.mkv")
@@ -31,7 +37,7 @@ import Testing
             try append([UInt8](repeating: UInt8(round), count: 500) + open + [UInt8](repeating: 9, count: 300), to: mkv)
             try await chain.checkpoint(files: ["1-a.opus", "2-b.mkv"], counters: .object(["round": .number(Double(round))]))
         }
-        return (dir, key)
+        return (dir, key, chain)
     }
 
     @Test("a chain left as a killed recorder leaves it verifies, up to the open Matroska cluster", arguments: SigningKey.Kind.allCases)
@@ -42,6 +48,20 @@ import Testing
         #expect(r.coveredBy == "checkpoints" && r.checkpoints == 3)
         #expect(r.reach.map(\.file) == ["1-a.opus", "2-b.mkv"])
         #expect(r.reach.map(\.proven) == [3000, 4 + 2 * 812 + 500], "the open cluster of the last round is not covered: \(r.reach)")
+    }
+
+    @Test("a Matroska file the muxer finished (its head rewritten, cues appended) is hashed again: the chain still proves it")
+    func finishedMatroskaRehashed() async throws {
+        let (dir, _, chain) = try await Self.chainWriter()
+        let mkv = dir.appendingPathComponent("2-b.mkv")
+        var data = try Data(contentsOf: mkv)
+        data[8] = 0x42  // the segment's size, as matroskamux writes it at the end
+        for i in [504, 1316, 2128] { data[i + 4] = 0x01; data[i + 5] = 0 }  // every cluster closed
+        data.append(contentsOf: [UInt8](repeating: 0xC5, count: 100))  // the cues
+        try data.write(to: mkv)
+        try await chain.checkpoint(files: ["2-b.mkv"], counters: .null)
+        let r = Verifier(directory: dir).run()
+        #expect(r.ok && r.reach.first?.proven == data.count, "\(r.text)")
     }
 
     @Test("a checkpoint removed from the middle is named")

@@ -242,6 +242,8 @@ actor RoomRecording {
         for r in done { await r.finish(in: media.pipeline) }
         finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.flatMap(\.entries))
         writeManifest()
+        // The merge replaced track files: a checkpoint now, so a kill does not find them named and gone.
+        await checkpoint()
     }
 
     // MARK: - Media
@@ -368,6 +370,7 @@ actor RoomRecording {
             }
         }
         finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.flatMap(\.entries))
+        await checkpoint()
     }
 }
 
