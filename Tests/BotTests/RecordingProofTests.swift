@@ -138,5 +138,25 @@ extension MediaScene {
         let changed = try await Self.verify(out)
         #expect(changed.status == 65 && changed.out.contains("problem: \(files[0].standardizedFileURL.path): this input is not the one decrypted"), "\(changed.out)")
     }
+
+    @Test("refusals: a signing key others can read (exit 65, before joining), a folder with nothing signed (65), no folder (66), a bad fingerprint")
+    func refusals() async throws {
+        let dir = try Scene.tempDirectory("proof-refusals")
+        let keyFile = dir.appendingPathComponent("open.key")
+        #expect(try await CLITests.run(["keys", "signing-key", "--out", keyFile.path]).status == 0)
+        chmod(keyFile.path, 0o644)
+        let record = try await CLITests.run(["record", "--janus", "ws://127.0.0.1:1", "--room", "1", "--key-hex", key, "--out", dir.appendingPathComponent("rec").path,
+                                             "--signing-key", keyFile.path, "--duration", "1"])
+        #expect(record.status == 65 && record.err.contains("can be read by others"), "\(record.err)")
+        let again = try await CLITests.run(["keys", "signing-key", "--out", keyFile.path])
+        #expect(again.status == 73, "never over an existing key: \(again.err)")
+        let empty = dir.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let nothing = try await Self.verify(empty)
+        #expect(nothing.status == 65 && nothing.out.contains("nothing in"), "\(nothing.out)")
+        #expect(try await Self.verify(dir.appendingPathComponent("none")).status == 66)
+        let bad = try await Self.verify(empty, ["--fingerprint", "abc"])
+        #expect(bad.status != 0 && bad.err.contains("64 hex digits"), "\(bad.err)")
+    }
 }
 }
