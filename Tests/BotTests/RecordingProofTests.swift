@@ -158,5 +158,27 @@ extension MediaScene {
         let bad = try await Self.verify(empty, ["--fingerprint", "abc"])
         #expect(bad.status != 0 && bad.err.contains("64 hex digits"), "\(bad.err)")
     }
+
+    @Test("a publisher leaves (its track files merged and deleted), then the recorder is SIGKILLed: verify proves what is left")
+    func killedAfterAMerge() async throws {
+        let dir = try Scene.tempDirectory("proof-merge-kill")
+        let keyFile = dir.appendingPathComponent("signing.key")
+        #expect(try await CLITests.run(["keys", "signing-key", "--out", keyFile.path]).status == 0)
+        let room = try await Scene.createRoom()
+        let out = dir.appendingPathComponent("rec")
+        let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path, "--signing-key", keyFile.path])
+        try await Task.sleep(for: .seconds(1))
+        let leaving = try CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "8:Lea", "--duration", "6"])
+        let staying = try Self.publish(room, key: key, display: "9:Sam")
+        defer { leaving.signal(SIGKILL); staying.signal(SIGKILL) }
+        try await Task.sleep(for: .milliseconds(12_700))
+        recorder.signal(SIGKILL)
+        _ = await recorder.exit()
+        let names = try FileManager.default.contentsOfDirectory(atPath: out.path)
+        #expect(names.contains { $0.hasSuffix("-8.mkv") }, "Lea's tracks were merged: \(names)")
+        let r = try await Self.verify(out)
+        print("killed after a merge:\n\(r.out)")
+        #expect(r.status == 0 && r.out.contains("-8.mkv bytes") && r.out.contains("-9.video.mkv bytes"), "\(r.out)")
+    }
 }
 }
