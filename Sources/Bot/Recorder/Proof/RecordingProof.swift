@@ -2,6 +2,7 @@ public import Foundation
 public import Proof
 import FrameCrypto
 import Logging
+import Synchronization
 
 /// The recorder's proof: checkpoints into `proof.jsonl` while recording (`checkpoint`), and the
 /// signed `proof` of the final manifest (`seal`). All file reading runs off the cooperative pool.
@@ -9,6 +10,7 @@ public final class RecordingProof: Sendable {
     public let key: SigningKey
     let chain: ProofChain
     let directory: URL
+    private let complained = Atomic<Bool>(false)
     /// Seconds between checkpoints.
     public static let interval = 5
 
@@ -35,7 +37,13 @@ public final class RecordingProof: Sendable {
             ])
         }
         let counters = JSONValue.object(["feeds": .array(feeds), "gaps": .number(Double(live.gaps.count))])
-        do { try await chain.checkpoint(files: files, counters: counters) } catch { log.error("cannot append a checkpoint to proof.jsonl: \(error)") }
+        do {
+            try await chain.checkpoint(files: files, counters: counters)
+            if complained.exchange(false, ordering: .relaxed) { log.notice("checkpoints are written to proof.jsonl again") }
+        } catch {
+            // Once until one is written again (a full disk would say it every 5 s).
+            if !complained.exchange(true, ordering: .relaxed) { log.error("cannot append a checkpoint to proof.jsonl (\(error)): none is written until there is room again; the chain itself stays whole") }
+        }
     }
 
     /// `final` with its signed proof: every file hashed as it is now (after the read-back).
