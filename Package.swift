@@ -60,6 +60,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Signed, hash-chained recording manifests and their verification (swift-crypto only).
+        .target(
+            name: "Proof",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // A client WebSocket of text messages in one subprotocol (Janus, STOMP).
         .target(
             name: "TextWebSocket",
@@ -115,7 +121,7 @@ let package = Package(
         .target(
             name: "Bot",
             dependencies: [
-                "GStreamerKit", "FrameCrypto", "Janus",
+                "GStreamerKit", "FrameCrypto", "Janus", "Proof",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -152,7 +158,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus",
+                "Bot", "FrameCrypto", "Janus", "Proof",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -166,7 +172,7 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -178,6 +184,7 @@ let package = Package(
             name: "FrameCryptoTests",
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
+        .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
@@ -195,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry", "Proof",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

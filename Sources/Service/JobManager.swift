@@ -188,6 +188,7 @@ actor JobManager: Service {
                 config: botConfig, directory: URL(fileURLWithPath: spec.out!), duration: duration,
                 mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
             recorder.resume = resumes > 0
+            recorder.signingKey = config.signingKey
             if resumes == 0 {
                 do { try recorder.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
             }

@@ -1,5 +1,6 @@
 public import Bot
 public import Foundation
+public import Proof
 public import Janus
 public import Logging
 
@@ -37,6 +38,8 @@ public struct ServeConfiguration: Sendable {
     public var maxBodyBytes = 64 * 1024
     /// Renders the process's metrics (Prometheus text) for `/metrics`; nil: none.
     public var metrics: (@Sendable () -> String)?
+    /// Signs every recording (checkpoints and the final manifest's proof); nil: nothing is signed.
+    public var signingKey: SigningKey?
 
     public init(host: String, port: Int, tokens: TokenFile, roots: Roots, janus: String, janusAllowed: JanusAllowList,
                 janusOptions: JanusSession.Options = .init(), stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {

@@ -11,7 +11,7 @@ struct Keys: ParsableCommand {
             key (PKCS#8 PEM, created 0600, never overwritten); DIR/identity.pub its public key in \
             ECall's wire form (P-256: base64 of the raw 64-byte X‖Y; RSA: base64 of PKCS#1 DER).
             """,
-        subcommands: [Generate.self, Import.self, Show.self])
+        subcommands: [Generate.self, Import.self, Show.self, SigningKeyCommand.self])
 
     static let privateName = "identity.key", publicName = "identity.pub"
 

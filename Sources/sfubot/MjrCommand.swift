@@ -46,6 +46,9 @@ struct Mjr: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Folder for the decrypted files and manifest.json (created 0700).", valueName: "dir"))
         var out: String
 
+        @Option(help: ArgumentHelp("Sign manifest.json with this key (as record --signing-key): the outputs and the .mjr inputs by SHA-256 and size, checked by `sfubot verify`. Without it nothing is signed.", valueName: "file"))
+        var signingKey: String?
+
         @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
         var pipelines: String?
 
@@ -72,10 +75,15 @@ struct Mjr: AsyncParsableCommand {
                 LoggingSystem.bootstrapOnce()
                 var logger = Logger(label: "mjr")
                 logger.logLevel = verbose > 0 ? .debug : .info
-                let manifest = try await MjrDecrypt(
+                let signer = SigningKeyOption.load(signingKey)
+                var manifest = try await MjrDecrypt(
                     files: files, keys: keys, directory: URL(fileURLWithPath: out),
                     library: try PipelineLibrary(directory: pipelines), logger: logger
                 ).run()
+                if let signer {
+                    manifest = try await manifest.signed(with: signer, directory: URL(fileURLWithPath: out), inputs: files)
+                    try manifest.write(to: URL(fileURLWithPath: out))
+                }
                 for o in manifest.outputs {
                     let t = o.tracks.map { "\($0.input): \($0.frames.opened)/\($0.frames.received) opened\($0.truncated ? " (cut short)" : "")" }
                     print("\(o.file ?? "(nothing written: no frame opened)"): \(t.joined(separator: "; "))")

@@ -42,6 +42,9 @@ struct Record: AsyncParsableCommand {
         valueName: "file"))
     var keyLog: String?
 
+    @Option(help: ArgumentHelp(SigningKeyOption.help, valueName: "file"))
+    var signingKey: String?
+
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
     }
@@ -53,11 +56,14 @@ struct Record: AsyncParsableCommand {
             let protection = try key.protection()
             KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
             let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
-            let recorder = Recorder(
+            let signer = SigningKeyOption.load(signingKey)
+            var recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
                 duration: try OptionCheck.seconds(duration, "--duration"),
                 mixFile: mix.map { URL(fileURLWithPath: $0) })
-            let manifest = try await runCancellableOnSignals(grace: .seconds(30)) { () async throws(BotError) in try await recorder.run() }
+            recorder.signingKey = signer
+            let configured = recorder
+            let manifest = try await runCancellableOnSignals(grace: .seconds(30)) { () async throws(BotError) in try await configured.run() }
             for feed in manifest.feeds {
                 print("\(URL(fileURLWithPath: out).appendingPathComponent(feed.file).path)  \(feed.display)  \(Counters.line(feed.frames, sending: false, encrypted: manifest.e2ee))")
             }

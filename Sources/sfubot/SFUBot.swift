@@ -10,5 +10,5 @@ struct SFUBot: AsyncParsableCommand {
             phone, and load-tests rooms. Media frames are sealed with the call's AES-256-GCM key \
             (ECall's frame format); Janus never sees them in the clear.
             """,
-        subcommands: [Play.self, Record.self, Load.self, Serve.self, Room.self, Keys.self, Mjr.self, AgentCommand.self])
+        subcommands: [Play.self, Record.self, Load.self, Serve.self, Room.self, Keys.self, Mjr.self, AgentCommand.self, Verify.self])
 }

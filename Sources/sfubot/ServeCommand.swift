@@ -1,6 +1,7 @@
 import ArgumentParser
 import Bot
 import Foundation
+import Proof
 import Janus
 import Logging
 import Service
@@ -40,6 +41,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
+
+    @Option(help: ArgumentHelp("Sign every recording with this key (PKCS#8 PEM, P-256 or Ed25519, 0600): checkpoints in proof.jsonl, a signed proof in manifest.json (`sfubot verify`). Default with --state-dir: <state-dir>/signing.key, made (P-256, 0600) on first start; its fingerprint is logged at start. Without either, nothing is signed.", valueName: "file"))
+    var signingKey: String?
 
     @Option(help: ArgumentHelp("Folder below which recordings (`out`, `mix`) are written; made 0700 if missing, not its parents (default: <state-dir>/recordings).", valueName: "dir"))
     var outputRoot: String?
@@ -120,6 +124,7 @@ struct Serve: AsyncParsableCommand {
                 }
             }
             config.keepFinished = keepFinished
+            config.signingKey = try Self.signer(signingKey, stateDir: stateDir, logger: logger)
             config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
@@ -131,6 +136,25 @@ struct Serve: AsyncParsableCommand {
             CLIFailure(e.description, code: .config).exit()
         } catch let e as BotError {
             CLIFailure(e).exit()
+        }
+    }
+
+    /// --signing-key, or <state-dir>/signing.key (made on first start).
+    static func signer(_ path: String?, stateDir: String?, logger: Logger) throws(CLIFailure) -> SigningKey? {
+        do {
+            let key: SigningKey
+            if let path {
+                key = try SigningKey(contentsOfFile: path)
+            } else if let stateDir {
+                try? FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+                key = try SigningKey.loadOrCreate((stateDir as NSString).appendingPathComponent("signing.key"))
+            } else {
+                return nil
+            }
+            logger.info("recordings are signed by the key with fingerprint \(key.publicKey.fingerprint)")
+            return key
+        } catch {
+            throw CLIFailure("--signing-key: \(error)", code: .badKey)
         }
     }
 

@@ -88,6 +88,16 @@ extension MediaScene {
             #expect(size > 0, "\(name) is empty")
             #expect(listed.contains(name), "\(name) is on disk and not in the manifest")
         }
+        // Signed with the key serve made in its state folder; one chain across the restart, ending in the manifest.
+        let chain = try #require(manifest.proof?.chain, "serve signs with <state-dir>/signing.key")
+        let lines = try String(contentsOf: out.appendingPathComponent("proof.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(chain.checkpoints == lines.count && lines.count >= 2, "\(lines.count) lines, the manifest names \(chain.checkpoints)")
+        // The first checkpoint is the killed process's (before the recorder came back).
+        let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
+        let back = try #require(manifest.gaps.first { $0.cause.contains("not running") }?.end)
+        #expect((first?["time"] as? String ?? "~") < back.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)), "\(lines[0])")
+        let verified = try await MediaScene.CLITests.run(["verify", out.path])
+        #expect(verified.status == 0 && verified.out.contains("covered by: the signed final manifest"), "\(verified.out)")
     }
 }
 }

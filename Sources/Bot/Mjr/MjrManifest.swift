@@ -8,6 +8,8 @@ public struct MjrManifest: Codable, Sendable {
     public var outputs: [Output] = []
     /// Inputs with no media (data channel recordings), left out.
     public var skipped: [String] = []
+    /// `--signing-key`: the outputs and the `.mjr` inputs by hash, signed (docs/proof.md).
+    public var proof: ManifestProof? = nil
 
     public struct Output: Codable, Sendable {
         /// The file written, relative to the folder; nil if no frame could be kept (wrong key).

@@ -1,4 +1,5 @@
 public import Foundation
+public import Proof
 import Janus
 import Logging
 
@@ -20,6 +21,8 @@ public struct Recorder: Sendable {
     /// time the recorder was away is a gap in the manifest. Without it the folder is recorded
     /// into afresh.
     public var resume = false
+    /// Signs checkpoints (`proof.jsonl`) and the final manifest's `proof`; nil: nothing is signed.
+    public var signingKey: SigningKey? = nil
     /// What the recording is doing now (phase, tracks and their counters, last error).
     public let status = LiveStatus()
 
@@ -40,6 +43,7 @@ public struct Recorder: Sendable {
         let mixes = earlier == nil ? [] : self.mixFile.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
         let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status)
+        if let signingKey { await room.sign(with: signingKey) }
         if let earlier {
             await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date(), mixesOnDisk: mixes)
         }

@@ -117,7 +117,7 @@ extension RecordingManifest {
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
         case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, reconnection, participants
-        case unrecorded, mixOnDisk = "mix_on_disk"
+        case unrecorded, mixOnDisk = "mix_on_disk", proof
     }
 
     /// Manifests written before reconnection (no gaps, counters or participants) still read.
@@ -138,5 +138,6 @@ extension RecordingManifest {
         participants = try c.decodeIfPresent([Participant].self, forKey: .participants) ?? []
         unrecorded = try c.decodeIfPresent([Feed].self, forKey: .unrecorded) ?? []
         mixOnDisk = try c.decodeIfPresent(OnDisk.self, forKey: .mixOnDisk)
+        proof = try c.decodeIfPresent(ManifestProof.self, forKey: .proof)
     }
 }

@@ -97,6 +97,8 @@ public struct RecordingManifest: Codable, Sendable {
     /// Tracks subscribed to of which no frame reached a file (no key opened them, or none
     /// arrived): their counters say why; they have no file.
     public var unrecorded: [Feed] = []
+    /// The signing key's proof of the finished recording (`--signing-key`); nil without a key.
+    public var proof: ManifestProof? = nil
 
     /// Whether anything the recorder should have written is missing: each loss is in `errors`.
     public var lostSomething: Bool { !errors.isEmpty }

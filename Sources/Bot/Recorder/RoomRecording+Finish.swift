@@ -57,7 +57,8 @@ extension RoomRecording {
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
         // Every file read back: the manifest says what is on disk.
-        let final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        var final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        if let proof { final = await proof.seal(final, log: log) }
         status.update(from: final)
         do {
             try manifestFile.write(final, log: log)
@@ -77,5 +78,6 @@ extension RoomRecording {
             }
         }
         finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.flatMap(\.entries))
+        await checkpoint()
     }
 }

@@ -51,6 +51,8 @@ extension RoomRecording {
         for r in done { await r.finish(in: media.pipeline) }
         finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.flatMap(\.entries))
         writeManifest()
+        // The merge replaced track files: a checkpoint now, so a kill does not find them named and gone.
+        await checkpoint()
     }
 
     /// The pipeline (once) and a PeerConnection with its subscription on the current session.

@@ -71,6 +71,8 @@ actor RoomRecording {
     let branches: FeedBranches
     /// manifest.json, with room kept for it on a full disk.
     let manifestFile: ManifestFile
+    /// Checkpoints and the signed final proof (`--signing-key`); nil without a key.
+    var proof: RecordingProof?
     /// Yields once if the recorder could not come back within `rejoinTimeout`.
     let gaveUp = AsyncStream.makeStream(of: BotError.self)
     /// Yields once when the room was destroyed: the call is over, the recording ends cleanly.
@@ -145,11 +147,14 @@ actor RoomRecording {
             }
             group.addTask { [weak self] in
                 // Every second: after a crash, a resumed recording knows to the second when it stopped.
+                var tick = 0
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(1))
                     await self?.readSessionCounters()
                     await self?.resumeAfterDiskFull()
                     await self?.writeManifest()
+                    tick += 1
+                    if tick % RecordingProof.interval == 0 { await self?.checkpoint() }
                 }
             }
             group.addTask { [weak self] in

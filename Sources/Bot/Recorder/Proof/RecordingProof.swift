@@ -1,0 +1,108 @@
+public import Foundation
+public import Proof
+import FrameCrypto
+import Logging
+import Synchronization
+
+/// The recorder's proof: checkpoints into `proof.jsonl` while recording (`checkpoint`), and the
+/// signed `proof` of the final manifest (`seal`). All file reading runs off the cooperative pool.
+public final class RecordingProof: Sendable {
+    public let key: SigningKey
+    let chain: ProofChain
+    let directory: URL
+    private let complained = Atomic<Bool>(false)
+    /// Seconds between checkpoints.
+    public static let interval = 5
+
+    public init(key: SigningKey, directory: URL) {
+        self.key = key
+        self.directory = directory
+        chain = ProofChain(directory: directory, key: key)
+    }
+
+    /// Names as the proof gives them: relative to the folder if inside it, else the path.
+    func name(_ path: String) -> String {
+        let prefix = directory.standardizedFileURL.path + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+
+    /// One checkpoint of every file `live` lists, with its counters.
+    func checkpoint(_ live: RecordingManifest, log: Logger) async {
+        let files = live.feeds.map(\.file) + [live.mix].compactMap { $0 }.map(name)
+        let feeds: [JSONValue] = live.feeds.map { f in
+            .object([
+                "feed_id": .number(Double(f.feedID)), "display": .string(f.display), "kind": .string(f.kind),
+                "file": .string(f.file), "frames": .number(Double(f.written ?? f.frames.opened)),
+                "received": .number(Double(f.frames.received)), "dropped": .number(Double(f.frames.droppedTotal)),
+            ])
+        }
+        let counters = JSONValue.object(["feeds": .array(feeds), "gaps": .number(Double(live.gaps.count))])
+        do {
+            try await chain.checkpoint(files: files, counters: counters)
+            if complained.exchange(false, ordering: .relaxed) { log.notice("checkpoints are written to proof.jsonl again") }
+        } catch {
+            // Once until one is written again (a full disk would say it every 5 s).
+            if !complained.exchange(true, ordering: .relaxed) { log.error("cannot append a checkpoint to proof.jsonl (\(error)): none is written until there is room again; the chain itself stays whole") }
+        }
+    }
+
+    /// `final` with its signed proof: every file hashed as it is now (after the read-back).
+    func seal(_ final: RecordingManifest, log: Logger) async -> RecordingManifest {
+        var m = final
+        let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
+        let directory = self.directory
+        let files: [ManifestProof.File] = (try? await ProofChain.offPool {
+            var out: [ManifestProof.File] = []
+            for n in Array(Set(names)).sorted() {
+                let url = n.hasPrefix("/") ? URL(fileURLWithPath: n) : directory.appendingPathComponent(n)
+                if let d = try? FileDigest.of(url) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
+            }
+            return out
+        }) ?? []
+        let end = chain.end
+        m.proof = ManifestProof(
+            algorithm: key.publicKey.algorithm, publicKey: key.publicKey.der.base64EncodedString(), fingerprint: key.publicKey.fingerprint,
+            signedAt: Date(), files: files, participants: Self.participants(m), keyEpochs: Self.epochs(m), gaps: m.gaps,
+            chain: end.last.map { .init(checkpoints: end.count, last: $0) }, signature: nil)
+        do {
+            let value = try JSONValue.parse(Self.encoder.encode(m)).removing("signature", at: ["proof"])
+            m.proof?.signature = try key.sign(Canonical.bytes(value)).base64EncodedString()
+        } catch {
+            log.error("cannot sign the manifest: \(error)")
+            m.proof = nil
+        }
+        return m
+    }
+
+    static func participants(_ m: RecordingManifest) -> [ManifestProof.Participant] {
+        var byUser: [String: ManifestProof.Participant] = [:]
+        for f in m.feeds {
+            var p = byUser[f.userID] ?? .init(userID: f.userID, display: f.display, files: [], frames: 0)
+            if !p.files.contains(f.file) { p.files.append(f.file) }
+            p.frames += f.frames.opened
+            byUser[f.userID] = p
+        }
+        return byUser.values.sorted { $0.userID < $1.userID }
+    }
+
+    static func epochs(_ m: RecordingManifest) -> [ManifestProof.KeyEpoch] {
+        guard m.e2ee else { return [] }
+        return m.feeds.flatMap { f -> [ManifestProof.KeyEpoch] in
+            guard let byIndex = f.openedByKeyIndex else {
+                return [.init(feedID: f.feedID, key: "call", from: f.firstFrame, to: f.lastFrame, frames: f.frames.opened)]
+            }
+            return byIndex.keys.sorted().map { .init(feedID: f.feedID, key: $0, from: f.firstFrame, to: f.lastFrame, frames: byIndex[$0] ?? 0) }
+        }
+    }
+
+    /// As `RecordingManifest.write` encodes (the values, not the layout, are what is signed).
+    static var encoder: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        e.dateEncodingStrategy = .custom { date, enc in
+            var c = enc.singleValueContainer()
+            try c.encode(date.formatted(RecordingManifest.timeFormat))
+        }
+        return e
+    }
+}
