@@ -1,0 +1,85 @@
+import Bot
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Testing
+
+/// Issue 30: every input plays, or is refused at once with the reason. Each file is made here,
+/// as the probes of the issue made them.
+extension MediaScene {
+@Suite struct PlayInputTests {
+    let key = String(repeating: "ab", count: 32)
+
+    /// A 16-bit stereo PCM WAV header declaring `rate` and `dataBytes`, followed by `data`.
+    static func wav(rate: UInt32, dataBytes: UInt32, data: Data = Data()) -> Data {
+        func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8)] }
+        var bytes = Array("RIFF".utf8) + le32(dataBytes &+ 36) + Array("WAVEfmt ".utf8) + le32(16)
+        bytes += le16(1) + le16(2) + le32(rate) + le32(rate &* 4) + le16(4) + le16(16)
+        bytes += Array("data".utf8) + le32(dataBytes)
+        return Data(bytes) + data
+    }
+
+    @Test("a file that cannot play is refused before joining: exit 66 and the reason within seconds, --duration or not")
+    func unplayableFilesAreRefusedAtOnce() async throws {
+        let dir = try Scene.tempDirectory("refused")
+        let room = try await Scene.createRoom()
+        let cases: [(String, Data, String)] = [
+            ("huge.wav", Self.wav(rate: 48000, dataBytes: 0xFFFF_FFF0), "holds no audio data"),
+            ("empty.wav", Self.wav(rate: 48000, dataBytes: 0), "holds no audio data"),
+            ("ghz.wav", Self.wav(rate: 2_000_000_000, dataBytes: 192_000, data: Data(count: 192_000)), "declares a 2000000000 Hz rate"),
+        ]
+        for (name, bytes, reason) in cases {
+            let file = dir.appendingPathComponent(name)
+            try bytes.write(to: file)
+            let started = ContinuousClock.now
+            let child = try CLITests.start(["play", file.path, "--janus", Scene.janusURL!, "--room", "\(room)",
+                                            "--key-hex", key, "--duration", "25"])
+            let status = await child.exit(within: .seconds(10))
+            if status == nil { child.signal(SIGKILL) }
+            let run = await child.finished()
+            let took = ContinuousClock.now - started
+            #expect(run.status == 66, "\(name): exit \(run.status) after \(took): \(run.errText)")
+            #expect(took < .seconds(5), "\(name): took \(took)")
+            let lines = run.errText.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains(file.path) && lines[0].contains(reason), "\(name): \(run.errText)")
+        }
+    }
+
+    @Test("a chained Ogg (two Vorbis links, 44.1 then 22.05 kHz) plays through: both links are heard")
+    func chainedOggPlaysThrough() async throws {
+        let dir = try Scene.tempDirectory("chained")
+        var chained = Data()
+        for (freq, rate) in [(440, 44100), (880, 22050)] {
+            let link = dir.appendingPathComponent("\(freq).ogg")
+            // 3 s each: 100 buffers of 30 ms.
+            try await runToEnd("audiotestsrc freq=\(freq) volume=0.5 samplesperbuffer=\(rate * 3 / 100) num-buffers=100 ! audio/x-raw,rate=\(rate),channels=1 ! vorbisenc ! oggmux ! filesink location=\"\(link.path)\"", limit: .seconds(30))
+            chained += try Data(contentsOf: link)
+        }
+        let file = dir.appendingPathComponent("chained.ogg")
+        try chained.write(to: file)
+
+        let ring = KeyRing(current: .random())
+        let room = try await Scene.createRoom()
+        let out = dir.appendingPathComponent("rec")
+        let recording = Task { try await Recorder(config: try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring)), directory: out).run() }
+        try await Task.sleep(for: .seconds(1))
+        let player = Player(config: try Scene.config(room: room, display: "4:Chain", protection: .e2ee(ring)), source: .file(file.path), duration: .seconds(20))
+        let started = ContinuousClock.now
+        let report = try await player.run()
+        let took = ContinuousClock.now - started
+        try await Task.sleep(for: .seconds(1))
+        recording.cancel()
+        let manifest = try await recording.value
+
+        #expect((290...305).contains(report.framesSent), "6 s of 20 ms frames: \(report.framesSent)")
+        #expect(report.rejoins == 0 && took < .seconds(10), "ended at the file's end: \(took), \(report.rejoins) rejoins")
+        let feed = try #require(manifest.feeds.first)
+        let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
+        #expect(Double(samples.count) / 48000 >= 5.4, "recorded \(Double(samples.count) / 48000) s of 6 s")
+        let first = try #require(Audio.dominantFrequency(Array(samples.prefix(samples.count * 2 / 5))))
+        let second = try #require(Audio.dominantFrequency(Array(samples.suffix(samples.count * 2 / 5))))
+        #expect(abs(first - 440) <= 9 && abs(second - 880) <= 18, "first link \(first) Hz, second link \(second) Hz")
+    }
+}
+}
