@@ -254,7 +254,9 @@ public struct Player: Sendable {
                 var ended = 0
                 for await _ in media.endOfFile {
                     ended += 1
-                    if ended == media.tracks { return .done }
+                    // EOS is seen at the sealer: the last frames are still in the payloaders and
+                    // webrtcbin, and leaving at once lost the last video frame of a clip.
+                    if ended == media.tracks { try? await Task.sleep(for: .milliseconds(300)); return .done }
                 }
                 return nil
             }
