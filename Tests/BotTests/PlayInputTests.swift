@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import GStreamerKit
+import Glibc
 import Testing
 
 /// Issue 30: every input plays, or is refused at once with the reason. Each file is made here,
@@ -44,6 +45,37 @@ extension MediaScene {
             let lines = run.errText.split(separator: "\n")
             #expect(lines.count == 1 && lines[0].contains(file.path) && lines[0].contains(reason), "\(name): \(run.errText)")
         }
+    }
+
+    /// A TCP port on 127.0.0.1 that takes connections (the kernel's backlog) and never answers:
+    /// a Janus that hangs while the player is connecting and joining.
+    static func silentListener() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard fd >= 0, bound else { throw PipelineRunError(message: "cannot listen on 127.0.0.1") }
+        return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+    }
+
+    @Test("--duration is a hard bound while joining: a Janus that never answers, --duration 3, gone within 6 s with the reason")
+    func durationEndsAPlayerStuckJoining() async throws {
+        let dir = try Scene.tempDirectory("stuck")
+        let tone = try await Audio.tone(440, seconds: 10, in: dir)
+        let (fd, port) = try Self.silentListener()
+        defer { close(fd) }
+        let started = ContinuousClock.now
+        let child = try CLITests.start(["play", tone.path, "--janus", "ws://127.0.0.1:\(port)", "--room", "1234",
+                                        "--key-hex", key, "--duration", "3"])
+        if await child.exit(within: .seconds(15)) == nil { child.signal(SIGKILL) }
+        let run = await child.finished()
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(6), "took \(took): \(run.errText)")
+        #expect(run.status == 70 && run.errText.contains("nothing was sent within --duration 3"), "exit \(run.status): \(run.errText)")
     }
 
     @Test("a chained Ogg (two Vorbis links, 44.1 then 22.05 kHz) plays through: both links are heard")
