@@ -62,6 +62,23 @@ extension MediaScene {
         return (fd, Int(UInt16(bigEndian: addr.sin_port)))
     }
 
+    @Test("under serve, a playback of a WAV with no data is a failed job within seconds, its error naming the file and the reason")
+    func serveFailsAnUnplayableFile() async throws {
+        let dir = try Scene.tempDirectory("serve-refused")
+        let room = try await Scene.createRoom()
+        try Self.wav(rate: 48000, dataBytes: 0xFFFF_FFF0).write(to: dir.appendingPathComponent("huge.wav"))
+        let serve = try await ServeProcess.start(port: 18511, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        let started = ContinuousClock.now
+        let posted = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": "huge.wav", "display": "6:Huge"])
+        let id = try #require(try posted.json()["id"] as? String, "\(posted.status) \(String(decoding: posted.body, as: UTF8.self))")
+        let job = try await serve.waitFor("/v1/playbacks/\(id)", within: .seconds(10)) { ["failed", "done"].contains($0["state"] as? String) }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(job["state"] as? String == "failed", "\(job)")
+        let error = job["lastError"] as? String ?? ""
+        #expect(error.contains("huge.wav") && error.contains("holds no audio data"), "\(job)")
+    }
+
     @Test("--duration is a hard bound while joining: a Janus that never answers, --duration 3, gone within 6 s with the reason")
     func durationEndsAPlayerStuckJoining() async throws {
         let dir = try Scene.tempDirectory("stuck")
