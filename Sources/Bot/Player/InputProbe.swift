@@ -117,7 +117,9 @@ struct WAVHeader {
             return "declares a \(rate) Hz rate (playable: \(InputProbe.rates.lowerBound)–\(InputProbe.rates.upperBound) Hz)"
         }
         guard let declared = declaredDataBytes else { return nil }
-        if presentDataBytes == 0 || declared == 0 {
+        // A declared size of 0 with bytes after it (a writer that never went back to fix the
+        // header) still plays: wavparse reads to the end.
+        if presentDataBytes == 0 {
             return "holds no audio data (its header declares \(declared) bytes, the file has \(presentDataBytes) after it)"
         }
         return nil
