@@ -135,12 +135,16 @@ extension MediaScene {
     /// new publisher comes up ~0.3 s after the player's media path, and Janus forwards nothing
     /// before it (the same start loss the audio tests allow). The player's own counter is checked
     /// for the frames it sent; the recorder for what arrived and decodes.
-    @Test("a 3 s 4096x2160 H.264 clip is scaled down to 854x450 with bounded memory, its frames arrive and decode")
-    func fourKClipIsScaledAndEveryFrameArrives() async throws {
+    /// 4:2:0 is what cameras write; 4:4:4 (High 4:4:4, videotestsrc's default format, as the
+    /// issue's probe made it) decodes slower than real time here, so its audio ended first and
+    /// that EOS into webrtcbin failed the video ("multiqueue1: Internal data stream error",
+    /// exit 70 after ~16 frames). Its memory is avdec_h264's frame threads: not bounded yet.
+    @Test("a 3 s 4096x2160 H.264 clip is scaled down to 854x450, its frames arrive and decode", arguments: [("I420", 400), ("Y444", 0)])
+    func fourKClipIsScaledAndEveryFrameArrives(format: String, rssLimitMB: Int) async throws {
         let dir = try Scene.tempDirectory("4k")
         let clip = dir.appendingPathComponent("4k.mp4")
         try await runToEnd("""
-            videotestsrc num-buffers=90 pattern=ball ! video/x-raw,format=I420,width=4096,height=2160,framerate=30/1 ! x264enc speed-preset=ultrafast bitrate=4000 key-int-max=30 ! h264parse ! queue ! mp4mux name=m ! filesink location="\(clip.path)" \
+            videotestsrc num-buffers=90 pattern=ball ! video/x-raw,format=\(format),width=4096,height=2160,framerate=30/1 ! x264enc speed-preset=ultrafast bitrate=4000 key-int-max=30 ! h264parse ! queue ! mp4mux name=m ! filesink location="\(clip.path)" \
             audiotestsrc num-buffers=141 samplesperbuffer=1024 ! audio/x-raw,rate=48000 ! audioconvert ! avenc_aac ! queue ! m.
             """, limit: .seconds(120))
         let ring = KeyRing(current: try CallKey(hex: key))
@@ -164,13 +168,13 @@ extension MediaScene {
         #expect(run.status == 0, "\(run.errText)")
         let sent = run.outText.split(separator: "video frames sealed and sent: ").last.flatMap { Int($0.prefix { $0.isNumber }) }
         #expect((28...31).contains(sent ?? 0), "3 s at 10 fps: \(run.outText)")
-        #expect(peakKiB < 400 * 1024, "peak RSS \(peakKiB / 1024) MB")
+        if rssLimitMB > 0 { #expect(peakKiB < rssLimitMB * 1024, "peak RSS \(peakKiB / 1024) MB") }
         let video = try #require(manifest.feeds.first { $0.kind == "video" }, "\(manifest.feeds.map { "\($0.kind) \($0.frames)" }) \(run.outText) \(run.errText)")
         #expect(video.frames.received >= 25 && video.frames.opened == video.frames.received, "\(video.frames)")
         #expect(video.width == 854 && video.height == 450, "\(video.width ?? 0)x\(video.height ?? 0)")
         let luma = try await Audio.videoLuma(out.appendingPathComponent(video.file))
         #expect(luma.count == video.frames.received, "\(luma.count) frames decoded of \(video.frames.received)")
-        print("4K clip: peak RSS \(peakKiB / 1024) MB, \(video.frames.received) frames received")
+        print("4K \(format) clip: peak RSS \(peakKiB / 1024) MB, \(video.frames.received) frames received")
     }
 }
 }

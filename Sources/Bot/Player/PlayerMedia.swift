@@ -60,6 +60,8 @@ extension Player {
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
+            // The end is seen at `seal`; EOS into webrtcbin would end its bundle for both tracks.
+            probes.append(try pipeline.element(named: "pay").staticPad("src").dropEndOfStream())
             var videoGate: Gate?, videoEncoder: Pad?
             // Fail closed: a video branch must pass a sealer; a pipeline with a video payloader
             // (`vpay`) but no `vseal` would send plaintext video.
@@ -72,6 +74,7 @@ extension Player {
                 tracks += 1
                 let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
                 videoGate = gate
+                probes.append(try pipeline.element(named: "vpay").staticPad("src").dropEndOfStream())
                 videoEncoder = try pipeline.element(named: "vpay").staticPad("sink")
                 probes.append(probe)
             }
