@@ -9,6 +9,8 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case pipelinesNotFound(String)
         case inputNotFound(String)
         case notMedia(String)
+        case unplayable(String, String)
+        case stalled(String)
         case roomNotFound(Int64)
         case negotiation(String)
         case pipelineFailed(String)
@@ -24,6 +26,10 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
     public static func inputNotFound(_ path: String) -> Self { .init(kind: .inputNotFound(path)) }
     /// The input exists but is no media GStreamer can decode (a folder, an empty or random file).
     public static func notMedia(_ path: String) -> Self { .init(kind: .notMedia(path)) }
+    /// The input is media but cannot be played (no data, an impossible rate): the file and why.
+    public static func unplayable(_ path: String, _ reason: String) -> Self { .init(kind: .unplayable(path, reason)) }
+    /// A player that stopped sending while its input had not ended, and why.
+    public static func stalled(_ m: String) -> Self { .init(kind: .stalled(m)) }
     public static func roomNotFound(_ room: Int64) -> Self { .init(kind: .roomNotFound(room)) }
     public static func negotiation(_ m: String) -> Self { .init(kind: .negotiation(m)) }
     public static func pipelineFailed(_ m: String) -> Self { .init(kind: .pipelineFailed(m)) }
@@ -65,9 +71,9 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         switch kind {
         case .janus, .stopped: .janus
         case .roomNotFound: .roomMissing
-        case .inputNotFound, .notMedia, .pipelinesNotFound: .inputMissing
+        case .inputNotFound, .notMedia, .unplayable, .pipelinesNotFound: .inputMissing
         case .output, .incomplete: .output
-        case .media, .pipelineFailed, .negotiation: .media
+        case .media, .pipelineFailed, .negotiation, .stalled: .media
         }
     }
 
@@ -89,6 +95,8 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .pipelinesNotFound(let p): "pipeline descriptions not found (looked in \(p)); pass --pipelines DIR or set SFUBOT_PIPELINES"
         case .inputNotFound(let p): "cannot read \(p): check the path"
         case .notMedia(let p): "not a media file GStreamer can decode: \(p)"
+        case .unplayable(let p, let why): "cannot play \(p): it \(why)"
+        case .stalled(let m): "playback stalled: \(m)"
         case .roomNotFound(let r): "room \(r) does not exist on this Janus: create it first (or check --room)"
         case .negotiation(let m): "WebRTC negotiation with Janus failed: \(m)"
         case .pipelineFailed(let m): "media pipeline failed: \(m)"

@@ -25,7 +25,7 @@ struct Play: AsyncParsableCommand {
     @Flag(help: "Publish a generated picture and tone instead of a file.")
     var testPattern = false
 
-    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Play this many seconds from the first publish; whatever happens (joining, rejoining, stalled) the bot is gone this + 2 s after it started.", valueName: "seconds"))
     var duration: Double?
 
     @Flag(help: "Video files: re-encode to the envelope even H.264 the room would take as it is.")

@@ -75,16 +75,16 @@ public struct Player: Sendable {
         public var rejoins = 0
     }
 
-    /// Joins, publishes, plays and leaves. A publisher Janus loses (its session, its media
-    /// path) comes back within `config.rejoinTimeout` under the same display and, where Janus
-    /// allows, the same id, and a file goes on from where it was.
-    public func run() async throws(BotError) -> Report {
+    /// `run()` without its hard end (Player+Bounds.swift): the file is probed before joining
+    /// (InputProbe), `progress` follows what was sent.
+    func play(_ progress: Progress) async throws(BotError) -> Report {
         var log = config.logger
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
         defer { status.set(.done) }
-        if case .file(let file) = source, !FileManager.default.isReadableFile(atPath: file) { throw .inputNotFound(file) }
-        var media = try makeMedia()
+        var info: InputProbe.Found?
+        if case .file(let file) = source { info = try await InputProbe.check(file) }
+        var media = try makeMedia(info)
         let started = Date()
         // `duration` counts from the first publish, as before any rejoin.
         var end: ContinuousClock.Instant?
@@ -97,6 +97,7 @@ public struct Player: Sendable {
             throw error
         }
         log.info("joined room \(config.room) as publisher \(joined.id)")
+        progress.joined(joined.id)
         status.set(.running)
         var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt: Double?
         while true {
@@ -109,6 +110,7 @@ public struct Player: Sendable {
             }
             dropped.audio += media.audioGate.dropped
             dropped.video += media.videoGate?.dropped ?? 0
+            progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
             guard case .lost(let why) = outcome else { break }
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
@@ -121,13 +123,14 @@ public struct Player: Sendable {
             if sessionGone { await session.close() }
             let lostSession = session, lostAt = ContinuousClock.now
             do {
-                media = try makeMedia()
+                media = try makeMedia(info)
                 (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)
             } catch {
                 await media.pipeline.stop()
                 throw error
             }
             rejoins += 1
+            progress.joined(joined.id)
             if session === lostSession { BotMetrics.mediaRestarted() } else { BotMetrics.rejoined() }
             BotMetrics.gap(seconds: (ContinuousClock.now - lostAt).seconds)
             status.set(.running)
@@ -219,6 +222,8 @@ public struct Player: Sendable {
             if !mediaUp.isSet { lost.yield(.iceFailed) }
         }
         defer { holding.cancel() }
+        let stall = watchForStall(mediaUp, position: media.position) { failed.yield($0) }
+        defer { stall.cancel() }
 
         let pace = media.pace
         enum Step: Sendable { case done, failed(BotError), lost(PeerLoss) }
@@ -249,7 +254,9 @@ public struct Player: Sendable {
                 var ended = 0
                 for await _ in media.endOfFile {
                     ended += 1
-                    if ended == media.tracks { return .done }
+                    // EOS is seen at the sealer: the last frames are still in the payloaders and
+                    // webrtcbin, and leaving at once lost the last video frame of a clip.
+                    if ended == media.tracks { try? await Task.sleep(for: .milliseconds(300)); return .done }
                 }
                 return nil
             }

@@ -11,6 +11,8 @@ extension Player {
         let webrtc: WebRTCBin
         /// Seal, tap, end-of-stream and gate probes: they act as long as they are held.
         let probes: [PadProbe]
+        /// Links of decoded pads to the converter (`dec` → `conv`), held as long as the pipeline.
+        let links: [SignalConnection]
         /// EOS seen leaving the audio encoder: webrtcbin's sinks never post EOS on the bus.
         let endOfFile: AsyncStream<Void>
         /// Packets are dropped after the payloaders until the media path is up.
@@ -30,13 +32,18 @@ extension Player {
         var hasVideo: Bool { videoGate != nil }
     }
 
-    func makeMedia() throws(BotError) -> Media {
+    /// The pipeline for the source; `info` is what InputProbe found in a file.
+    func makeMedia(_ found: InputProbe.Found?) throws(BotError) -> Media {
         do {
             let description = switch source {
-            case .file(let file): try fileDescription(file)
+            case .file(let file): try fileDescription(file, found ?? InputProbe.Found(info: MediaInfo.discover(file), chainedOgg: false))
             case .testPattern: try config.pipelines.description("play-test-pattern")
             }
             let pipeline = try Pipeline(description: description)
+            var links: [SignalConnection] = []
+            if let dec = try? pipeline.element(named: "dec"), let conv = try? pipeline.element(named: "conv") {
+                links.append(dec.followDecodedPads("audio/", into: try conv.staticPad("sink")))
+            }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             for turn in config.turnServers { try webrtc.addTurnServer(turn) }
             let seal = try pipeline.element(named: "seal")
@@ -53,6 +60,8 @@ extension Player {
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
+            // The end is seen at `seal`; EOS into webrtcbin would end its bundle for both tracks.
+            probes.append(try pipeline.element(named: "pay").staticPad("src").dropEndOfStream())
             var videoGate: Gate?, videoEncoder: Pad?
             // Fail closed: a video branch must pass a sealer; a pipeline with a video payloader
             // (`vpay`) but no `vseal` would send plaintext video.
@@ -65,12 +74,13 @@ extension Player {
                 tracks += 1
                 let (gate, probe) = try pipeline.element(named: "vpay").staticPad("src").addGate()
                 videoGate = gate
+                probes.append(try pipeline.element(named: "vpay").staticPad("src").dropEndOfStream())
                 videoEncoder = try pipeline.element(named: "vpay").staticPad("sink")
                 probes.append(probe)
             }
             let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
             let pace = try pacers.first?.staticPad("sink")
-            return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, endOfFile: endOfFile,
+            return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, links: links, endOfFile: endOfFile,
                          audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks, position: position)
         } catch let e as GStreamerError {
             throw .media(e)
@@ -80,11 +90,12 @@ extension Player {
     }
 
     /// The pipeline for a file: audio only, or video and audio transcoded to the envelope.
-    private func fileDescription(_ file: String) throws -> String {
-        // A folder, an empty or a random file is the input's fault, not the pipeline's.
-        let info: MediaInfo
-        do { info = try MediaInfo.discover(file) } catch { throw BotError.notMedia(file) }
-        guard info.hasAudio || info.hasVideo else { throw BotError.notMedia(file) }
+    private func fileDescription(_ file: String, _ found: InputProbe.Found) throws -> String {
+        let info = found.info
+        // oggdemux in pull mode stalls at the end of the first link after a seek (GStreamer
+        // 1.22; the player seeks back to 0 once the media path is up): chained Oggs are read in
+        // push mode, through a queue2, where each link's pads follow.
+        if found.chainedOgg { return try config.pipelines.description("play-audio-chained", ["file": file]) }
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
         guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
         if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
