@@ -39,6 +39,22 @@ public struct Root: Sendable {
         self.fd = fd
     }
 
+    /// Why this root is weaker than it looks, if it is: a job's paths are checked below the root
+    /// without following symlinks, but the recorder and GStreamer then open them by name; someone
+    /// else who may write in the root could swap a checked folder for a symlink in between.
+    /// Roots only the service's user can write in close that window.
+    public var weakness: String? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        if info.st_mode & 0o022 != 0 {
+            return "\(use.rawValue) \(path) is writable by its group or others: a path checked there could be swapped for a symlink before a job opens it; make it writable by the service's user only (chmod go-w)"
+        }
+        if info.st_uid != geteuid() {
+            return "\(use.rawValue) \(path) belongs to another user, who could swap a path checked there for a symlink before a job opens it; give the service a root of its own"
+        }
+        return nil
+    }
+
     /// The path's components below the root: `field` names the request field for the refusal.
     /// Pure: no file is touched. Refuses `..`, NUL, an absolute path outside the root, and
     /// the root itself unless `rootAllowed`.

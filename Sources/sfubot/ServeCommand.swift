@@ -110,6 +110,7 @@ struct Serve: AsyncParsableCommand {
             var janusOptions = JanusSession.Options(apiSecret: apiSecret, token: janusToken)
             janusOptions.reclaimWindow = .zero
             let roots = try Roots.configured(output: outputRoot, media: mediaRoot, stateDirectory: stateDir)
+            for root in [roots.output, roots.media] { if let weakness = root.weakness { logger.warning("\(weakness)") } }
             var config = ServeConfiguration(
                 host: host, port: port, tokens: try readToken(logger: logger), roots: roots, janus: janus,
                 janusAllowed: try JanusAllowList([janus] + janusAllow), janusOptions: janusOptions,

@@ -56,4 +56,15 @@ import Testing
         #expect(JobStatus.withoutConnectReason("ws://h:1 unreachable: no answer to the WebSocket handshake") == "ws://h:1 could not be reached")
         #expect(JobStatus.withoutConnectReason("room 5 does not exist") == "room 5 does not exist")
     }
+
+    @Test("a root others may write in, or another user owns, is said to be weak; one only the service writes is not")
+    func weakRoots() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-roots-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Root(dir.path, use: .output, create: false).weakness == nil)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: dir.path)
+        let weak = try Root(dir.path, use: .output, create: false).weakness
+        #expect(weak?.contains("writable by its group or others") == true, "\(weak ?? "nil")")
+    }
 }
