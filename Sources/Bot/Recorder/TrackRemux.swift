@@ -61,7 +61,8 @@ struct TrackRemux {
         let inVideo = try await check.read(video, audio: false, video: true).video ?? .init()
         let inAudio = try await check.read(audio, audio: true, video: false).audio ?? .init()
         // Private before remux.pipeline's filesink opens it.
-        try PrivateFiles.create(partial, option: "the folder")
+        // Off the pool: an open blocks on whatever sits at that name (a FIFO waits for a reader).
+        try await OffPool.run { () throws(BotError) in try PrivateFiles.create(partial, option: "the folder") }
         let description = try library.description("remux", ["video": video.path, "audio": audio.path, "file": partial.path])
         let remux: Pipeline
         do throws(GStreamerError) {
