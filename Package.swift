@@ -188,26 +188,58 @@ let package = Package(
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
+        // What the integration tests share: the scene (the local Janus, rooms, the serialized
+        // MediaScene every media test nests in), decoding and tone analysis, child processes,
+        // the local RabbitMQ. Not a test target: the test targets below import it.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallStandIn", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: strict),
         .testTarget(
             name: "LoadTestTests",
             dependencies: [
-                "LoadTest", "Bot", "FrameCrypto", "Janus", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "LoadTest", "Bot", "FrameCrypto", "Janus", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict),
-        // The service without a server: its OpenAPI document and request parsing.
-        .testTarget(name: "ServiceTests", dependencies: ["Service", "Janus"], swiftSettings: strict),
-        .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto"], swiftSettings: strict),
+        // The service: its OpenAPI document, request parsing, confinement (no server), and the
+        // `sfubot serve` process against the local Janus.
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: [
+                "Service", "Bot", "Janus", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // The ECall client, STOMP (parsers, races, and against the local RabbitMQ).
+        .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto", "TestSupport"], swiftSettings: strict),
+        // `sfubot agent` as an ECall participant (stand-in backend, RabbitMQ, Janus).
+        .testTarget(
+            name: "AgentTests",
+            dependencies: [
+                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // Participants, recorder, player, faults, and the CLI process against the local Janus.
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry", "Proof",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Proof", "TestSupport",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -1,29 +1,14 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The `sfubot` executable as a user runs it, against the local Janus.
 extension MediaScene {
 @Suite struct CLITests {
-    /// `.build/<config>/sfubot`, beside the test bundle.
-    static let binary: URL = {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        while dir.path != "/", !FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("sfubot").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.appendingPathComponent("sfubot")
-    }()
-
-    struct Run { var status: Int32; var out: String; var err: String }
-
-    /// Starts sfubot with its output captured (awaited, never blocking a test thread).
-    static func start(_ args: [String]) throws -> ChildProcess {
-        try ChildProcess(binary, args)
-    }
-
-    static func run(_ args: [String]) async throws -> Run {
-        let r = try await start(args).finished()
-        return Run(status: r.status, out: r.outText, err: r.errText)
-    }
+    static var binary: URL { SfubotProcess.binary }
+    typealias Run = SfubotProcess.Run
+    static func start(_ args: [String]) throws -> ChildProcess { try SfubotProcess.start(args) }
+    static func run(_ args: [String]) async throws -> Run { try await SfubotProcess.run(args) }
 
     let key = String(repeating: "ab", count: 32)
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Bad input and signals given to the built `sfubot` as a user gives them: each ends in one
 /// clear error with the documented exit code, never a crash (132) or a hang. No Janus needed:

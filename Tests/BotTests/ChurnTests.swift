@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// Issue 24, A: publishers that come and go one after another. Janus's multistream

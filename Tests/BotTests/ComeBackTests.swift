@@ -6,6 +6,7 @@ import Logging
 import Synchronization
 import Testing
 @testable import Bot
+import TestSupport
 
 /// Coming back against a Janus that stops answering (issue 24 B), scripted (no network): the
 /// recorder is back only once it is subscribed again, and a session that does not answer is

@@ -5,6 +5,7 @@ import Janus
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 
 /// Bare peers for pinning what Janus's VideoRoom does with data channels: a publisher of
 /// silence with an optional data channel, and a subscriber that hears every channel.

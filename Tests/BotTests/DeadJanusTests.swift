@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import Logging
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// A Janus the test stops mid-call and never restarts: the bots try to come back for their

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The deployment files under deploy/ as an operator would check them before using them:
 /// systemd's own verifier on the unit, the Kubernetes schemas on the manifests, and the

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `Gaps.measure` on files made here with known holes and a manifest written by hand: before
 /// it judges a reconnection, the measure itself must find a hole where there is one, and only

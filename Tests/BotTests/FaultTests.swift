@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import Synchronization
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// Issue 11, item 9: break the call on purpose and measure, in the recording, what it cost.
@@ -214,7 +215,7 @@ extension MediaScene.FaultTests {
                       fault: @escaping @Sendable (OwnJanus, Int64) async throws -> Struck) async throws -> FaultOutcome {
         let dir = try Scene.tempDirectory("fault-\(name)")
         return try await OwnJanus.with(port: port, in: dir, reclaimTimeout: reclaim, rtpPorts: rtpPorts) { janus in
-            let room = try await createPermanentRoom(janus.url)
+            let room = try await Scene.createPermanentRoom(janus.url)
             let ring = KeyRing(current: .random())
             let tone = try await Audio.tone(440, seconds: 8, in: dir)
             let out = dir.appendingPathComponent("rec")
@@ -268,25 +269,8 @@ extension MediaScene.FaultTests {
         }
     }
 
-    /// A room with ECall's parameters that Janus saves in its config (`permanent`), so it comes
-    /// back when Janus restarts, as a deployment's static rooms do.
-    static func createPermanentRoom(_ url: String) async throws -> Int64 {
-        let session = try await JanusSession.connect(url: url, logger: Scene.logger)
-        let handle = try await session.attach(plugin: VideoRoom.plugin)
-        let options = VideoRoom.RoomOptions()
-        let reply = try await handle.message([
-            "request": "create", "permanent": true, "video": true, "videocodec": .string(options.videoCodec),
-            "publishers": .int(Int64(options.publishers)), "bitrate": .int(Int64(options.bitrate)), "bitrate_cap": true,
-        ])
-        await session.close()
-        guard let room = reply.data["room"]?.int else { throw PipelineRunError(message: "create gave no room: \(reply.data)") }
-        return room
-    }
 }
 
-extension Duration {
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
 
 /// A one-way switch tasks share.
 final class DoneFlag: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The fault tools themselves, on sockets of their own: they must break what they say and
 /// clean up after themselves. Only inside scripts/in-netns: the rules go into the firewall of

@@ -4,6 +4,7 @@ import Foundation
 import GStreamerKit
 import Logging
 import Testing
+import TestSupport
 
 /// The steps that finish a recording's files, on files made here (no Janus): the A/V merge and
 /// the read-back that writes what is on disk into the manifest. What a user lost before: a

@@ -5,6 +5,7 @@ import GStreamerKit
 import Prometheus
 import Telemetry
 import Testing
+import TestSupport
 
 /// The frame counters through the real Sealer and Opener, scraped as Prometheus text. No
 /// Janus, no pipeline: the transforms are what the pad probes run on every frame.

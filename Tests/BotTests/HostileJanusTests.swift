@@ -8,6 +8,7 @@ import Logging
 import Synchronization
 import Testing
 @testable import Bot
+import TestSupport
 
 /// What a broken or hostile Janus (or anyone between it and us) can send: none of it may crash
 /// a participant, end its session or hang it (issue 16). No network but 127.0.0.1.

@@ -2,6 +2,7 @@ import Foundation
 import GStreamerKit
 import Testing
 @testable import Bot
+import TestSupport
 
 /// The probe's decisions on files made here, with no Janus.
 @Suite struct InputProbeTests {

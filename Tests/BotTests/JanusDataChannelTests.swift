@@ -4,6 +4,7 @@ import GStreamerKit
 import Janus
 import Logging
 import Testing
+import TestSupport
 
 /// What Janus 1.1.2's VideoRoom does with data channels, pinned against the real server: the
 /// keepalive (docs/architecture.md, "Keepalive data channel") is built on each of these, and a Janus that

@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 /// `--key-log` and `--key-map` as a user runs them: the `sfubot` executable against the local Janus.
 extension MediaScene {

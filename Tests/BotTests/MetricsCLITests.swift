@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
+import TestSupport
 
 /// `--metrics-port` on the built binary against the real Janus: what a Prometheus scraper sees.
 extension MediaScene {

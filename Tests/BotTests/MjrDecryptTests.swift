@@ -4,6 +4,7 @@ import Foundation
 import GStreamerKit
 import Janus
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// `sfubot mjr decrypt` on recordings Janus itself wrote (`record: true`) of an E2EE

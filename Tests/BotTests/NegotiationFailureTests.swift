@@ -5,6 +5,7 @@ import JanusTesting
 import Logging
 import Testing
 @testable import Bot
+import TestSupport
 
 /// A PeerConnection whose negotiation fails must never silently stop recording (issue 24):
 /// against a scripted Janus (no network), an `updated` offer webrtcbin refuses makes the

@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 /// Per-sender keys (`--key-map`) in real rooms on the real Janus: each sender seals with its
 /// own key; a recorder opens each feed with that sender's keys only.

@@ -4,6 +4,7 @@ import Foundation
 import GStreamerKit
 import Glibc
 import Testing
+import TestSupport
 
 /// Issue 30: every input plays, or is refused at once with the reason. Each file is made here,
 /// as the probes of the issue made them.

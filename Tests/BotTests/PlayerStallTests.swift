@@ -2,6 +2,7 @@ import FrameCrypto
 import Foundation
 import Testing
 @testable import Bot
+import TestSupport
 
 /// The stall watch alone, with no Janus: a media path up and nothing sealed is a stall after
 /// `Player.stallTimeout`, said with the file's name; frames still coming are not.

@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 /// Players and recorders in real rooms on the real Janus (run through `make test`).
 extension MediaScene {

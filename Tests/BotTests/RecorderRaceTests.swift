@@ -5,6 +5,7 @@ import JanusTesting
 import Logging
 import Testing
 @testable import Bot
+import TestSupport
 
 /// The recorder's join against a scripted Janus (no network): the interleavings that broke it.
 @Suite struct RecorderRaceTests {

@@ -1,6 +1,7 @@
 import Bot
 import Foundation
 import Testing
+import TestSupport
 
 /// A recorder killed with SIGKILL: what reached the disk plays, up to about the last second,
 /// the A/V tracks included; and a service killed and restarted lists no empty file.

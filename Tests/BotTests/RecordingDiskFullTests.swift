@@ -1,6 +1,7 @@
 import Bot
 import Foundation
 import Testing
+import TestSupport
 
 /// The disk holding a recording fills up (a small tmpfs, then a file taking the rest), and
 /// space comes back. The recorder says so once, keeps what it wrote playable, writes the

@@ -2,6 +2,7 @@ import Bot
 import Foundation
 import Janus
 import Testing
+import TestSupport
 
 /// Every way a user ends `sfubot record`, for each kind of media, checked by decoding what is
 /// on disk: the stop finishes the files (it is never cut short), the manifest says what each

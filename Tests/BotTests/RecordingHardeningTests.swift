@@ -3,6 +3,7 @@ import Foundation
 import GStreamerKit
 import Testing
 @testable import Bot
+import TestSupport
 
 /// Issue 16: one feed's name, branch or output failing never stops the others; outputs are
 /// checked before joining; what a recording writes is private.

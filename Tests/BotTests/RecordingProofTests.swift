@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 /// Signed recordings (`record --signing-key`, `sfubot verify`) against the local Janus: a real
 /// recording verifies, also with Python's `cryptography` (scripts/verify-proof.py); each tamper

@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// Issue 24, B: a Janus that stops answering for longer than a request timeout, as a
@@ -22,7 +23,7 @@ extension MediaScene {
         func janusFrozenFor32Seconds() async throws {
             let dir = try Scene.tempDirectory("stall")
             try await OwnJanus.with(port: 8198, in: dir, reclaimTimeout: 30, rtpPorts: 12600...12699) { janus in
-                let room = try await MediaScene.FaultTests.createPermanentRoom(janus.url)
+                let room = try await Scene.createPermanentRoom(janus.url)
                 let ring = KeyRing(current: .random())
                 let tone = try await Audio.tone(440, seconds: 8, in: dir)
                 let out = dir.appendingPathComponent("rec")

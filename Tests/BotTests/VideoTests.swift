@@ -3,6 +3,7 @@ import FrameCrypto
 import Foundation
 import GStreamerKit
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// H.264 from the test pattern through Janus to the recorder, sealed per ECall slice.

@@ -1,4 +1,4 @@
-"""schemathesis hooks for the serve schema test (Tests/BotTests/ServeSchemaTests.swift).
+"""schemathesis hooks for the serve schema test (Tests/ServiceTests/ServeSchemaTests.swift).
 
 A valid POST starts a real job, and the job writes where its paths say: a recording creates
 its `out` folder (and `mix` file), a playback and a `key.file` read theirs. The service keeps

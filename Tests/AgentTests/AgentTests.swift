@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// A scripted ECall call on loopback: the real Janus and RabbitMQ, the stand-in backend, a

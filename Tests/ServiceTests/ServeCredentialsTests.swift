@@ -1,6 +1,7 @@
 import Foundation
 import Janus
 import Testing
+import TestSupport
 
 /// Credentials per allowed Janus: `--api-secret` goes to `--janus` alone; another allowed Janus
 /// gets only what `--janus-credentials` gives it.
@@ -43,7 +44,7 @@ extension MediaScene {
 
             // A credentials file others can read is refused at start.
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: creds.path)
-            let loose = try await ChildProcess.run(MediaScene.CLITests.binary.path, [
+            let loose = try await ChildProcess.run(SfubotProcess.binary.path, [
                 "serve", "--listen", "127.0.0.1:18507", "--token-file", serve.tokenFile.path, "--janus", Scene.janusURL!,
                 "--state-dir", dir.appendingPathComponent("state3").path, "--janus-allow", other.url, "--janus-credentials", creds.path])
             #expect(loose.status == 78 && loose.errText.contains("chmod 600"), "\(loose.status): \(loose.errText)")

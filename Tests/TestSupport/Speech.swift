@@ -1,28 +1,28 @@
-import Foundation
+public import Foundation
 
 /// Real speech for audio tests, made offline: espeak-ng (Debian) says a text, GStreamer makes
 /// it 48 kHz mono (Tests/Chromium/envelope.py, the same speech the Chromium suite uses).
-enum Speech {
-    static let otherText = "Please leave a message after the tone. Our office hours are nine to five, Monday to Friday. Thank you for calling."
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+public enum Speech {
+    public static let otherText = "Please leave a message after the tone. Our office hours are nine to five, Monday to Friday. Thank you for calling."
+    public static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Chromium/envelope.py")
 
     /// Writes the suite's speech (or `text`) to `url` as a WAV.
-    static func make(_ url: URL, text: String? = nil) async throws -> URL {
+    public static func make(_ url: URL, text: String? = nil) async throws -> URL {
         let r = try await ChildProcess.run("/usr/bin/python3", [script.path, "make", url.path] + (text.map { [$0] } ?? []))
         guard r.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path, NSLocalizedDescriptionKey: r.errText]) }
         return url
     }
 
     /// The 16-bit mono samples of a WAV made by `make` (44-byte header).
-    static func samples(_ wav: URL) throws -> [Int16] {
+    public static func samples(_ wav: URL) throws -> [Int16] {
         let data = try Data(contentsOf: wav).dropFirst(44)
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
     /// The best normalised correlation of the 20 ms RMS envelopes (48 kHz) of `source` and
     /// `recording`, over shifts of up to ±3 s, on the part both cover.
-    static func envelopeCorrelation(_ source: [Int16], _ recording: [Int16]) -> Double {
+    public static func envelopeCorrelation(_ source: [Int16], _ recording: [Int16]) -> Double {
         func envelope(_ x: [Int16]) -> [Double] {
             stride(from: 0, to: x.count - 959, by: 960).map { i in
                 (x[i..<(i + 960)].reduce(0.0) { $0 + Double($1) * Double($1) } / 960).squareRoot()

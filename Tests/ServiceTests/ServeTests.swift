@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `sfubot serve` driven over HTTP only, against the real Janus: jobs, refusals, shutdown
 /// and a restart from its state folder.

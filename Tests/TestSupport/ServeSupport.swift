@@ -1,22 +1,22 @@
-import AsyncHTTPClient
-import Foundation
-import NIOCore
-import NIOFoundationCompat
-import NIOHTTP1
-import Testing
+public import AsyncHTTPClient
+public import Foundation
+public import NIOCore
+public import NIOFoundationCompat
+public import NIOHTTP1
+public import Testing
 
 /// `sfubot serve` as a test drives it: the built binary, started with its own token file,
 /// state folder and port, reached over HTTP only.
-struct ServeProcess {
-    let port: Int
-    let token: String
-    let tokenFile: URL
-    let stateDir: URL
-    let process: ChildProcess
+public struct ServeProcess: Sendable {
+    public let port: Int
+    public let token: String
+    public let tokenFile: URL
+    public let stateDir: URL
+    public let process: ChildProcess
 
     /// Starts serve and waits until /healthz answers. Its --output-root and --media-root are
     /// `dir` unless given.
-    static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, outputRoot: URL? = nil, mediaRoot: URL? = nil,
+    public static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, outputRoot: URL? = nil, mediaRoot: URL? = nil,
                       extra: [String] = []) async throws -> ServeProcess {
         let token = token ?? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let tokenFile = dir.appendingPathComponent("token")
@@ -24,7 +24,7 @@ struct ServeProcess {
             FileManager.default.createFile(atPath: tokenFile.path, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
         }
         let state = stateDir ?? dir.appendingPathComponent("state")
-        let p = try ChildProcess(MediaScene.CLITests.binary, [
+        let p = try ChildProcess(SfubotProcess.binary, [
             "serve", "--listen", "127.0.0.1:\(port)", "--token-file", tokenFile.path, "--janus", Scene.janusURL!,
             "--state-dir", state.path, "--output-root", (outputRoot ?? dir).path, "--media-root", (mediaRoot ?? dir).path,
         ] + extra)
@@ -42,21 +42,21 @@ struct ServeProcess {
         throw PipelineRunError(message: "serve did not answer /healthz within 30 s")
     }
 
-    struct Answer {
-        var status: Int
-        var body: Data
-        var headers: [(String, String)] = []
-        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
-        var text: String { String(decoding: body, as: UTF8.self) }
-        func json() throws -> [String: Any] {
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: Data
+        public var headers: [(String, String)] = []
+        public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+        public var text: String { String(decoding: body, as: UTF8.self) }
+        public func json() throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any], "not a JSON object: \(text)")
         }
-        func list() throws -> [[String: Any]] {
+        public func list() throws -> [[String: Any]] {
             try #require(try JSONSerialization.jsonObject(with: body) as? [[String: Any]], "not a JSON array: \(text)")
         }
     }
 
-    func request(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, auth: Bool = true,
+    public func request(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, auth: Bool = true,
                  token: String? = nil) async throws -> Answer {
         var r = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         r.method = .init(rawValue: method)
@@ -70,7 +70,7 @@ struct ServeProcess {
     }
 
     /// Polls a job until `done` holds for it (or the time is up); returns its last state.
-    func waitFor(_ path: String, within limit: Duration = .seconds(30), _ done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+    public func waitFor(_ path: String, within limit: Duration = .seconds(30), _ done: ([String: Any]) -> Bool) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + limit
         var last: [String: Any] = [:]
         while ContinuousClock.now < deadline {
@@ -83,7 +83,7 @@ struct ServeProcess {
 
     /// The value of a Prometheus sample line `name{labels} value` (summed over label sets that
     /// contain `matching`).
-    func metric(_ name: String, matching: String = "") async throws -> Double {
+    public func metric(_ name: String, matching: String = "") async throws -> Double {
         let text = try await request("GET", "/metrics", auth: false).text
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.reduce(0.0) { sum, line in
             let parts = line.split(separator: " ")

@@ -5,6 +5,7 @@ import Foundation
 import GStreamerKit
 import Logging
 import Testing
+import TestSupport
 
 /// What the agent does with bad signal messages: counts them, logs a line, acts on none.
 struct AgentSignalTests {

@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 
 extension MediaScene {
     /// Rejoins both ways, through RabbitMQ and the stand-in backend (ECALL-WIRE §7): the agent

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `sfubot serve` as an attacker holding the token would try it (issue 25): paths out of the
 /// roots, files it must not overwrite, folders of other jobs, a Janus of its choosing, FIFOs.

@@ -3,6 +3,7 @@ import FrameCrypto
 import Foundation
 import LoadTest
 import Testing
+import TestSupport
 
 extension MediaScene {
 @Suite struct LoadPerSenderTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `sfubot serve`'s other bounds (issue 25): the Janus servers a job may name, FIFOs that must
 /// not hold the service, the number of jobs, the token file read again when it changes.

@@ -1,12 +1,12 @@
-import Foundation
+public import Foundation
 
 /// Faults injected on purpose, inside the test's private network namespace (scripts/in-netns;
 /// shared/PITFALLS.md, "Breaking things on purpose"). Each one is checked to have happened:
 /// a fault that silently did nothing would make any reconnection look perfect.
-enum Faults {
-    struct Failed: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+public enum Faults {
+    public struct Failed: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
     }
 
     /// Aborts every established client TCP connection to 127.0.0.1:`port` (the bots'
@@ -15,7 +15,7 @@ enum Faults {
     /// connections *to* that port are matched, so Janus's listening socket and every other
     /// test's connections stay. Returns how many it killed; throws if there was none, or if
     /// one of them is still there after.
-    static func killWebSockets(port: Int) async throws -> Int {
+    public static func killWebSockets(port: Int) async throws -> Int {
         let filter = ["state", "established", "dst", "127.0.0.1", "dport", "=", "\(port)"]
         let before = try await connections(filter)
         guard !before.isEmpty else { throw Failed(message: "no connection to 127.0.0.1:\(port) to kill") }
@@ -36,7 +36,7 @@ enum Faults {
     /// traffic between local addresses passes INPUT on `lo`; tc netem on ice0 sees none of it).
     /// The rules are removed on every path, cancellation and errors included, and checked gone.
     @discardableResult
-    static func dropUDP(ports: ClosedRange<Int>, for duration: Duration) async throws -> Drop {
+    public static func dropUDP(ports: ClosedRange<Int>, for duration: Duration) async throws -> Drop {
         guard ports.lowerBound >= 1024, ports.count <= 1000 else {
             throw Failed(message: "refusing to drop UDP on \(ports): give one Janus's own RTP range")
         }
@@ -80,15 +80,15 @@ enum Faults {
 
     /// What `dropUDP` did: packets its rules dropped, when both rules were in and when both
     /// were out again (each a few ms after the iptables command that did it returned).
-    struct Drop: Sendable {
-        var packets: Int
-        var cut: Date
-        var restored: Date
+    public struct Drop: Sendable {
+        public var packets: Int
+        public var cut: Date
+        public var restored: Date
     }
 
     /// Whether something takes TCP connections on 127.0.0.1:`port` (a refused local connect
     /// returns at once, so this never waits).
-    static func isListening(port: Int) -> Bool {
+    public static func isListening(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -127,7 +127,7 @@ enum Faults {
     }
 
     /// Whether either of `dropUDP`'s rules for `ports` is in INPUT.
-    static func dropping(ports: ClosedRange<Int>) async throws -> Bool {
+    public static func dropping(ports: ClosedRange<Int>) async throws -> Bool {
         let range = "\(ports.lowerBound):\(ports.upperBound)"
         for rule in [["-p", "udp", "--dport", range, "-j", "DROP"], ["-p", "udp", "--sport", range, "-j", "DROP"]] where try await isPresent(rule) {
             return true

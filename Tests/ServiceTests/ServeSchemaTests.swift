@@ -1,6 +1,7 @@
 import Foundation
 import Janus
 import Testing
+import TestSupport
 
 /// schemathesis (pinned, in the venv scripts/schemathesis-venv makes) against a running
 /// `sfubot serve`: every answer of every route must be one docs/openapi.json documents, with

@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import LoadTest
 import Testing
+import TestSupport
 
 extension MediaScene {
 @Suite struct LoadRunTests {
@@ -113,7 +114,7 @@ extension MediaScene {
     }
 
     static func udpCut(_ janus: OwnJanus) async throws {
-            var plan = try Self.plan(room: try await FaultTests.createPermanentRoom(janus.url), publishers: 2, subscribers: 3,
+            var plan = try Self.plan(room: try await Scene.createPermanentRoom(janus.url), publishers: 2, subscribers: 3,
                                      ring: KeyRing(current: .random()), seconds: 16)
             plan.janusURL = janus.url
             #expect(plan.sendPath == .direct && plan.receivePath == .direct, "the defaults are the paths under test")

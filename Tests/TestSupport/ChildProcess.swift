@@ -1,5 +1,5 @@
-import Foundation
-import Synchronization
+public import Foundation
+public import Synchronization
 
 /// A child process a test awaits without holding a thread of Swift's cooperative pool.
 ///
@@ -8,21 +8,21 @@ import Synchronization
 /// `terminationHandler`, set before the process starts (one set later can miss an early exit);
 /// captured pipes are read to their end on threads of their own, both at once, so a child that
 /// fills one pipe's buffer never blocks on it.
-final class ChildProcess: Sendable {
-    struct Finished: Sendable {
-        var status: Int32
-        var out: Data
-        var err: Data
-        var outText: String { String(decoding: out, as: UTF8.self) }
-        var errText: String { String(decoding: err, as: UTF8.self) }
+public final class ChildProcess: Sendable {
+    public struct Finished: Sendable {
+        public var status: Int32
+        public var out: Data
+        public var err: Data
+        public var outText: String { String(decoding: out, as: UTF8.self) }
+        public var errText: String { String(decoding: err, as: UTF8.self) }
     }
 
-    struct LaunchFailed: Error, CustomStringConvertible {
-        let command: String, underlying: any Error
-        var description: String { "cannot start \(command): \(underlying)" }
+    public struct LaunchFailed: Error, CustomStringConvertible {
+        public let command: String, underlying: any Error
+        public var description: String { "cannot start \(command): \(underlying)" }
     }
 
-    let pid: Int32
+    public let pid: Int32
     // `Process` is thread-safe for what is used here (`isRunning`, the pid); corelibs marks it
     // @unchecked Sendable.
     private let process: Process
@@ -32,7 +32,7 @@ final class ChildProcess: Sendable {
 
     /// Starts `executable`; with `capture`, its standard output and error are kept (read them
     /// with `finished()`), otherwise they go to /dev/null.
-    init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, capture: Bool = true) throws {
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, capture: Bool = true) throws {
         let p = Process()
         p.executableURL = executable
         p.arguments = arguments
@@ -50,25 +50,25 @@ final class ChildProcess: Sendable {
         err = errPipe.map { Self.drain($0.fileHandleForReading) }
     }
 
-    convenience init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, capture: Bool = true) throws {
+    public convenience init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, capture: Bool = true) throws {
         try self.init(URL(fileURLWithPath: path), arguments, environment: environment, capture: capture)
     }
 
     /// Runs a command to its end.
-    static func run(_ path: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Finished {
+    public static func run(_ path: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Finished {
         try await ChildProcess(path, arguments, environment: environment).finished()
     }
 
-    var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { process.isRunning }
 
-    func signal(_ number: Int32) { kill(pid, number) }
+    public func signal(_ number: Int32) { kill(pid, number) }
 
     /// Its exit status, once it exited. Not cut short by cancellation: cleanup steps (a
     /// firewall rule removed) must be seen through.
-    func exit() async -> Int32 { await status.value() }
+    public func exit() async -> Int32 { await status.value() }
 
     /// Its exit status, or nil if it still runs after `limit` (or the task is cancelled).
-    func exit(within limit: Duration) async -> Int32? {
+    public func exit(within limit: Duration) async -> Int32? {
         await withTaskGroup(of: Int32?.self) { group in
             group.addTask { await self.status.valueUnlessCancelled() }
             group.addTask {
@@ -82,7 +82,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Waits for the exit and the end of both captured outputs.
-    func finished() async -> Finished {
+    public func finished() async -> Finished {
         let status = await exit()
         return Finished(status: status, out: await out?.value() ?? Data(), err: await err?.value() ?? Data())
     }
@@ -97,7 +97,7 @@ final class ChildProcess: Sendable {
 }
 
 /// A value set once, awaited by any number of tasks.
-final class OneShot<Value: Sendable>: Sendable {
+public final class OneShot<Value: Sendable>: Sendable {
     private enum State {
         case waiting([Int: CheckedContinuation<Value?, Never>], next: Int)
         case done(Value)
@@ -105,7 +105,7 @@ final class OneShot<Value: Sendable>: Sendable {
     private let state = Mutex(State.waiting([:], next: 0))
 
     /// Sets the value (the first call wins) and wakes every waiter.
-    func set(_ value: Value) {
+    public func set(_ value: Value) {
         let waiters = state.withLock { s -> [CheckedContinuation<Value?, Never>] in
             guard case .waiting(let w, _) = s else { return [] }
             s = .done(value)
@@ -115,14 +115,14 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 
     /// The value, however long it takes: cancellation does not cut it short.
-    func value() async -> Value {
+    public func value() async -> Value {
         let id = newWaiter()
         // Registered without a cancellation check, this waiter is only ever resumed by `set`.
         return await withCheckedContinuation { c in wait(id, c, unlessCancelled: false) }!
     }
 
     /// The value, or nil as soon as the task is cancelled.
-    func valueUnlessCancelled() async -> Value? {
+    public func valueUnlessCancelled() async -> Value? {
         let id = newWaiter()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { c in wait(id, c, unlessCancelled: true) }

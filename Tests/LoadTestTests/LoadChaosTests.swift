@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import LoadTest
 import Testing
+import TestSupport
 
 extension MediaScene {
 /// `sfubot load --chaos` against the real Janus: 2 publishers and 2 subscribers held 15 s while

@@ -1,6 +1,6 @@
-import Bot
-import Foundation
-import GStreamerKit
+public import Bot
+public import Foundation
+public import GStreamerKit
 
 /// Where one participant's tone was heard, on the wall clock, across every audio file the
 /// recorder wrote for them: the measure of what a fault cost a recording.
@@ -18,70 +18,70 @@ import GStreamerKit
 /// burst; placed by `first_frame`, everything after would sit that much late. Both are taken
 /// where frames leave the jitter buffer (200 ms), so every placement is that much later than
 /// the network saw it.
-enum Gaps {
-    struct Hole: Sendable, CustomStringConvertible {
-        var start: Date
-        var seconds: Double
-        var end: Date { start.addingTimeInterval(seconds) }
-        var description: String { String(format: "%.2f s at ", seconds) + Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(start) }
+public enum Gaps {
+    public struct Hole: Sendable, CustomStringConvertible {
+        public var start: Date
+        public var seconds: Double
+        public var end: Date { start.addingTimeInterval(seconds) }
+        public var description: String { String(format: "%.2f s at ", seconds) + Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(start) }
     }
 
     /// One audio file of the participant, as decoded.
-    struct File: Sendable {
-        var name: String
-        var feedID: Int64
+    public struct File: Sendable {
+        public var name: String
+        public var feedID: Int64
         /// Manifest `first_frame`; nil: no frame arrived.
-        var firstFrame: Date?
+        public var firstFrame: Date?
         /// Where its first sample was placed.
-        var placedAt: Date?
+        public var placedAt: Date?
         /// Seconds between its first and last decoded sample, by its own timestamps.
-        var mediaSeconds: Double
+        public var mediaSeconds: Double
         /// Seconds between the manifest's `first_frame` and `last_frame`.
-        var wallSeconds: Double?
+        public var wallSeconds: Double?
         /// Wall-clock time its timestamps do not account for: a hole they closed up (a stream
         /// whose timestamps did not advance while its media was cut), which placing by
         /// timestamps cannot show. 0 for a file recorded without a break (whose timestamps
         /// span a little more than its wall time, see above).
-        var unplacedSeconds: Double { max(0, (wallSeconds ?? mediaSeconds) - mediaSeconds) }
+        public var unplacedSeconds: Double { max(0, (wallSeconds ?? mediaSeconds) - mediaSeconds) }
     }
 
-    struct Coverage: Sendable {
+    public struct Coverage: Sendable {
         /// Covered stretches, in order, joined across holes shorter than `minimumHole`.
-        var stretches: [ClosedRange<Date>]
-        var holes: [Hole]
-        var files: [File]
+        public var stretches: [ClosedRange<Date>]
+        public var holes: [Hole]
+        public var files: [File]
         /// Seconds with the tone, every 20 ms counted once however many files hold it.
-        var coveredSeconds: Double
+        public var coveredSeconds: Double
 
-        var first: Date? { stretches.first?.lowerBound }
-        var last: Date? { stretches.last?.upperBound }
+        public var first: Date? { stretches.first?.lowerBound }
+        public var last: Date? { stretches.last?.upperBound }
 
         /// Seconds covered between `from` and `to`.
-        func covered(from: Date, to: Date) -> Double {
+        public func covered(from: Date, to: Date) -> Double {
             stretches.reduce(0) { sum, s in sum + max(0, min(s.upperBound, to).timeIntervalSince(max(s.lowerBound, from))) }
         }
 
         /// When the tone was heard again at or after `t`: `t` itself if it was playing then.
-        func resumed(atOrAfter t: Date) -> Date? {
+        public func resumed(atOrAfter t: Date) -> Date? {
             stretches.first { $0.upperBound > t }.map { max($0.lowerBound, t) }
         }
 
         /// The longest stretch without the tone that ends after `t`, counting the time from the
         /// last covered instant to `end` (the recording's end) as one too: media that never
         /// came back is a gap to the end, not no gap.
-        func longestHole(after t: Date, until end: Date) -> Double {
+        public func longestHole(after t: Date, until end: Date) -> Double {
             let inner = holes.filter { $0.end > t }.map(\.seconds)
             let trailing = max(0, end.timeIntervalSince(max(last ?? t, t)))
             return (inner + [trailing]).max() ?? trailing
         }
 
         /// The largest `unplacedSeconds` of any file.
-        var unplacedSeconds: Double { files.map(\.unplacedSeconds).max() ?? 0 }
+        public var unplacedSeconds: Double { files.map(\.unplacedSeconds).max() ?? 0 }
     }
 
     /// Decodes every audio file `manifest.json` in `directory` lists for `userID` (all its
     /// feeds, whatever their feed id) and returns where the tone at `frequency` was heard.
-    static func measure(_ directory: URL, userID: String, frequency: Double = 440, minimumHole: Double = 0.1) async throws -> Coverage {
+    public static func measure(_ directory: URL, userID: String, frequency: Double = 440, minimumHole: Double = 0.1) async throws -> Coverage {
         let manifest = try RecordingManifest.read(from: directory)
         var files: [File] = [], pieces: [(Date, Date)] = []
         for feed in manifest.feeds where feed.userID == userID && feed.kind == "audio" {
@@ -98,7 +98,7 @@ enum Gaps {
 
     /// Joins covered pieces: touching ones (1 ms) into one, then across holes shorter than
     /// `minimumHole`.
-    static func coverage(_ pieces: [(Date, Date)], files: [File] = [], minimumHole: Double) -> Coverage {
+    public static func coverage(_ pieces: [(Date, Date)], files: [File] = [], minimumHole: Double) -> Coverage {
         func join(_ list: [(Date, Date)], within gap: Double) -> [(Date, Date)] {
             var out: [(Date, Date)] = []
             for (s, e) in list.sorted(by: { $0.0 < $1.0 }) {
@@ -115,15 +115,15 @@ enum Gaps {
 
     private final class Collected: @unchecked Sendable {
         // @unchecked: every access holds `lock`.
-        let lock = NSLock()
-        var chunks: [(pts: Double, samples: [Int16])] = []
+        public let lock = NSLock()
+        public var chunks: [(pts: Double, samples: [Int16])] = []
     }
 
     /// The 20 ms windows of `file` that carry the tone, in seconds from its first decoded
     /// sample, and the seconds from its first to its last sample. Any container the recorder
     /// writes (Ogg, Matroska audio) goes through decodebin; timestamps are kept, so a cut
     /// shows as a jump.
-    static func toneWindows(_ file: URL, frequency: Double) async throws -> (windows: [(start: Double, end: Double)], mediaSeconds: Double) {
+    public static func toneWindows(_ file: URL, frequency: Double) async throws -> (windows: [(start: Double, end: Double)], mediaSeconds: Double) {
         guard FileManager.default.fileExists(atPath: file.path) else { throw PipelineRunError(message: "\(file.lastPathComponent) is listed but missing") }
         let pipeline = try Pipeline(description: """
             filesrc location="\(file.path)" ! decodebin ! audioconvert ! audioresample ! \
@@ -154,7 +154,7 @@ enum Gaps {
 
     /// Loud enough (RMS above 1000 of 32767, about -30 dBFS; the test tone is -6 dBFS) and at
     /// least half of it at `frequency` (Goertzel, as `Audio.share`).
-    static func hasTone(_ window: ArraySlice<Int16>, at frequency: Double) -> Bool {
+    public static func hasTone(_ window: ArraySlice<Int16>, at frequency: Double) -> Bool {
         let energy = window.reduce(0.0) { $0 + Double($1) * Double($1) }
         guard energy / Double(window.count) > 1_000_000 else { return false }
         return Audio.power(window, at: frequency) * 2 / Double(window.count) / energy > 0.5

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// 200 POSTs at once against `--max-jobs 50`, as the probe that once left a job in `stopping`
 /// for good (a GStreamer teardown joining a streaming thread on Swift's cooperative pool) and a

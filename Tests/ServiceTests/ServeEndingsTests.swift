@@ -1,6 +1,7 @@
 import Bot
 import Foundation
 import Testing
+import TestSupport
 
 /// A/V recordings under `sfubot serve` ended the ways an operator ends them: DELETE, and
 /// SIGTERM to the service. On a8caa6a both left a 0-byte .mkv and a `done` job.
@@ -16,7 +17,7 @@ extension MediaScene {
         let dir = try Scene.tempDirectory("serve-end-\(ending.rawValue)")
         let serve = try await ServeProcess.start(port: ending == .delete ? 18491 : 18492, in: dir)
         defer { serve.process.signal(SIGKILL) }
-        let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)",
+        let player = try SfubotProcess.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)",
                                                     "--key-hex", key, "--display", "6:Pat", "--duration", "40"])
         defer { player.signal(SIGKILL) }
         let out = serve.stateDir.appendingPathComponent("recordings/av")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `sfubot serve` stopping and starting again: SIGTERM with jobs running finishes every file;
 /// a crash (SIGKILL) and a new start with the same --state-dir take the running jobs up again.

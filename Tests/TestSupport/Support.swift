@@ -1,28 +1,28 @@
-import Bot
-import FrameCrypto
-import Foundation
-import GStreamerKit
-import Janus
-import Logging
-import Testing
+public import Bot
+public import FrameCrypto
+public import Foundation
+public import GStreamerKit
+public import Janus
+public import Logging
+public import Testing
 
 /// Every test that runs bots against the real Janus, one at a time: bots from two tests at
 /// once would compete for the 2 cores and blur what each test measures.
 @Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
-struct MediaScene {}
+public struct MediaScene {}
 
 /// The scene every integration test runs in: the local Janus (scripts/in-netns) and the
 /// repository's own pipelines.
-enum Scene {
-    static let janusURL = ProcessInfo.processInfo.environment["SFUBOT_JANUS_URL"]
-    static var available: Bool { janusURL != nil }
-    static let logger: Logger = {
+public enum Scene {
+    public static let janusURL = ProcessInfo.processInfo.environment["SFUBOT_JANUS_URL"]
+    public static var available: Bool { janusURL != nil }
+    public static let logger: Logger = {
         var l = Logger(label: "test.bot")
         l.logLevel = ProcessInfo.processInfo.environment["SFUBOT_TEST_LOG"] == nil ? .warning : .debug
         return l
     }()
 
-    static func createRoom() async throws -> Int64 {
+    public static func createRoom() async throws -> Int64 {
         let session = try await JanusSession.connect(url: janusURL!, logger: logger)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         let room = try await VideoRoom.createRoom(handle)
@@ -30,14 +30,29 @@ enum Scene {
         return room
     }
 
-    static func config(room: Int64, display: String, protection: FrameProtection, tap: FrameTap? = nil) throws -> BotConfig {
+    public static func config(room: Int64, display: String, protection: FrameProtection, tap: FrameTap? = nil) throws -> BotConfig {
         var c = BotConfig(janusURL: janusURL!, room: room, display: display, protection: protection,
                           pipelines: try PipelineLibrary(), logger: logger)
         c.frameTap = tap
         return c
     }
 
-    static func tempDirectory(_ name: String) throws -> URL {
+    /// A room with ECall's parameters that Janus saves in its config (`permanent`), so it comes
+    /// back when Janus restarts, as a deployment's static rooms do.
+    public static func createPermanentRoom(_ url: String) async throws -> Int64 {
+        let session = try await JanusSession.connect(url: url, logger: Scene.logger)
+        let handle = try await session.attach(plugin: VideoRoom.plugin)
+        let options = VideoRoom.RoomOptions()
+        let reply = try await handle.message([
+            "request": "create", "permanent": true, "video": true, "videocodec": .string(options.videoCodec),
+            "publishers": .int(Int64(options.publishers)), "bitrate": .int(Int64(options.bitrate)), "bitrate_cap": true,
+        ])
+        await session.close()
+        guard let room = reply.data["room"]?.int else { throw PipelineRunError(message: "create gave no room: \(reply.data)") }
+        return room
+    }
+
+    public static func tempDirectory(_ name: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-test-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
@@ -47,7 +62,7 @@ enum Scene {
 /// Runs a finite pipeline (GStreamerKit's `runToEnd`), within `limit`: a decode that never
 /// ends (a file with a header and no frame once kept `make test` waiting for minutes) fails the
 /// test instead of hanging the suite.
-func runToEnd(_ description: String, limit: Duration = .seconds(120)) async throws {
+public func runToEnd(_ description: String, limit: Duration = .seconds(120)) async throws {
     let pipeline = try Pipeline(description: description)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await pipeline.runToEnd() }
@@ -61,18 +76,22 @@ func runToEnd(_ description: String, limit: Duration = .seconds(120)) async thro
 }
 
 /// An error from a test helper.
-struct PipelineRunError: Error, CustomStringConvertible { let message: String; var description: String { message } }
+public struct PipelineRunError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+    public init(message: String) { self.message = message }
+}
 
-enum Audio {
+public enum Audio {
     /// A mono WAV tone of `seconds` at `frequency`.
-    static func tone(_ frequency: Double, seconds: Double, in dir: URL) async throws -> URL {
+    public static func tone(_ frequency: Double, seconds: Double, in dir: URL) async throws -> URL {
         let url = dir.appendingPathComponent("tone-\(Int(frequency)).wav")
         try await runToEnd("audiotestsrc freq=\(frequency) volume=0.5 samplesperbuffer=480 num-buffers=\(Int(seconds * 100)) ! audio/x-raw,rate=48000,channels=1 ! wavenc ! filesink location=\"\(url.path)\"")
         return url
     }
 
     /// Decodes an Opus file (Ogg, or Matroska for .mka/.mkv) to 48 kHz mono samples; throws if it does not decode.
-    static func decode(_ file: URL) async throws -> [Int16] {
+    public static func decode(_ file: URL) async throws -> [Int16] {
         let raw = file.deletingPathExtension().appendingPathExtension("raw")
         let demux = ["mka", "mkv"].contains(file.pathExtension) ? "matroskademux" : "oggdemux"
         try await runToEnd("filesrc location=\"\(file.path)\" ! \(demux) ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! filesink location=\"\(raw.path)\"")
@@ -82,7 +101,7 @@ enum Audio {
 
     /// Like `decode`, but on the file's timeline: a stretch with no frames becomes silence
     /// (`audiorate`), so gaps show.
-    static func decodeTimed(_ file: URL) async throws -> [Int16] {
+    public static func decodeTimed(_ file: URL) async throws -> [Int16] {
         let raw = file.deletingPathExtension().appendingPathExtension("timed.raw")
         try await runToEnd("filesrc location=\"\(file.path)\" ! oggdemux ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! audiorate ! filesink location=\"\(raw.path)\"")
         let data = try Data(contentsOf: raw)
@@ -90,14 +109,14 @@ enum Audio {
     }
 
     /// Start times (seconds) of the 100 ms windows of `samples` without the tone's energy.
-    static func quietWindows(_ samples: [Int16]) -> [Double] {
+    public static func quietWindows(_ samples: [Int16]) -> [Double] {
         stride(from: 0, to: samples.count - 4800, by: 4800).filter { i in
             samples[i..<(i + 4800)].reduce(0.0) { $0 + Double($1) * Double($1) } / 4800 < 1_000_000
         }.map { Double($0) / 48000 }
     }
 
     /// Mean luma (0–255) of each frame of a Matroska H.264 file, decoded and shrunk to 16x16.
-    static func videoLuma(_ file: URL) async throws -> [Double] {
+    public static func videoLuma(_ file: URL) async throws -> [Double] {
         let raw = file.deletingPathExtension().appendingPathExtension("gray")
         try await runToEnd("filesrc location=\"\(file.path)\" ! matroskademux ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! filesink location=\"\(raw.path)\"")
         let data = [UInt8](try Data(contentsOf: raw))
@@ -105,7 +124,7 @@ enum Audio {
     }
 
     /// Power at `frequency` (Goertzel) over `samples`.
-    static func power(_ samples: ArraySlice<Int16>, at frequency: Double, rate: Double = 48000) -> Double {
+    public static func power(_ samples: ArraySlice<Int16>, at frequency: Double, rate: Double = 48000) -> Double {
         let w = 2 * Double.pi * frequency / rate, coeff = 2 * cos(w)
         var s1 = 0.0, s2 = 0.0
         for x in samples {
@@ -118,7 +137,7 @@ enum Audio {
 
     /// The frequency with the most power between 100 Hz and 4 kHz, over one second from the
     /// middle of the signal: a 10 Hz scan, then 0.5 Hz around the best.
-    static func dominantFrequency(_ samples: [Int16]) -> Double? {
+    public static func dominantFrequency(_ samples: [Int16]) -> Double? {
         guard samples.count >= 48000 else { return nil }
         let start = (samples.count - 48000) / 2
         let window = samples[start..<(start + 48000)]
@@ -128,7 +147,7 @@ enum Audio {
     }
 
     /// Share of the signal's energy that sits at `frequency` (±1 Hz bins), 0...1.
-    static func share(_ samples: [Int16], at frequency: Double) -> Double {
+    public static func share(_ samples: [Int16], at frequency: Double) -> Double {
         guard samples.count >= 48000 else { return 0 }
         let start = (samples.count - 48000) / 2
         let window = samples[start..<(start + 48000)]
@@ -140,35 +159,36 @@ enum Audio {
 }
 
 /// Collects tapped frames from streaming threads.
-final class FrameLog: @unchecked Sendable {
+public final class FrameLog: @unchecked Sendable {
+    public init() {}
     // @unchecked: every access holds `lock`.
     private let lock = NSLock()
     private var frames: [(FrameTapPoint, Int64, [UInt8])] = []
 
-    var tap: FrameTap {
+    public var tap: FrameTap {
         { [self] point, feed, bytes in
             let copy = Array(bytes)
             lock.withLock { frames.append((point, feed, copy)) }
         }
     }
 
-    func frames(_ point: FrameTapPoint) -> [[UInt8]] { lock.withLock { frames.filter { $0.0 == point }.map(\.2) } }
+    public func frames(_ point: FrameTapPoint) -> [[UInt8]] { lock.withLock { frames.filter { $0.0 == point }.map(\.2) } }
 }
 
 /// A Janus of a test's own, started with the project's `deploy/janus/janusctl` on another port
 /// (and, for fault tests, its own RTP port range and session reclaim timeout).
-final class OwnJanus: Sendable {
-    let url: String
-    let port: Int
+public final class OwnJanus: Sendable {
+    public let url: String
+    public let port: Int
     /// Janus's UDP ports for media: cutting them cuts this Janus's media and no other's.
-    let rtpPorts: ClosedRange<Int>
+    public let rtpPorts: ClosedRange<Int>
     private let runDir: URL
     private let apiSecret: String?
     private let reclaimTimeout: Int
 
     /// Starts it; `reclaimTimeout` is Janus's `reclaim_session_timeout` in seconds (0: a
     /// session whose WebSocket closed is destroyed at once and cannot be claimed).
-    init(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000) async throws {
+    public init(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000) async throws {
         self.port = port
         self.runDir = dir
         self.apiSecret = apiSecret
@@ -179,7 +199,7 @@ final class OwnJanus: Sendable {
     }
 
     /// Runs `body` with a Janus of its own and stops that Janus after it, also when it throws.
-    static func with<T>(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000,
+    public static func with<T>(port: Int, in dir: URL, apiSecret: String? = nil, reclaimTimeout: Int = 30, rtpPorts: ClosedRange<Int> = 20000...40000,
                         _ body: (OwnJanus) async throws -> T) async throws -> T {
         let janus = try await OwnJanus(port: port, in: dir, apiSecret: apiSecret, reclaimTimeout: reclaimTimeout, rtpPorts: rtpPorts)
         do {
@@ -193,16 +213,16 @@ final class OwnJanus: Sendable {
     }
 
     /// Stops it (SIGTERM, SIGKILL after 5 s); safe to call twice.
-    func stop() async { try? await janusctl("stop") }
+    public func stop() async { try? await janusctl("stop") }
 
     /// SIGKILLs it, as a crash would; `restart` brings it back with the same configs, so rooms
     /// created `permanent` come back, and every session, handle and PeerConnection is gone.
-    func kill9() async throws { try await janusctl("kill") }
+    public func kill9() async throws { try await janusctl("kill") }
 
     /// Starts it again after `kill9` (same port, configs and rooms); returns how long it took
     /// until its WebSocket port took connections (janusctl polls every 100 ms).
     @discardableResult
-    func restart() async throws -> Duration {
+    public func restart() async throws -> Duration {
         let clock = ContinuousClock(), t0 = clock.now
         try await janusctl("start")
         return clock.now - t0
@@ -223,15 +243,15 @@ final class OwnJanus: Sendable {
 /// Lip sync of a test-pattern recording (one Matroska file, H.264 + Opus): for each white
 /// flash, the time from the flash to the nearest tick onset, in seconds, on the file's own
 /// timestamps.
-enum AVSync {
+public enum AVSync {
     private final class Collected: @unchecked Sendable {
         // @unchecked: every access holds `lock`.
-        let lock = NSLock()
-        var frames: [(pts: Double, luma: Double)] = []
-        var audio: [(pts: Double, samples: [Int16])] = []
+        public let lock = NSLock()
+        public var frames: [(pts: Double, luma: Double)] = []
+        public var audio: [(pts: Double, samples: [Int16])] = []
     }
 
-    static func tickMinusFlash(_ file: URL) async throws -> [Double] {
+    public static func tickMinusFlash(_ file: URL) async throws -> [Double] {
         let pipeline = try Pipeline(description: """
             filesrc location="\(file.path)" ! matroskademux name=d \
             d. ! queue ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! fakesink name=v sync=false async=false \
@@ -268,4 +288,8 @@ enum AVSync {
         }.map { start + Double($0) * 0.001 }
         return flashes.compactMap { f in ticks.map { $0 - f }.min { abs($0) < abs($1) } }
     }
+}
+
+extension Duration {
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -1,0 +1,30 @@
+public import Logging
+public import Synchronization
+
+/// Every line a logger wrote, at every level, for tests that check what reaches the logs.
+public final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    public init() {}
+
+    public func logger(_ label: String) -> Logger {
+        var l = Logger(label: label) { _ in Handler(sink: self) }
+        l.logLevel = .trace
+        return l
+    }
+
+    public var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    public struct Handler: LogHandler {
+        public let sink: CapturedLog
+        public var logLevel: Logger.Level = .trace
+        public var metadata: Logger.Metadata = [:]
+        public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+            let all = self.metadata.merging(metadata ?? [:]) { $1 }
+            sink.lines.withLock { $0.append("\(level) \(message) \(all)") }
+        }
+    }
+}
