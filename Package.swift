@@ -168,7 +168,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
-            swiftSettings: strict),
+            swiftSettings: strict,
+            plugins: ["EmbedOpenAPI"]),
+        // docs/openapi.json compiled into Service (one source for the document; no resource
+        // bundle to install beside the binary).
+        .executableTarget(name: "embed-text"),
+        .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-text"]),
         .executableTarget(
             name: "sfubot",
             dependencies: [

@@ -9,11 +9,11 @@ import Testing
     static let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("docs/openapi.json")
 
-    @Test("docs/openapi.json and the served (embedded) document are the same JSON, OpenAPI 3.1.0")
+    @Test("the served document is docs/openapi.json byte for byte (compiled in by the EmbedOpenAPI plugin), OpenAPI 3.1.0")
     func sameDocument() throws {
-        let file = try JSONDecoder().decode(JSON.self, from: Data(contentsOf: Self.docs))
+        let file = try String(contentsOf: Self.docs, encoding: .utf8)
+        #expect(OpenAPIDocument.json == file || OpenAPIDocument.json + "\n" == file, "the embedded document is not docs/openapi.json: rebuild")
         let embedded = try JSONDecoder().decode(JSON.self, from: Data(OpenAPIDocument.json.utf8))
-        #expect(file == embedded, "docs/openapi.json and Sources/Service/OpenAPIDocument.swift differ: copy one into the other")
         #expect(embedded["openapi"]?.string == "3.1.0")
     }
 

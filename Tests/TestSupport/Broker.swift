@@ -1,7 +1,7 @@
 public import ECall
 public import ECallStandIn
 public import FrameCrypto
-public import Foundation
+import Foundation
 public import Logging
 
 /// The local RabbitMQ that `make test` starts, and the stand-in backend beside it.

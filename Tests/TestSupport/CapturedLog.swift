@@ -1,5 +1,5 @@
 public import Logging
-public import Synchronization
+import Synchronization
 
 /// Every line a logger wrote, at every level, for tests that check what reaches the logs.
 public final class CapturedLog: Sendable {

@@ -1,5 +1,5 @@
 public import Foundation
-public import Synchronization
+import Synchronization
 
 /// A child process a test awaits without holding a thread of Swift's cooperative pool.
 ///

@@ -1,6 +1,6 @@
-public import Bot
+import Bot
 public import Foundation
-public import GStreamerKit
+import GStreamerKit
 
 /// Where one participant's tone was heard, on the wall clock, across every audio file the
 /// recorder wrote for them: the measure of what a fault cost a recording.

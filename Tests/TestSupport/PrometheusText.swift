@@ -1,4 +1,4 @@
-public import Telemetry
+import Telemetry
 
 /// Reads Prometheus text exposition the way a scraper does: the value of one series.
 public enum PrometheusText {

@@ -1,9 +1,9 @@
-public import AsyncHTTPClient
+import AsyncHTTPClient
 public import Foundation
-public import NIOCore
-public import NIOFoundationCompat
-public import NIOHTTP1
-public import Testing
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import Testing
 
 /// `sfubot serve` as a test drives it: the built binary, started with its own token file,
 /// state folder and port, reached over HTTP only.

@@ -1,8 +1,8 @@
 public import Bot
-public import FrameCrypto
+import FrameCrypto
 public import Foundation
-public import GStreamerKit
-public import Janus
+import GStreamerKit
+import Janus
 public import Logging
 public import Testing
 
