@@ -26,11 +26,8 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
     var config: String
 
-    @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
-    var pipelines: String?
-
-    @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace). Keys and tokens are never logged.")
-    var verbose: Int
+    @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup var logOptions: LogOptions
 
     @OptionGroup var metricsOptions: MetricsOptions
 
@@ -40,13 +37,11 @@ struct AgentCommand: AsyncParsableCommand {
     var keyLog: String?
 
     func run() async throws {
-        LoggingSystem.bootstrapOnce()
-        var log = Logger(label: "sfubot.agent")
-        log.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
+        let log = logOptions.logger("sfubot.agent")
         let server = await metricsOptions.start(logger: log)
         defer { server?.stop() }
         do {
-            let agent = Agent(config: try AgentConfig.load(config), pipelines: try PipelineLibrary(directory: pipelines), logger: log,
+            let agent = Agent(config: try AgentConfig.load(config), pipelines: try pipeline.library(), logger: log,
                               keyLog: try KeyLogOption.open(keyLog))
             // Calls in progress finish their files before it ends.
             try await runCancellableOnSignals(grace: .seconds(30)) { try await agent.run() }

@@ -5,61 +5,6 @@ import Foundation
 import Janus
 import Logging
 
-/// Where the bot connects; shared by every command that joins a room.
-struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Janus WebSocket URL.")
-    var janus = "ws://127.0.0.1:8188"
-
-    @Option(help: "VideoRoom room id.")
-    var room: Int64
-
-    @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
-    var apiSecret: String?
-
-    @Option(help: ArgumentHelp("Janus auth token, if the server requires one.", valueName: "token"))
-    var token: String?
-
-    @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
-    var pipelines: String?
-
-    @Option(help: ArgumentHelp(
-        "After losing Janus (WebSocket, session, restart, media path), keep trying to come back this long before giving up (exit 69).",
-        valueName: "seconds"))
-    var rejoinTimeout: Double = 60
-
-    @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace).")
-    var verbose: Int
-
-    func validate() throws {
-        try OptionCheck.url(janus, "--janus")
-        try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
-    }
-
-    /// Session options: a dropped WebSocket is reconnected and the session claimed within the rejoin timeout.
-    var sessionOptions: JanusSession.Options {
-        var o = JanusSession.Options(apiSecret: apiSecret, token: token)
-        // Checked in validate(); 0 turns reconnection off.
-        o.reclaimWindow = ((try? OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)) ?? nil) ?? .zero
-        return o
-    }
-
-    func logger(_ label: String) -> Logger {
-        LoggingSystem.bootstrapOnce()
-        var l = Logger(label: label)
-        l.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
-        return l
-    }
-
-    func botConfig(display: String, protection: FrameProtection, label: String) throws -> BotConfig {
-        var config = BotConfig(
-            janusURL: janus, room: room, display: display, protection: protection,
-            janus: JanusSession.Options(apiSecret: apiSecret, token: token),
-            pipelines: try PipelineLibrary(directory: pipelines), logger: logger(label))
-        config.rejoinTimeout = sessionOptions.reclaimWindow
-        return config
-    }
-}
-
 /// The call key, or explicitly none.
 struct KeyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Call key as 64 hex characters.", valueName: "hex"))

@@ -49,11 +49,8 @@ struct Mjr: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Sign manifest.json with this key (as record --signing-key): the outputs and the .mjr inputs by SHA-256 and size, checked by `sfubot verify`. Without it nothing is signed.", valueName: "file"))
         var signingKey: String?
 
-        @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
-        var pipelines: String?
-
-        @Flag(name: .shortAndLong, help: "Log more (-v: debug).")
-        var verbose: Int
+        @OptionGroup var pipeline: PipelineOptions
+        @OptionGroup var log: LogOptions
 
         func validate() throws {
             guard !files.isEmpty else { throw ValidationError("give at least one .mjr file") }
@@ -72,13 +69,11 @@ struct Mjr: AsyncParsableCommand {
         func run() async throws {
             do {
                 let keys = try keySource()
-                LoggingSystem.bootstrapOnce()
-                var logger = Logger(label: "mjr")
-                logger.logLevel = verbose > 0 ? .debug : .info
+                let logger = log.logger("mjr")
                 let signer = SigningKeyOption.load(signingKey)
                 var manifest = try await MjrDecrypt(
                     files: files, keys: keys, directory: URL(fileURLWithPath: out),
-                    library: try PipelineLibrary(directory: pipelines), logger: logger
+                    library: try pipeline.library(), logger: logger
                 ).run()
                 if let signer {
                     manifest = try await manifest.signed(with: signer, directory: URL(fileURLWithPath: out), inputs: files)

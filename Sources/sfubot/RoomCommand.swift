@@ -13,23 +13,17 @@ struct Room: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a room with ECall's parameters (H.264, Opus, 200 publishers, 128 kbit/s cap); prints its id.")
 
-        @Option(help: "Janus WebSocket URL.")
-        var janus = "ws://127.0.0.1:8188"
+        @OptionGroup var server: JanusOptions
         @Option(help: "Room id to create (default: Janus picks one).")
         var room: Int64?
-        @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
-        var apiSecret: String?
-
-        func validate() throws {
-            try OptionCheck.url(janus, "--janus")
-        }
+        @OptionGroup var log: LogOptions
 
         func run() async throws {
-            LoggingSystem.bootstrapOnce()
-            var log = Logger(label: "sfubot.room")
-            log.logLevel = .warning
+            var log = log.logger("sfubot.room")
+            // Its output is the id on stdout: quiet unless asked.
+            if self.log.verbose == 0 { log.logLevel = .warning }
             do {
-                let session = try await JanusSession.connect(url: janus, options: .init(apiSecret: apiSecret), logger: log)
+                let session = try await JanusSession.connect(url: server.janus, options: server.sessionOptions, logger: log)
                 defer { Task { await session.close() } }
                 let handle = try await session.attach(plugin: VideoRoom.plugin)
                 let id = try await VideoRoom.createRoom(handle, room: room)

@@ -36,8 +36,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("File holding the bearer token of the API (mode 0600); read again on SIGHUP and when it changes (the old token then stops working).", valueName: "path"))
     var tokenFile: String
 
-    @Option(help: "Janus WebSocket URL for jobs that name none, and for /readyz.")
-    var janus = "ws://127.0.0.1:8188"
+    // --janus (for jobs that name none, and /readyz), --api-secret, --janus-token.
+    @OptionGroup var server: JanusOptions
 
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
@@ -63,26 +63,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Forget finished jobs this long after they ended (their records in memory and in --state-dir; never their recordings).", valueName: "seconds"))
     var keepFinished: Double = 7 * 24 * 3600
 
-    @Option(help: ArgumentHelp("Janus API secret, if the server sets one.", valueName: "secret"))
-    var apiSecret: String?
-
-    @Option(help: ArgumentHelp("Janus auth token, if the server requires one.", valueName: "token"))
-    var janusToken: String?
-
-    @Option(help: ArgumentHelp("Folder of pipeline descriptions (default: ./pipelines, $SFUBOT_PIPELINES, or the checkout's).", valueName: "dir"))
-    var pipelines: String?
-
-    @Option(help: ArgumentHelp("How long a job that lost Janus keeps trying to come back.", valueName: "seconds"))
-    var rejoinTimeout: Double = 600
-
-    @Flag(name: .shortAndLong, help: "Log more (-v: debug, -vv: trace).")
-    var verbose: Int
+    @OptionGroup var comeback: ComebackOptions
+    @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup var log: LogOptions
+    // Also on the API's own port; --metrics-port adds a listener without the API on it.
+    @OptionGroup var metricsOptions: MetricsOptions
 
     func validate() throws {
         _ = try Self.address(listen)
-        try OptionCheck.url(janus, "--janus")
-        try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true)
-        do { _ = try JanusAllowList([janus] + janusAllow) } catch { throw ValidationError(error.description) }
+        do { _ = try JanusAllowList([server.janus] + janusAllow) } catch { throw ValidationError(error.description) }
         try OptionCheck.seconds(keepFinished, "--keep-finished", zeroAllowed: true)
         if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs takes 1 or more, got \(maxJobs)") }
         if outputRoot == nil || mediaRoot == nil, stateDir == nil {
@@ -104,17 +93,17 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         do {
             let (host, port) = try Self.address(listen)
-            LoggingSystem.bootstrapOnce()
-            var logger = Logger(label: "sfubot.serve")
-            logger.logLevel = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
-            var janusOptions = JanusSession.Options(apiSecret: apiSecret, token: janusToken)
+            let logger = log.logger("sfubot.serve")
+            let metricsServer = await metricsOptions.start(logger: logger)
+            defer { metricsServer?.stop() }
+            var janusOptions = server.sessionOptions
             janusOptions.reclaimWindow = .zero
             let roots = try Roots.configured(output: outputRoot, media: mediaRoot, stateDirectory: stateDir)
             for root in [roots.output, roots.media] { if let weakness = root.weakness { logger.warning("\(weakness)") } }
             var config = ServeConfiguration(
-                host: host, port: port, tokens: try readToken(logger: logger), roots: roots, janus: janus,
-                janusAllowed: try JanusAllowList([janus] + janusAllow), janusOptions: janusOptions,
-                stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try PipelineLibrary(directory: pipelines),
+                host: host, port: port, tokens: try readToken(logger: logger), roots: roots, janus: server.janus,
+                janusAllowed: try JanusAllowList([server.janus] + janusAllow), janusOptions: janusOptions,
+                stateDirectory: stateDir.map { URL(fileURLWithPath: $0) }, pipelines: try pipeline.library(),
                 logger: logger)
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
@@ -126,7 +115,7 @@ struct Serve: AsyncParsableCommand {
             }
             config.keepFinished = keepFinished
             config.signingKey = try Self.signer(signingKey, stateDir: stateDir, logger: logger)
-            config.rejoinTimeout = try OptionCheck.seconds(rejoinTimeout, "--rejoin-timeout", zeroAllowed: true) ?? .zero
+            config.rejoinTimeout = comeback.duration
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
             }

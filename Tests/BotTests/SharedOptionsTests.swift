@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The options every command shares are spelled the same, with the same defaults: they come
+/// from one group each (Sources/sfubot/Options), and `--help` is what a user reads.
+@Suite struct SharedOptionsTests {
+    /// One option's help entry: from its line to the next option's, whitespace folded.
+    static func entry(_ option: String, in help: String) -> String? {
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let start = lines.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(option + " ") || $0.contains(", " + option + " ") || $0.trimmingCharacters(in: .whitespaces) == option || $0.contains(option + ",") }) else { return nil }
+        var text = lines[start]
+        for line in lines[(start + 1)...] {
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("-") || line.isEmpty { break }
+            text += " " + line.trimmingCharacters(in: .whitespaces)
+        }
+        return text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    static func help(_ command: [String]) async throws -> String {
+        let r = try await SfubotProcess.run(command + ["--help"])
+        #expect(r.status == 0, "\(command): \(r.err)")
+        return r.out
+    }
+
+    @Test("record, play, load, serve and room create take --janus, --api-secret and --janus-token alike")
+    func janusOptions() async throws {
+        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["room", "create"]] {
+            let help = try await Self.help(command)
+            let janus = Self.entry("--janus", in: help)
+            #expect(janus?.contains("(default: ws://127.0.0.1:8188)") == true, "\(command): \(janus ?? "no --janus")")
+            #expect(Self.entry("--api-secret", in: help) != nil, "\(command)")
+            #expect(Self.entry("--janus-token", in: help) != nil, "\(command)")
+            #expect(Self.entry("-v", in: help)?.contains("-vv: trace") == true, "\(command)")
+        }
+    }
+
+    @Test("every participant command and serve come back for the same --rejoin-timeout, 600 s")
+    func rejoinTimeout() async throws {
+        for command in [["record"], ["play"], ["load", "run"], ["serve"]] {
+            let entry = Self.entry("--rejoin-timeout", in: try await Self.help(command))
+            #expect(entry?.contains("(default: 600.0)") == true, "\(command): \(entry ?? "no --rejoin-timeout")")
+        }
+    }
+
+    @Test("--pipelines, -v and the metrics listener are the same in every command that runs media")
+    func mediaOptions() async throws {
+        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["agent"], ["mjr", "decrypt"]] {
+            let help = try await Self.help(command)
+            #expect(Self.entry("--pipelines", in: help)?.contains("$SFUBOT_PIPELINES") == true, "\(command)")
+            #expect(Self.entry("-v", in: help)?.contains("Log more") == true, "\(command)")
+            if command != ["mjr", "decrypt"] {
+                #expect(Self.entry("--metrics-port", in: help) != nil, "\(command)")
+            }
+        }
+    }
+
+    @Test("the old --token still reaches Janus as --janus-token")
+    func oldTokenName() async throws {
+        // Parsed, not refused: a bad room makes it fail later, at validation of what it means.
+        let r = try await SfubotProcess.run(["record", "--token", "t", "--no-e2ee", "--out", "/nonexistent/x", "--room", "1", "--janus", "ws://127.0.0.1:9", "--rejoin-timeout", "0"])
+        #expect(!r.err.contains("Unknown option"), "\(r.err)")
+    }
+}
