@@ -52,10 +52,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Secret files (tokens, keys, credentials) read and written one way: regular, 0600, bounded.
+        .target(name: "PrivateIO", swiftSettings: strict),
         .target(
             name: "FrameCrypto",
             dependencies: [
-                "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+                "COpenSSL", "PrivateIO", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -63,7 +65,7 @@ let package = Package(
         // Signed, hash-chained recording manifests and their verification (swift-crypto only).
         .target(
             name: "Proof",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["PrivateIO", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // A client WebSocket of text messages in one subprotocol (Janus, STOMP).
@@ -158,7 +160,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "Proof",
+                "Bot", "FrameCrypto", "Janus", "Proof", "PrivateIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -177,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -190,6 +192,7 @@ let package = Package(
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
+        .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),

@@ -1,3 +1,4 @@
+import PrivateIO
 import Crypto
 public import Foundation
 import _CryptoExtras
@@ -73,14 +74,10 @@ public struct DeviceIdentity: Sendable, CustomStringConvertible {
 
     /// Writes the key as PKCS#8 PEM to a new file created with mode 0600 (never over an existing one).
     public func write(toNewFile path: String) throws(IdentityError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw errno == EEXIST ? .fileExists(path) : .unwritableFile(path, String(cString: strerror(errno)))
+        do { try PrivateFile.createNew(path, what: "the identity key", contents: Array(pkcs8PEM.utf8)) } catch {
+            if error.reason == .exists { throw .fileExists(path) }
+            throw .unwritableFile(path, error.description)
         }
-        defer { close(fd) }
-        let bytes = Array(pkcs8PEM.utf8)
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(fd) == 0 else { throw .unwritableFile(path, String(cString: strerror(errno))) }
     }
 
     public var description: String { "DeviceIdentity(\(kind.rawValue), public \(publicKey.hash.prefix(16))…)" }

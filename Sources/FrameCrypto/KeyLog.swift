@@ -1,3 +1,4 @@
+import PrivateIO
 import Crypto
 public import Foundation
 #if canImport(Glibc)
@@ -42,18 +43,7 @@ public final class KeyLog: Sendable {
     /// regular file of ours or that group or others can access: the log holds keys.
     public init(path: String) throws(KeyLogError) {
         self.path = path
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw KeyLogError(.cannotOpen(path, String(cString: strerror(errno)))) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
-            close(fd)
-            throw KeyLogError(.notOwnFile(path))
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            close(fd)
-            throw KeyLogError(.othersCanRead(path, String(st.st_mode & 0o777, radix: 8)))
-        }
-        self.fd = fd
+        do { fd = try PrivateFile.openForAppend(path, what: "key log") } catch { throw KeyLogError(.file(error)) }
     }
 
     deinit { close(fd) }
@@ -97,9 +87,7 @@ public final class KeyLog: Sendable {
 /// Why a key log could not be opened or read. The message says what to fix.
 public struct KeyLogError: Error, CustomStringConvertible, Equatable {
     enum Reason: Equatable {
-        case cannotOpen(String, String)
-        case notOwnFile(String)
-        case othersCanRead(String, String)
+        case file(PrivateFileError)
         case unreadable(String)
         case badLine(String, Int)
     }
@@ -108,9 +96,7 @@ public struct KeyLogError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch reason {
-        case .cannotOpen(let p, let why): "cannot open key log \(p): \(why)"
-        case .notOwnFile(let p): "key log \(p) is not a regular file owned by this user: give a new path"
-        case .othersCanRead(let p, let mode): "key log \(p) is open to other users (mode \(mode)); it would hold keys: chmod 600 it or give a new path"
+        case .file(let problem): problem.description
         case .unreadable(let p): "cannot read key log \(p)"
         case .badLine(let p, let n): "key log \(p), line \(n): not a key log entry (JSON with call, key, from)"
         }

@@ -1,3 +1,4 @@
+import PrivateIO
 public import Crypto
 public import Foundation
 
@@ -73,28 +74,15 @@ public struct SigningKey: Sendable {
 
     /// Reads a key file, refusing one that is not a regular file or that others can read.
     public init(contentsOfFile path: String) throws(SigningKeyError) {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw .init("cannot open the signing key \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size < 16384 else {
-            throw .init("\(path) is not a signing key file (a regular file of a few hundred bytes)")
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw .init("\(path) can be read by others (mode \(String(st.st_mode & 0o777, radix: 8))): chmod 600 it")
-        }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        guard read(fd, &bytes, bytes.count) == bytes.count else { throw .init("cannot read \(path)") }
+        let bytes: [UInt8]
+        do { bytes = try PrivateFile.read(path, what: "the signing key", maxBytes: 16384).bytes } catch { throw .init(error.description) }
         try self.init(pem: String(decoding: bytes, as: UTF8.self))
     }
 
     /// Writes the key to a new file created 0600 (never over an existing one).
     public func write(toNewFile path: String) throws(SigningKeyError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .init("cannot create \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        do { try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data((pemRepresentation + "\n").utf8)) } catch {
-            throw .init("cannot write \(path): \(error)")
+        do { try PrivateFile.createNew(path, what: "the signing key", contents: Array((pemRepresentation + "\n").utf8)) } catch {
+            throw .init(error.description)
         }
     }
 

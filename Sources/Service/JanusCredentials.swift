@@ -1,3 +1,4 @@
+import PrivateIO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,16 +23,11 @@ public struct JanusCredentials: Sendable {
 
     /// Reads `path`; every URL in it must be one of `allowed`.
     public init(path: String, allowed: JanusAllowList) throws(ServeError) {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw ServeError("cannot read --janus-credentials \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw ServeError("--janus-credentials \(path) is not a regular file") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw ServeError("--janus-credentials \(path) holds secrets and others may read it: chmod 600 \(path)")
+        let data: [UInt8]
+        do { data = try PrivateFile.read(path, what: "--janus-credentials", maxBytes: 1 << 20, followSymlinks: false).bytes } catch {
+            throw ServeError(error.description)
         }
-        guard let data = RootFiles.readRegular(fd: fd, maxBytes: 1 << 20),
-              let raw = try? JSONDecoder().decode([String: Entry].self, from: Data(data)) else {
+        guard let raw = try? JSONDecoder().decode([String: Entry].self, from: Data(data)) else {
             throw ServeError("--janus-credentials \(path) is not a JSON object of Janus URL → {\"api_secret\", \"token\"}")
         }
         var entries: [String: Entry] = [:]

@@ -1,3 +1,4 @@
+import PrivateIO
 public import Foundation
 public import Logging
 import ServiceLifecycle
@@ -71,20 +72,12 @@ public final class TokenFile: Sendable {
     /// The token in `path`, checked as at start: only its owner may read the file (anyone who
     /// holds the token can record calls), 16 characters or more, no spaces.
     public static func read(_ path: String) throws(Problem) -> (String, [Int]) {
-        var info = stat()
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw Problem(description: "cannot read the token file \(path)", unreadable: true) }
-        defer { close(fd) }
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 4096 else {
-            throw Problem(description: "the token file \(path) is not a regular file of at most 4096 bytes", unreadable: true)
+        let contents: PrivateFile.Contents
+        do { contents = try PrivateFile.read(path, what: "the token file", maxBytes: 4096) } catch {
+            throw Problem(description: error.description, unreadable: error.unreadable)
         }
-        guard info.st_mode & 0o077 == 0 else {
-            throw Problem(description: "the token file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it", unreadable: false)
-        }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n >= 0 else { throw Problem(description: "cannot read the token file \(path)", unreadable: true) }
-        let token = String(decoding: bytes[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let info = contents.info
+        let token = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
             throw Problem(description: "the token in \(path) must be at least 16 characters, without spaces (e.g. `openssl rand -hex 32`)", unreadable: false)
         }

@@ -1,3 +1,4 @@
+import PrivateIO
 import ArgumentParser
 import Bot
 import FrameCrypto
@@ -83,9 +84,7 @@ struct KeyOptions: ParsableArguments {
 
     /// A call key decrypts the whole call: a key file others can read deserves a word.
     private static func warnIfOthersCanRead(_ path: String) {
-        guard let mode = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue,
-              mode & 0o077 != 0 else { return }
-        let octal = String(mode & 0o777, radix: 8)
+        guard let octal = PrivateFile.openToOthers(path) else { return }
         FileHandle.standardError.write(Data("sfubot: warning: key file \(path) is open to other users (mode \(octal)); chmod 600 it\n".utf8))
     }
 }

@@ -126,7 +126,8 @@ import TestSupport
         var args = command
         if command[0] == "record" { args.append(try Scene.tempDirectory("silent").path) }
         let p = try CLI.start(args + ["--janus", "ws://127.0.0.1:\(silent.port)", "--room", "1", "--key-hex", key])
-        try await Task.sleep(for: .seconds(2))
+        // Until it is connecting (its signal handlers are in place by then), however slow the start.
+        #expect(await silent.waitForConnection(within: .seconds(30)), "never connected")
         #expect(p.isRunning, "still connecting to a server that never answers")
         p.signal(SIGTERM)
         let seconds = await Self.waitForExit(p, limit: .seconds(30))
@@ -164,5 +165,25 @@ final class SilentListener {
         port = Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    deinit { close(fd) }
+    private var accepted: [Int32] = []
+
+    /// Whether a client connected within `limit` (the connection is kept open, never answered).
+    func waitForConnection(within limit: Duration) async -> Bool {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            let client = accept(fd, nil, nil)
+            if client >= 0 {
+                accepted.append(client)
+                return true
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    deinit {
+        accepted.forEach { close($0) }
+        close(fd)
+    }
 }
