@@ -11,21 +11,21 @@ import ServiceLifecycle
 /// (each finishes its files) before the process ends; jobs stopped that way stay "running" in
 /// the state folder, so the next start resumes them.
 actor JobManager: Service {
-    private let config: ServeConfiguration
-    private let store: JobStore?
-    private var jobs: [String: Job] = [:]
-    private var order: [String] = []
+    let config: ServeConfiguration
+    let store: JobStoreWriter?
+    var jobs: [String: Job] = [:]
+    var order: [String] = []
     /// Output paths of jobs being prepared (between their check and their start).
-    private var reserved: [String: [String]] = [:]
+    var reserved: [String: [String]] = [:]
     private var shuttingDown = false
-    private let log: Logger
+    let log: Logger
 
     init(config: ServeConfiguration) throws(ServeError) {
         self.config = config
-        store = try config.stateDirectory.map { dir throws(ServeError) in try JobStore(stateDirectory: dir) }
         var log = config.logger
         log[metadataKey: "component"] = "serve"
         self.log = log
+        store = try config.stateDirectory.map { dir throws(ServeError) in JobStoreWriter(store: try JobStore(stateDirectory: dir), log: log) }
     }
 
     // MARK: - Service
@@ -50,6 +50,7 @@ actor JobManager: Service {
         }
         await stopAll()
         publishGauges()
+        await store?.flush()
     }
 
     /// Every running job stopped at once, each finishing its files.
@@ -86,12 +87,19 @@ actor JobManager: Service {
         reserved[id] = claims
         defer { reserved[id] = nil }
         let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
-        guard !shuttingDown else {
-            prepared.discard()
-            throw RequestProblem(status: 503, message: "the service is shutting down")
-        }
         do throws(RequestProblem) {
-            let job = try launch(id: id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: Date(), resumes: 0)
+            let canonical = try paths.canonicalSpec(spec, roots: roots)
+            if kind == .recording {
+                // The recorder's own check of its folder and mix, off the pool too (a mkdir or
+                // an open can wait on a slow disk).
+                let check = Recorder(config: botConfig(for: canonical, id: id, protection: prepared.protection),
+                                     directory: URL(fileURLWithPath: canonical.out!), mixFile: canonical.mix.map { URL(fileURLWithPath: $0) })
+                try await RootFiles.offPool { () throws(RequestProblem) in
+                    do { try check.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
+                }
+            }
+            guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
+            let job = try launch(id: id, spec: canonical, protection: prepared.protection, created: Date(), resumes: 0)
             return JobStatus(job)
         } catch {
             prepared.discard()
@@ -171,7 +179,7 @@ actor JobManager: Service {
 
     // MARK: - Running
 
-    private func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int) throws(RequestProblem) -> Job {
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int) throws(RequestProblem) -> Job {
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {
@@ -189,9 +197,6 @@ actor JobManager: Service {
                 mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
             recorder.resume = resumes > 0
             recorder.signingKey = config.signingKey
-            if resumes == 0 {
-                do { try recorder.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
-            }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil)
             let configured = recorder
             job.start { await Self.outcome(of: job) { () async throws(BotError) in
@@ -234,71 +239,11 @@ actor JobManager: Service {
         persist(job)
     }
 
-    private func finish(_ job: Job, _ outcome: Job.Outcome) {
+    func finish(_ job: Job, _ outcome: Job.Outcome) {
         job.settle(outcome)
         jobs[job.id] = job
         order.append(job.id)
         persist(job)
     }
 
-    private func persist(_ job: Job) {
-        guard let store else { return }
-        do { try store.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome)) } catch {
-            log.error("state: cannot save job \(job.id) in \(store.folder.path): \(error)")
-        }
-    }
-
-    /// Jobs the state folder holds: ended ones are listed, running ones taken up again.
-    private func resumeStored() async {
-        guard let store else { return }
-        let roots = config.roots
-        for record in store.load(logger: log) where jobs[record.id] == nil {
-            if let outcome = record.outcome {
-                let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
-                job.settle(outcome)
-                jobs[record.id] = job
-                order.append(record.id)
-                continue
-            }
-            do throws(RequestProblem) {
-                // Within today's roots, as a new request would be; its folder keeps its files.
-                let paths = try JobPaths(record.spec, roots: roots)
-                reserved[record.id] = paths.claims(roots)
-                defer { reserved[record.id] = nil }
-                let spec = record.spec
-                let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
-                _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection,
-                               created: record.created, resumes: record.resumes + 1)
-            } catch {
-                log.error("job \(record.id) cannot be resumed: \(error.message)")
-                let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)
-                finish(job, .init(state: .failed, ended: Date(), error: "not resumed: \(error.message)"))
-            }
-        }
-    }
-
-    private func botConfig(for spec: JobSpec, id: String, protection: FrameProtection) -> BotConfig {
-        var log = config.logger
-        log[metadataKey: "job"] = "\(id)"
-        var bot = BotConfig(
-            janusURL: spec.janus ?? config.janus, room: spec.room,
-            display: spec.display ?? (spec.kind == .recording ? "0:sfubot recorder" : "0:sfubot"),
-            protection: protection, janus: config.janusOptions(for: spec.janus ?? config.janus), pipelines: config.pipelines, logger: log)
-        bot.rejoinTimeout = config.rejoinTimeout
-        return bot
-    }
-
-    // MARK: - Metrics
-
-    private func publishGauges() {
-        Gauge(label: "sfubot_jobs_capacity_free").record(freeCapacity)
-        var counts: [String: Int] = [:]
-        for job in jobs.values { counts["\(job.spec.kind.rawValue)/\(job.state.rawValue)", default: 0] += 1 }
-        for kind in JobSpec.Kind.allCases {
-            for state in Job.State.allCases {
-                Gauge(label: "sfubot_jobs", dimensions: [("kind", kind.rawValue), ("state", state.rawValue)])
-                    .record(counts["\(kind.rawValue)/\(state.rawValue)", default: 0])
-            }
-        }
-    }
 }

@@ -19,8 +19,15 @@ extension MediaScene {
         let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
                                                     "--display", "4:Kim", "--duration", "30"])
         defer { player.signal(SIGKILL) }
-        // Not on a second's boundary, so the manifest on disk is up to a second old.
-        try await Task.sleep(for: .milliseconds(8_600))
+        // Until the manifest on disk counts pictures (however slowly a loaded machine starts),
+        // then off a second's boundary, so the manifest on disk is up to a second old.
+        let end = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < end {
+            let video = (try? RecordingManifest.read(from: out))?.feeds.first { $0.userID == "4" && $0.kind == "video" }
+            if (video?.written ?? 0) >= 60 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        try await Task.sleep(for: .milliseconds(1_600))
         recorder.signal(SIGKILL)
         _ = await recorder.exit()
 
