@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-chromium bench bench-chromium bench-load bench-record soak fuzz clean
+.PHONY: deps build demo test test-chromium tsan bench bench-chromium bench-load bench-record soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -35,6 +35,15 @@ test-chromium: build
 	MODE=resize scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+
+# ThreadSanitizer over every test that needs no Janus (the integration tests switch themselves
+# off without SFUBOT_JANUS_URL), built apart in .build/tsan with -DSFUBOT_TSAN (the `Locked`
+# lock becomes a pthread mutex TSan sees: Sources/Locking). A report fails the run (exit 66);
+# what is suppressed, and why, is in Tests/tsan.supp.
+tsan: deps
+	swift build --build-tests --sanitize=thread -Xswiftc -DSFUBOT_TSAN --scratch-path .build/tsan
+	env -u SFUBOT_JANUS_URL -u SFUBOT_STOMP_URL TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$(CURDIR)/Tests/tsan.supp" \
+	  swift test --skip-build --sanitize=thread --scratch-path .build/tsan
 
 bench: deps
 	swift build -c release --product sfubot-bench

@@ -52,6 +52,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The one lock type: Synchronization's Mutex, or a pthread mutex TSan can see (`make tsan`).
+        .target(name: "Locking", swiftSettings: strict),
         // Secret files (tokens, keys, credentials) read and written one way: regular, 0600, bounded.
         .target(name: "PrivateIO", swiftSettings: strict),
         .target(
