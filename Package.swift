@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "CDirectRTP", dependencies: ["CGStreamer"]),
         .target(
             name: "GStreamerKit",
-            dependencies: [
+            dependencies: ["Locking", 
                 "CGStreamer", "CGStreamerShims", "CDirectRTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "PrivateIO", swiftSettings: strict),
         .target(
             name: "FrameCrypto",
-            dependencies: [
+            dependencies: ["Locking", 
                 "COpenSSL", "PrivateIO", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -67,13 +67,13 @@ let package = Package(
         // Signed, hash-chained recording manifests and their verification (swift-crypto only).
         .target(
             name: "Proof",
-            dependencies: ["PrivateIO", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Locking", "PrivateIO", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // A client WebSocket of text messages in one subprotocol (Janus, STOMP).
         .target(
             name: "TextWebSocket",
-            dependencies: [
+            dependencies: ["Locking", 
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -91,7 +91,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // A scriptable fake Janus (a JanusTransport whose far end a test drives): tests only.
-        .target(name: "JanusTesting", dependencies: ["Janus"], swiftSettings: strict),
+        .target(name: "JanusTesting", dependencies: ["Locking", "Janus"], swiftSettings: strict),
         // The ECall backend's REST API (request signing, tokens, calls).
         .target(
             name: "ECall",
@@ -110,7 +110,7 @@ let package = Package(
         // bot uses, checking signatures and tokens as the real one does.
         .target(
             name: "ECallStandIn",
-            dependencies: [
+            dependencies: ["Locking", 
                 "ECall",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -124,7 +124,7 @@ let package = Package(
         .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], swiftSettings: strict),
         .target(
             name: "Bot",
-            dependencies: [
+            dependencies: ["Locking", 
                 "GStreamerKit", "FrameCrypto", "Janus", "Proof",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -134,13 +134,13 @@ let package = Package(
         // `sfubot agent`: the bot as a full ECall participant.
         .target(
             name: "ECallAgent",
-            dependencies: ["Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Locking", "Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // `sfubot load`: many encrypted bots in one process sharing one encoder, measured.
         .target(
             name: "LoadTest",
-            dependencies: [
+            dependencies: ["Locking", 
                 "Bot", "GStreamerKit", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -150,7 +150,7 @@ let package = Package(
         // and served. Bot, Janus and LoadTest only emit through swift-metrics' API.
         .target(
             name: "Telemetry",
-            dependencies: [
+            dependencies: ["Locking", 
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -161,7 +161,7 @@ let package = Package(
         // `sfubot serve`: recordings and playbacks as jobs behind an HTTP API.
         .target(
             name: "Service",
-            dependencies: [
+            dependencies: ["Locking", 
                 "Bot", "FrameCrypto", "Janus", "Proof", "PrivateIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -180,7 +180,7 @@ let package = Package(
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-text"]),
         .executableTarget(
             name: "sfubot",
-            dependencies: [
+            dependencies: ["Locking", 
                 "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,19 +191,19 @@ let package = Package(
         .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "FrameCryptoTests",
-            dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Locking", "FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
         .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),
-        .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
+        .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
-        .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
+        .testTarget(name: "GStreamerKitTests", dependencies: ["Locking", "GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
         // What the integration tests share: the scene (the local Janus, rooms, the serialized
         // MediaScene every media test nests in), decoding and tone analysis, child processes,
         // the local RabbitMQ. Not a test target: the test targets below import it.
         .target(
             name: "TestSupport",
-            dependencies: [
+            dependencies: ["Locking", 
                 "Bot", "GStreamerKit", "FrameCrypto", "Janus", "ECall", "ECallStandIn", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -234,11 +234,11 @@ let package = Package(
             ],
             swiftSettings: strict),
         // The ECall client, STOMP (parsers, races, and against the local RabbitMQ).
-        .testTarget(name: "ECallTests", dependencies: ["ECall", "ECallStandIn", "FrameCrypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ECallTests", dependencies: ["Locking", "ECall", "ECallStandIn", "FrameCrypto", "TestSupport"], swiftSettings: strict),
         // `sfubot agent` as an ECall participant (stand-in backend, RabbitMQ, Janus).
         .testTarget(
             name: "AgentTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -246,7 +246,7 @@ let package = Package(
         // Participants, recorder, player, faults, and the CLI process against the local Janus.
         .testTarget(
             name: "BotTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Proof", "TestSupport",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,5 +1,6 @@
 public import Foundation
 import Synchronization
+import Locking
 
 /// What a running recorder or player is doing now, for a service to show while it runs: its
 /// phase, its last problem, and (recorder) its tracks with their counters. Written by the
@@ -29,7 +30,7 @@ public final class LiveStatus: Sendable {
         public var comebacks = 0
     }
 
-    private let value = Mutex(Snapshot())
+    private let value = Locked(Snapshot())
 
     public init() {}
 

@@ -1,11 +1,12 @@
 import FrameCrypto
 import Synchronization
+import Locking
 
 /// Hands the first acceptable `participant_accept_rejoin` key to the rejoin waiting for it.
 /// Open only between a `request-rejoin` and its answer or timeout: an accept outside it is
 /// not taken, and of several accepts (every connected participant answers) only the first is.
 final class AcceptWindow: Sendable {
-    private let waiting = Mutex<AsyncStream<CallKey>.Continuation?>(nil)
+    private let waiting = Locked<AsyncStream<CallKey>.Continuation?>(nil)
 
     /// Opens the window (closing any earlier one) and returns where its key will come: one
     /// key, or the end of the stream when the window is closed without one.

@@ -4,6 +4,7 @@ import FrameCrypto
 import Foundation
 import Logging
 import Synchronization
+import Locking
 
 /// One call the agent is in: its key ring, the key host, the bot recording or playing in it,
 /// the emergency key requests (ECALL-WIRE §7: 1 s dedupe, 3 s cooldown, 10 s timeout), and the
@@ -23,7 +24,7 @@ final class CallSession: Sendable {
     let log: Logger
     /// Where a `participant_accept_rejoin` is handed to the rejoin waiting for it.
     let accepts = AcceptWindow()
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     struct Host: Sendable, Equatable {
         var userID: Int64

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// The backend's memory: users, devices, tokens, calls. Guarded by the stand-in's one Mutex.
 extension ECallStandIn {

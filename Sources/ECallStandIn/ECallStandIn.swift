@@ -3,6 +3,7 @@ import Hummingbird
 public import Logging
 import Synchronization
 import ECall
+import Locking
 
 /// A STAND-IN for the ECall backend, for tests and local runs: nobody can run the real one here.
 /// It serves the REST subset sfubot uses (ECALL-WIRE §7) and checks what the real one checks:
@@ -24,11 +25,11 @@ public final class ECallStandIn: Sendable {
     }
 
     public let configuration: Configuration
-    let state = Mutex(State())
+    let state = Locked(State())
     let log: Logger
-    private let server = Mutex<Task<Void, any Error>?>(nil)
+    private let server = Locked<Task<Void, any Error>?>(nil)
     /// The STOMP client that routes signal messages (`startRouting`).
-    let router = Mutex<StompClient?>(nil)
+    let router = Locked<StompClient?>(nil)
 
     /// What a test can look at afterwards.
     public struct Counters: Sendable, Equatable {

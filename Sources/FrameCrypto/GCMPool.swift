@@ -1,11 +1,12 @@
 import Synchronization
+import Locking
 
 /// The ciphers of one key, lent to one thread at a time. A stream takes one per frame and
 /// gives it back, so after the first frame on each thread no frame allocates.
 final class GCMPool: Sendable {
     // The ciphers are only touched by the thread that took them out of the pool.
     private struct Idle: @unchecked Sendable { var ciphers: [GCMCipher] = [] }
-    private let idle = Mutex(Idle())
+    private let idle = Locked(Idle())
     private let key: [UInt8]
 
     init(key: [UInt8]) {

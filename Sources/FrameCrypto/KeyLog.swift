@@ -5,6 +5,7 @@ public import Foundation
 import Glibc
 #endif
 import Synchronization
+import Locking
 
 /// An opt-in file of every call key a bot used and from when (`--key-log FILE`), so that a
 /// recording made across key rotations can be decrypted later, frame by frame, with the key
@@ -36,7 +37,7 @@ public final class KeyLog: Sendable {
 
     public let path: String
     private let fd: Int32
-    private let lock = Mutex(())
+    private let lock = Locked(())
     private let warnedOfFailure = Atomic<Bool>(false)
 
     /// Opens `path` for appending, creating it with mode 0600. Refuses a file that is not a

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Locking
 
 /// The receive-side key ring of ECALL-WIRE §4: current, backup (the previous current), future.
 ///
@@ -42,7 +43,7 @@ public final class KeyRing: Sendable {
     /// log, see `KeyLog`). Called outside the ring's lock, on the caller's thread.
     public typealias KeyObserver = @Sendable (_ key: CallKey, _ from: Double) -> Void
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let clock: @Sendable () -> Double
     private let observer: KeyObserver?
 
@@ -50,7 +51,7 @@ public final class KeyRing: Sendable {
     ///   - clock: Unix time in seconds; tests inject their own.
     ///   - observer: told of `current` (from now) and of each key given later.
     public init(current: CallKey? = nil, clock: (@Sendable () -> Double)? = nil, observer: KeyObserver? = nil) {
-        self.state = Mutex(State(current: current))
+        self.state = Locked(State(current: current))
         let clock = clock ?? { Date().timeIntervalSince1970 }
         self.clock = clock
         self.observer = observer

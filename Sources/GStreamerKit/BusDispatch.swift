@@ -1,5 +1,6 @@
 internal import CGStreamer
 import Synchronization
+import Locking
 
 /// Every message of one pipeline's bus, from the pipeline's creation on, handed to the current
 /// `messages()` stream or kept until one starts.
@@ -33,7 +34,7 @@ final class BusDispatch: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Installs the handler. Call once, on the thread that built the pipeline, before
     /// anything can make it run.

@@ -1,6 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import Synchronization
+import Locking
 
 /// A source pad that belongs to no element, linked to a sink pad in another pipeline: a
 /// `FanOut` pushes shared buffers through it, in the fan-out's own streaming thread, with no
@@ -70,7 +71,7 @@ public final class Outlet: @unchecked Sendable {
 /// blocking (webrtcbin holds RTP until DTLS is up), or one slow peer stalls all.
 public final class FanOut: Sendable {
     private final class Outlets: Sendable {
-        let list = Mutex<[Outlet]>([])
+        let list = Locked<[Outlet]>([])
     }
     private let outlets = Outlets()
     private let probe: PadProbe

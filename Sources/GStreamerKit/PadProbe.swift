@@ -1,15 +1,16 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import Synchronization
+import Locking
 
 /// A probe on a pad; removing it (or dropping the last reference) detaches it.
 public final class PadProbe: Sendable {
     private let pad: Pad
-    private let id: Mutex<gulong>
+    private let id: Locked<gulong>
 
     init(pad: Pad, id: gulong) {
         self.pad = pad
-        self.id = Mutex(id)
+        self.id = Locked(id)
     }
 
     /// Detaches the probe; later calls do nothing.

@@ -1,13 +1,14 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import Synchronization
+import Locking
 
 /// A handler connected to a GObject signal; `disconnect()` (or dropping the last reference)
 /// removes it. The handler's user data is released by GLib's destroy-notify, so a handler that
 /// is running on another thread during the disconnect never sees freed memory.
 public final class SignalConnection: Sendable {
     private let instance: UnsafeSendable<UnsafeMutableRawPointer>
-    private let id: Mutex<gulong>
+    private let id: Locked<gulong>
 
     /// Connects `handler` (a `@convention(c)` function of the signal's own signature, cast to
     /// `GCallback`) with `data`, which `release` frees when the connection ends.
@@ -20,7 +21,7 @@ public final class SignalConnection: Sendable {
         instance = UnsafeSendable(object)
         // Keep the instance alive as long as the connection may be disconnected.
         g_object_ref(instance.value)
-        id = Mutex(sfb_signal_connect(instance.value, signal, handler, data, release))
+        id = Locked(sfb_signal_connect(instance.value, signal, handler, data, release))
     }
 
     public func disconnect() {

@@ -2,6 +2,7 @@ internal import CGStreamer
 internal import CGStreamerShims
 public import Foundation
 import Synchronization
+import Locking
 
 /// What webrtcbin reports, in the order it emits it.
 public enum WebRTCEvent: Sendable {
@@ -189,10 +190,10 @@ public final class WebRTCBin: @unchecked Sendable {
     /// notify, so a handler running during deinit never sees freed memory.
     private final class Sink: Sendable {
         let continuation: AsyncStream<WebRTCEvent>.Continuation
-        let padHandler = Mutex<(@Sendable (IncomingPad) -> Void)?>(nil)
-        let dataChannelHandler = Mutex<(@Sendable (DataChannel) -> Void)?>(nil)
+        let padHandler = Locked<(@Sendable (IncomingPad) -> Void)?>(nil)
+        let dataChannelHandler = Locked<(@Sendable (DataChannel) -> Void)?>(nil)
         /// When each "property=value" state was first reached, taken in the notify handler.
-        let firstReached = Mutex<[String: Date]>([:])
+        let firstReached = Locked<[String: Date]>([:])
         init(_ c: AsyncStream<WebRTCEvent>.Continuation) { continuation = c }
         static func from(_ data: UnsafeMutableRawPointer?) -> Sink { Unmanaged<Sink>.fromOpaque(data!).takeUnretainedValue() }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Janus
+import Locking
 
 /// Why a `FakeJanus` step failed, with what the test should look at.
 public struct FakeJanusError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,7 +42,7 @@ extension FakeJanus.Request {
     }
 }
 
-/// The fake's far end, behind one Mutex: requests waiting for the test, tests waiting for
+/// The fake's far end, behind one Locked: requests waiting for the test, tests waiting for
 /// requests, handles given out. Methods return the continuations to resume outside the lock.
 struct FarEnd {
     typealias Waiter = CheckedContinuation<FakeJanus.Request, any Error>

@@ -1,6 +1,7 @@
 import Foundation
 public import Janus
 import Synchronization
+import Locking
 
 /// A Janus for tests, with no network: a `JanusTransport` whose far end the test drives.
 ///
@@ -83,13 +84,13 @@ public final class FakeJanus: JanusTransport {
     /// The session id `create` is answered with when auto-replied.
     public let sessionID: Int64
     private let inbound: AsyncStream<String>.Continuation
-    private let state: Mutex<FarEnd>
+    private let state: Locked<FarEnd>
 
     /// - Parameter autoReply: the verbs the fake answers itself (default: none).
     public init(autoReply: AutoReplies = [], sessionID: Int64 = 1001) {
         (incoming, inbound) = AsyncStream.makeStream(of: String.self)
         self.sessionID = sessionID
-        state = Mutex(FarEnd(auto: autoReply))
+        state = Locked(FarEnd(auto: autoReply))
     }
 
     /// Which verbs are answered by the fake; change it between steps (e.g. remove `.attach` to

@@ -1,6 +1,7 @@
 public import Foundation
 import Crypto
 import Synchronization
+import Locking
 
 /// `proof.jsonl`: signed checkpoints of a recording in progress, each naming the one before it
 /// by hash. A checkpoint gives every file's size, how much of it is covered (`covered`) and the
@@ -14,7 +15,7 @@ public final class ProofChain: Sendable {
     public static let fileName = "proof.jsonl"
     public let directory: URL
     let key: SigningKey
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     struct Tracker {
         var hasher = SHA256()
@@ -43,7 +44,7 @@ public final class ProofChain: Sendable {
             s.count = n
             s.last = Hex.sha256(Data(line))
         }
-        state = Mutex(s)
+        state = Locked(s)
     }
 
     /// Checkpoints written (this process and earlier ones), and the last one's hash.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
+import Locking
 
 /// The end of a shutdown that cannot end by itself: a job stuck in a GStreamer element that
 /// never returns (a teardown joining a streaming thread) holds its task, and the service group
@@ -43,7 +44,7 @@ final class HardDeadline {
     func cancel() { sources.forEach { $0.cancel() } }
 
     private final class Armed: Sendable {
-        private let value = Mutex(false)
+        private let value = Locked(false)
         func arm() -> Bool { value.withLock { v in defer { v = true }; return !v } }
     }
 }

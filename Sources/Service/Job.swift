@@ -2,6 +2,7 @@ public import Bot
 public import Foundation
 import FrameCrypto
 import Synchronization
+import Locking
 
 /// One recording or playback the service runs: its request, the participant doing it (whose
 /// `LiveStatus` says what it does now) and, once it ended, how.
@@ -27,8 +28,8 @@ final class Job: Sendable {
     let live: LiveStatus
     /// Playback: the player's frame counters (audio, video).
     let sent: (audio: FrameStats, video: FrameStats)?
-    private let ending = Mutex<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?) {
         self.id = id

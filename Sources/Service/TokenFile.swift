@@ -6,6 +6,7 @@ import Synchronization
 import UnixSignals
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The API's bearer token, from a file only its owner can read, read again when it changes:
@@ -25,7 +26,7 @@ public final class TokenFile: Sendable {
         var identity: [Int]
         var checked: ContinuousClock.Instant
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let log: Logger
 
     /// Reads the file once; throws if it does not hold a usable token.
@@ -33,7 +34,7 @@ public final class TokenFile: Sendable {
         self.path = path
         log = logger
         let (token, identity) = try Self.read(path)
-        state = Mutex(State(token: token, identity: identity, checked: .now))
+        state = Locked(State(token: token, identity: identity, checked: .now))
     }
 
     /// The token now; nil while the file holds none that is valid.

@@ -2,12 +2,13 @@ import Hummingbird
 public import Logging
 public import Prometheus
 import Synchronization
+import Locking
 
 /// Serves `GET /metrics` of a registry on its own port (`--metrics-port`), for the commands
 /// that have no HTTP server of their own.
 public final class MetricsServer: Sendable {
     private let registry: PrometheusCollectorRegistry
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
     public init(registry: PrometheusCollectorRegistry) { self.registry = registry }
 

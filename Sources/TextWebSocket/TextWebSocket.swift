@@ -5,6 +5,7 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 import WSClient
+import Locking
 
 /// A client WebSocket carrying text messages in one subprotocol (`janus-protocol` for Janus,
 /// `v12.stomp` for RabbitMQ's Web-STOMP). Incoming text is an `AsyncStream`; sends are queued.
@@ -28,8 +29,8 @@ public final class TextWebSocket: Sendable {
 
     public let incoming: AsyncStream<String>
     private let outgoing: AsyncStream<String>.Continuation
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
-    private let brokenRule = Mutex<String?>(nil)
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let brokenRule = Locked<String?>(nil)
 
     private init(incoming: AsyncStream<String>, outgoing: AsyncStream<String>.Continuation) {
         self.incoming = incoming
@@ -177,7 +178,7 @@ private final class OpenSignal: Sendable {
         case waiting(CheckedContinuation<Void, any Error>?)
         case done((any Error)?)
     }
-    private let state = Mutex(State.waiting(nil))
+    private let state = Locked(State.waiting(nil))
 
     func succeed() { finish(nil) }
     func fail(_ error: any Error) { finish(error) }

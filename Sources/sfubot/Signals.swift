@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Bot
 import Synchronization
+import Locking
 
 /// Runs `body` in a task that SIGINT or SIGTERM cancels, so bots leave the room and finish
 /// their files instead of dying mid-write.
@@ -72,7 +73,7 @@ func signalName(_ sig: Int32) -> String { sig == SIGINT ? "SIGINT" : sig == SIGT
 /// Which signal came first, and whether the body has ended (read by the grace timer).
 private final class StopState: Sendable {
     private struct Value { var received: Int32?; var count = 0; var bodyEnded = false; var saidFinishing = false }
-    private let value = Mutex(Value())
+    private let value = Locked(Value())
 
     /// Records `sig`; returns how many signals came so far, this one included.
     func signal(_ sig: Int32) -> Int {

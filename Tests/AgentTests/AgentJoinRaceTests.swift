@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import Locking
 
 /// `call_ended` while `Agent.join` waits on the backend: the join must give up, not start the
 /// bot in a call that has ended (the bot would stay in the room). No network: the backend is a
@@ -57,7 +58,7 @@ struct AgentJoinRaceTests {
 
     /// Media that records each start and runs until cancelled.
     final class CountedMedia: CallMedia {
-        private let tasks = Mutex<[Task<CallMediaEnd, Never>]>([])
+        private let tasks = Locked<[Task<CallMediaEnd, Never>]>([])
         var started: Int { tasks.withLock { $0.count } }
         var running: Int { tasks.withLock { $0.filter { !$0.isCancelled }.count } }
 

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import Locking
 
 /// The rejoin's state with no network: a backend that can hold `request-rejoin`, media a test
 /// scripts. The interleavings (a second loss report, `call_ended` while the request waits) are
@@ -15,7 +16,7 @@ struct AgentRejoinStateTests {
         let me: SessionState
         let caller: DeviceIdentity
         let holdRequests: Bool
-        private let counts = Mutex((requests: 0, rejoins: 0))
+        private let counts = Locked((requests: 0, rejoins: 0))
         private let reachedStream = AsyncStream.makeStream(of: Void.self)
         private let releaseStream = AsyncStream.makeStream(of: Void.self)
 

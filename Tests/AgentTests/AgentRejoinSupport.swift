@@ -5,6 +5,7 @@ import FrameCrypto
 import Foundation
 import Logging
 import Synchronization
+import Locking
 
 /// Call media a test scripts, one step per start (the last step repeats): it records what each
 /// start was given (room, segment, the ring's sealing key at that moment).
@@ -27,10 +28,10 @@ final class ScriptedMedia: CallMedia {
         let ring: KeyRing?
     }
 
-    private let steps: Mutex<[Step]>
-    private let log = Mutex<[Start]>([])
+    private let steps: Locked<[Step]>
+    private let log = Locked<[Start]>([])
 
-    init(_ steps: [Step]) { self.steps = Mutex(steps) }
+    init(_ steps: [Step]) { self.steps = Locked(steps) }
 
     var starts: [Start] { log.withLock { $0 } }
 
@@ -62,7 +63,7 @@ final class ScriptedMedia: CallMedia {
 /// Signal messages one device received, from any task.
 final class Inbox: Sendable {
     private final class Store: Sendable {
-        let messages = Mutex<[SignalMessage]>([])
+        let messages = Locked<[SignalMessage]>([])
     }
     private let store = Store()
     private let reader: Task<Void, Never>

@@ -8,6 +8,7 @@ import Logging
 import Synchronization
 import Testing
 import TestSupport
+import Locking
 
 extension MediaScene {
     /// Rejoins both ways, through RabbitMQ and the stand-in backend (ECALL-WIRE §7): the agent
@@ -297,7 +298,7 @@ extension MediaScene {
 
 /// A value set once from another task.
 final class Holder<T: Sendable>: Sendable {
-    private let value = Mutex<T?>(nil)
+    private let value = Locked<T?>(nil)
     func set(_ v: T) { value.withLock { $0 = v } }
     var get: T? { value.withLock { $0 } }
 }

@@ -8,6 +8,7 @@ import Logging
 import Synchronization
 import Testing
 import TestSupport
+import Locking
 
 extension MediaScene {
     /// A scripted ECall call on loopback: the real Janus and RabbitMQ, the stand-in backend, a
@@ -329,7 +330,7 @@ extension JSONDecoder {
 
 /// When things happened, from any thread.
 final class TimeLog: Sendable {
-    private let marks = Mutex<[(String, Date)]>([])
+    private let marks = Locked<[(String, Date)]>([])
     func mark(_ what: String) { marks.withLock { $0.append((what, Date())) } }
     func first(_ what: String) -> Date? { marks.withLock { $0.first { $0.0 == what }?.1 } }
     func count(_ what: String) -> Int { marks.withLock { $0.filter { $0.0 == what }.count } }

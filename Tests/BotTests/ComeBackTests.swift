@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 @testable import Bot
 import TestSupport
+import Locking
 
 /// Coming back against a Janus that stops answering (issue 24 B), scripted (no network): the
 /// recorder is back only once it is subscribed again, and a session that does not answer is
@@ -90,7 +91,7 @@ import TestSupport
     }
 
     final class Counter: Sendable {
-        private let count = Mutex(0)
+        private let count = Locked(0)
         func increment() { count.withLock { $0 += 1 } }
         var value: Int { count.withLock { $0 } }
     }

@@ -6,13 +6,14 @@ import Logging
 import Synchronization
 import Testing
 import TestSupport
+import Locking
 
 /// Bare peers for pinning what Janus's VideoRoom does with data channels: a publisher of
 /// silence with an optional data channel, and a subscriber that hears every channel.
 enum DataChannelPeers {
     /// Text heard on data channels, by channel label, in arrival order.
     final class Heard: Sendable {
-        private let texts = Mutex<[(label: String, text: String)]>([])
+        private let texts = Locked<[(label: String, text: String)]>([])
         func add(_ label: String, _ text: String) { texts.withLock { $0.append((label, text)) } }
         var all: [(label: String, text: String)] { texts.withLock { $0 } }
         func texts(prefix: String) -> [(label: String, text: String)] { all.filter { $0.text.hasPrefix(prefix) } }

@@ -9,6 +9,7 @@ import Synchronization
 import Testing
 @testable import Bot
 import TestSupport
+import Locking
 
 /// What a broken or hostile Janus (or anyone between it and us) can send: none of it may crash
 /// a participant, end its session or hang it (issue 16). No network but 127.0.0.1.
@@ -172,7 +173,7 @@ import TestSupport
     /// Runs `body` in a task the test does not wait for beyond `limit` (a hung connect must
     /// fail the test, not hang it); nil when it did not finish in time.
     func attempt(within limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async -> Outcome? {
-        let result = Mutex<Outcome?>(nil)
+        let result = Locked<Outcome?>(nil)
         let clock = ContinuousClock(), start = clock.now, deadline = start + limit
         let task = Task {
             do { try await body(); result.withLock { $0 = .succeeded } } catch { result.withLock { $0 = .failed(error, after: clock.now - start) } }
@@ -235,7 +236,7 @@ enum Oversized: Sendable, CustomTestStringConvertible {
 final class RawServer: Sendable {
     let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32]>([])
+    private let connections = Locked<[Int32]>([])
 
     init() throws {
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -2,6 +2,7 @@
 import GStreamerKit
 import Synchronization
 import Testing
+import Locking
 
 /// The keepalive's ping/pong bookkeeping, with no clock and no network.
 @Suite struct KeepaliveLedgerTests {
@@ -65,7 +66,7 @@ import Testing
         let events: AsyncStream<DataChannel.Event>
         let sink: AsyncStream<DataChannel.Event>.Continuation
         let answers: Int
-        let sent = Mutex<[String]>([])
+        let sent = Locked<[String]>([])
         init(answers: Int) {
             (events, sink) = AsyncStream.makeStream(of: DataChannel.Event.self)
             self.answers = answers

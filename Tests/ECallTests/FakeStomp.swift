@@ -2,6 +2,7 @@ import ECall
 import Foundation
 import Logging
 import Synchronization
+import Locking
 
 /// One fake STOMP socket and the server behind it: answers CONNECT with CONNECTED (no
 /// heart-beats; 10 ms later as a network would, or at once) and records every frame the client sends.
@@ -14,7 +15,7 @@ final class FakeStompSocket: StompTransport {
         var closedByClient = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private let answerAtOnce: Bool
 
@@ -88,7 +89,7 @@ final class FakeStompNetwork: Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
         var sockets: [FakeStompSocket] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let answerAtOnce: Bool
 
     init(answerAtOnce: Bool = false) { self.answerAtOnce = answerAtOnce }
@@ -133,7 +134,7 @@ final class FakeStompNetwork: Sendable {
 
 /// Every message a logger wrote, so a test can wait for a step it cannot otherwise observe.
 final class LogLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     func logger() -> Logger {
         var l = Logger(label: "test") { _ in Handler(sink: self) }
@@ -157,7 +158,7 @@ final class LogLines: Sendable {
 
 /// Set once something happened.
 final class Flag: Sendable {
-    private let value = Mutex(false)
+    private let value = Locked(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import Locking
 
 /// The single-use refresh token is spent once, however many requests find the access token
 /// expired at the same time. No network: the backend is a script behind `ECallTransport`.
@@ -74,7 +75,7 @@ final class ExpiringBackend: ECallTransport {
         var refreshTokens: Set<String> = ["refresh-1"]
         var accessToken = "access-1"
     }
-    private let state = Mutex(Counts())
+    private let state = Locked(Counts())
     private let refuseRefresh: Bool
     var counts: Counts { state.withLock { $0 } }
 

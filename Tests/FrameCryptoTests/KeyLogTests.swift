@@ -2,6 +2,7 @@ import FrameCrypto
 import Foundation
 import Synchronization
 import Testing
+import Locking
 
 /// The key log (`--key-log`): private file, one JSON line per key, and the reader that picks
 /// the key in use at a frame's time across rotations.
@@ -72,7 +73,7 @@ import Testing
         let path = tempPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let log = try KeyLog(path: path)
-        let now = Mutex(5000.0)
+        let now = Locked(5000.0)
         let ring = KeyRing(current: a, clock: { now.withLock { $0 } }, observer: log.observer(call: 7))
         now.withLock { $0 = 5100 }
         ring.setCurrent(b)

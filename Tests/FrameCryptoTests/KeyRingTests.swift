@@ -1,11 +1,12 @@
 import FrameCrypto
 import Synchronization
 import Testing
+import Locking
 
 /// The key ring's order and lifetimes (ECALL-WIRE §4) with an injected clock.
 @Suite struct KeyRingTests {
     final class Clock: Sendable {
-        let now = Mutex(1_000_000.0)
+        let now = Locked(1_000_000.0)
         func advance(_ s: Double) { now.withLock { $0 += s } }
         var function: @Sendable () -> Double { { self.now.withLock { $0 } } }
     }

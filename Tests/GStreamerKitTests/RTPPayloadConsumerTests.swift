@@ -1,6 +1,7 @@
 import GStreamerKit
 import Synchronization
 import Testing
+import Locking
 
 /// Opening audio on the RTP pad (load subscribers, `--receive-path direct`): the transform
 /// sees exactly the frames a depayloader would give it, and nothing goes on downstream.
@@ -49,7 +50,7 @@ import Testing
     }
 
     final class Frames: Sendable {
-        private let list = Mutex<[[UInt8]]>([])
+        private let list = Locked<[[UInt8]]>([])
         func add(_ b: UnsafeRawBufferPointer) { list.withLock { $0.append(Array(b)) } }
         var all: [[UInt8]] { list.withLock { $0 } }
     }

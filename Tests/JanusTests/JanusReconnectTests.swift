@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Telemetry
 import Testing
+import Locking
 
 /// A dropped connection under an open session, against the scripted fake: reconnect, `claim`,
 /// and what happens to handles and requests when Janus gives the session back or does not.
@@ -13,9 +14,9 @@ import Testing
     /// The fakes a session's reconnections get, in order; each claim is scripted by the test.
     final class Far: Sendable {
         let first = FakeJanus(autoReply: [.create, .attach, .keepalive, .trickle, .detach, .destroy])
-        private let made = Mutex<[FakeJanus]>([])
+        private let made = Locked<[FakeJanus]>([])
         /// Connection attempts refused before one succeeds (a Janus still restarting).
-        let refusals = Mutex(0)
+        let refusals = Locked(0)
 
         var connector: JanusSession.Connector {
             { () async throws(JanusError) -> any JanusTransport in

@@ -1,9 +1,10 @@
 public import Logging
 import Synchronization
+import Locking
 
 /// Every line a logger wrote, at every level, for tests that check what reaches the logs.
 public final class CapturedLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     public init() {}
 
     public func logger(_ label: String) -> Logger {

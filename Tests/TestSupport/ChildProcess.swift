@@ -1,5 +1,6 @@
 public import Foundation
 import Synchronization
+import Locking
 
 /// A child process a test awaits without holding a thread of Swift's cooperative pool.
 ///
@@ -102,7 +103,7 @@ public final class OneShot<Value: Sendable>: Sendable {
         case waiting([Int: CheckedContinuation<Value?, Never>], next: Int)
         case done(Value)
     }
-    private let state = Mutex(State.waiting([:], next: 0))
+    private let state = Locked(State.waiting([:], next: 0))
 
     /// Sets the value (the first call wins) and wakes every waiter.
     public func set(_ value: Value) {

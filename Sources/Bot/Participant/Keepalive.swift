@@ -1,6 +1,7 @@
 import Foundation
 package import GStreamerKit
 import Synchronization
+import Locking
 
 /// The bookkeeping of ECall's data-channel keepalive (ECALL-WIRE §6): one `ping:<epoch>` per
 /// interval, each answered by `pong:<same>`. Pure: the caller says what was sent and heard, and
@@ -114,7 +115,7 @@ package struct Keepalive: Sendable {
 
     /// The ledger shared by the reading and the pinging task.
     private final class LedgerBox: Sendable {
-        private let state = Mutex(KeepaliveLedger())
+        private let state = Locked(KeepaliveLedger())
         var value: KeepaliveLedger { state.withLock { $0 } }
         func update<T: Sendable>(_ body: (inout KeepaliveLedger) -> T) -> T { state.withLock { body(&$0) } }
     }

@@ -2,6 +2,7 @@ public import GStreamerKit
 public import Janus
 public import Logging
 import Synchronization
+import Locking
 
 /// A VideoRoom publisher: join, then offer/configure/answer once webrtcbin asks to negotiate,
 /// candidates both ways, `webrtcup`, leave. The one copy of the publisher handshake: the
@@ -204,7 +205,7 @@ public actor Publisher {
 
 /// The keepalive's latest ledger: written by its task, read by anyone.
 private final class KeepaliveSnapshot: Sendable {
-    private let state = Mutex<KeepaliveLedger?>(nil)
+    private let state = Locked<KeepaliveLedger?>(nil)
     var value: KeepaliveLedger? {
         get { state.withLock { $0 } }
         set { state.withLock { $0 = newValue } }

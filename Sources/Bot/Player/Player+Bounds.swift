@@ -1,6 +1,7 @@
 import FrameCrypto
 import Foundation
 import Synchronization
+import Locking
 
 /// The two bounds every playback has, whatever state it is in: `duration` (a hard end) and
 /// `stallTimeout` (a player that sends nothing while its input has not ended stops and says so).
@@ -81,7 +82,7 @@ extension Player {
     /// What a run has done so far, kept outside the play so a run cut short can still report.
     final class Progress: Sendable {
         private struct State { var publisherID: Int64 = 0, dropped = (audio: 0, video: 0), rejoins = 0 }
-        private let state = Mutex(State())
+        private let state = Locked(State())
         let started = Date()
 
         func joined(_ id: Int64) { state.withLock { $0.publisherID = id } }

@@ -3,13 +3,14 @@ import GStreamerKit
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// Which mid carries which feed and which branch records it, behind one lock: webrtcbin's
 /// pad-added handler (a GStreamer thread) and the recorder's actor both work on it.
 final class FeedBranches: Sendable {
-    private let state = Mutex(Map())
+    private let state = Locked(Map())
     /// Outputs that failed while the others went on, for the manifest (kept across `reset`).
-    private let failures = Mutex<[RecordingManifest.OutputError]>([])
+    private let failures = Locked<[RecordingManifest.OutputError]>([])
     private let config: BotConfig
     private let directory: URL
     private let log: Logger

@@ -4,6 +4,7 @@ import GStreamerKit
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// One track of one publisher being written, decrypted and not transcoded: audio to
 /// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.mkv` (H.264 only; a caps change mid-call
@@ -50,9 +51,9 @@ final class FeedRecording: Sendable {
     private let probes: [PadProbe]
     private let finished: AsyncStream<Void>
     private let joinedAt = Date()
-    private let leftAt = Mutex<Date?>(nil)
+    private let leftAt = Locked<Date?>(nil)
     /// Why the file was not finished cleanly, if it was not.
-    let unfinished = Mutex<String?>(nil)
+    let unfinished = Locked<String?>(nil)
     /// Audio: frames handed to the file's muxer, what the file must hold when read back (video
     /// counts per file: `VideoFiles.File.written`).
     let written = Counter()
@@ -267,14 +268,14 @@ final class Counter: Sendable {
 
 /// A video file's resolution, set from a streaming thread.
 final class Resolution: Sendable {
-    private let state = Mutex<(width: Int, height: Int)?>(nil)
+    private let state = Locked<(width: Int, height: Int)?>(nil)
     func set(width: Int, height: Int) { state.withLock { $0 = (width, height) } }
     var value: (width: Int, height: Int)? { state.withLock { $0 } }
 }
 
 /// First and last presentation time seen on a track (pipeline running time, seconds).
 final class MediaTimes: Sendable {
-    private let state = Mutex<(first: Double?, last: Double?)>((nil, nil))
+    private let state = Locked<(first: Double?, last: Double?)>((nil, nil))
     func mark(_ t: Double) { state.withLock { $0 = ($0.first ?? t, t) } }
     var first: Double? { state.withLock { $0.first } }
     var last: Double? { state.withLock { $0.last } }

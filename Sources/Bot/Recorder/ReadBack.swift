@@ -1,6 +1,7 @@
 import Foundation
 import GStreamerKit
 import Synchronization
+import Locking
 
 /// What a finished recording file holds, read back from disk: demuxed, every frame counted per
 /// track, audio decoded whole and the first pictures of video decoded. The manifest says what
@@ -77,7 +78,7 @@ struct ReadBack: Sendable {
 
 /// Frames counted on the read-back pipeline's streaming threads.
 private final class Counts: Sendable {
-    private let state = Mutex((audio: ReadBack.Track(), video: ReadBack.Track()))
+    private let state = Locked((audio: ReadBack.Track(), video: ReadBack.Track()))
     func audio(frame pts: Double?) { state.withLock { Self.mark(&$0.audio, pts) } }
     func video(frame pts: Double?) { state.withLock { Self.mark(&$0.video, pts) } }
     func audioDecoded() { state.withLock { $0.audio.decoded += 1 } }

@@ -3,6 +3,7 @@ import Foundation
 import GStreamerKit
 import Logging
 import Synchronization
+import Locking
 
 /// The files one video track is written to, one after the other. Matroska cannot change a
 /// track's caps, and libwebrtc changes a sender's picture size by itself when bandwidth or CPU
@@ -26,12 +27,12 @@ final class VideoFiles: Sendable {
         let cause: String?
         /// The track's counters when this file started (nil for the first: all of them).
         let start: Mark?
-        let end = Mutex<Mark?>(nil)
+        let end = Locked<Mark?>(nil)
         let mediaTimes = MediaTimes()
         let resolution = Resolution()
         let written = Counter()
-        let caps = Mutex<String?>(nil)
-        let probes: Mutex<[PadProbe]> = Mutex([])
+        let caps = Locked<String?>(nil)
+        let probes: Locked<[PadProbe]> = Locked([])
 
         init(url: URL, bin: Bin, cause: String?, start: Mark?) {
             self.url = url
@@ -41,7 +42,7 @@ final class VideoFiles: Sendable {
         }
     }
 
-    private let files = Mutex<[File]>([])
+    private let files = Locked<[File]>([])
     private let source: Pad
     private let pipeline: Pipeline
     private let library: PipelineLibrary
@@ -51,7 +52,7 @@ final class VideoFiles: Sendable {
     private let onFinished: @Sendable () -> Void
     private let onFailure: @Sendable (String, URL) -> Void
     private let log: Logger
-    private let capsProbe = Mutex<PadProbe?>(nil)
+    private let capsProbe = Locked<PadProbe?>(nil)
 
     /// Opens `first` on `source` (the src pad of a record-video.pipeline bin). `nextFile` names
     /// (and reserves) each later file; `onFinished` runs when the current file got end-of-stream;

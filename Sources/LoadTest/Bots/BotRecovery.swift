@@ -3,6 +3,7 @@ import Foundation
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// What one bot lost and how it came back, shared by its comeback task, the chaos driver
 /// (which waits for a fault to heal) and the report. Thread-safe.
@@ -17,7 +18,7 @@ final class BotRecovery: Sendable {
         var task: Task<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts a comeback for `cause` unless one runs or the bot is stopping; the body runs
     /// in a task of its own that `stop` cancels.

@@ -5,6 +5,7 @@ import GStreamerKit
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// A publisher bot: its own Janus session and webrtcbin; the shared encoder's frames are
 /// pushed into its payloaders, sealed on the way in (nothing leaves in the clear).
@@ -19,8 +20,8 @@ final class PublisherBot: Sendable {
     var upNow: Bool { live.withLock { $0?.up ?? false } }
     let audioStats = FrameStats()
     let videoStats = FrameStats()
-    private let live = Mutex<Live?>(nil)
-    private let lostReason = Mutex<String?>(nil)
+    private let live = Locked<Live?>(nil)
+    private let lostReason = Locked<String?>(nil)
 
     /// What one successful (or in-progress) attempt holds.
     private struct Live: @unchecked Sendable {
@@ -247,7 +248,7 @@ final class PublisherBot: Sendable {
     /// Losses and comebacks so far.
     var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
 
-    private let lastPhases = Mutex(JoinPhases())
+    private let lastPhases = Locked(JoinPhases())
 
     /// Sent counters and what Janus reports back (RTCP RR): packets, bytes, RTT, loss.
     func networkStats() async -> (packets: UInt64, bytes: UInt64, rttMs: Double?, lossPercent: Double?) {

@@ -5,6 +5,7 @@ import GStreamerKit
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// A subscriber bot: one multistream subscription (one webrtcbin) to every publisher, or to
 /// `--subscribe-limit` of them; each stream is depayloaded, every frame opened and counted.
@@ -17,15 +18,15 @@ final class SubscriberBot: Sendable {
     var keyProtection: FrameProtection { protection }
     /// Joined, and the attempt finished.
     var upNow: Bool { live.withLock { $0?.up ?? false } }
-    private let live = Mutex<Live?>(nil)
-    private let lostReason = Mutex<String?>(nil)
-    private let lastPhases = Mutex(JoinPhases())
+    private let live = Locked<Live?>(nil)
+    private let lostReason = Locked<String?>(nil)
+    private let lastPhases = Locked(JoinPhases())
     /// Streams by mid, shared with webrtcbin's pad-added thread.
     private let streams = Streams()
     /// Frames of streams that ended (publisher left, or a new attempt).
-    private let retired = Mutex(FrameStats.Snapshot.zero)
+    private let retired = Locked(FrameStats.Snapshot.zero)
     /// Their decrypted audio frames by feed (for the steady window's per-feed counts).
-    private let retiredAudioByFeed = Mutex<[Int64: Int]>([:])
+    private let retiredAudioByFeed = Locked<[Int64: Int]>([:])
     /// Losses, comebacks and their counters.
     let recovery = BotRecovery()
 
@@ -44,7 +45,7 @@ final class SubscriberBot: Sendable {
     }
 
     final class Streams: Sendable {
-        private let map = Mutex<[String: Stream]>([:])
+        private let map = Locked<[String: Stream]>([:])
         func withLock<R>(_ body: (inout [String: Stream]) -> R) -> R { map.withLock { body(&$0) } }
         /// Receive branches by mid, kept when their stream ends: webrtcbin adds a pad once per
         /// mid, so a feed Janus later puts on the same mid reuses the branch (set under `map`'s lock).

@@ -3,13 +3,14 @@ import Foundation
 import FrameCrypto
 import Logging
 import Synchronization
+import Locking
 
 /// `--chaos`: faults injected into the room during the steady window, and for each the time
 /// until the bots it hit decrypt frames again.
 extension LoadRun {
     /// Measurements still running when injection stops.
     final class FaultWatch: Sendable {
-        let tasks = Mutex<[Task<Void, Never>]>([])
+        let tasks = Locked<[Task<Void, Never>]>([])
         func add(_ t: Task<Void, Never>) { tasks.withLock { $0.append(t) } }
 
         /// Waits for every measurement, at most `grace`; the rest are cancelled (recorded as

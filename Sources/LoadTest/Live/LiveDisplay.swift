@@ -1,11 +1,12 @@
 public import Foundation
 import Synchronization
+import Locking
 
 /// The live progress line: redrawn in place once a second on a terminal, a plain line every
 /// ten seconds otherwise (logs, CI).
 public final class LiveDisplay: Sendable {
     private let terminal: Bool
-    private let lastPlain = Mutex(Date.distantPast)
+    private let lastPlain = Locked(Date.distantPast)
 
     public init(terminal: Bool = isatty(STDERR_FILENO) != 0) { self.terminal = terminal }
 

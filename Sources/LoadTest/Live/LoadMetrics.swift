@@ -1,5 +1,6 @@
 public import CoreMetrics
 import Synchronization
+import Locking
 
 /// A running load test's figures as swift-metrics gauges and counters (`sfubot_load_*`, label
 /// `shard`), fed once a second from the live figures; `sfubot load --metrics-port` serves them
@@ -9,7 +10,7 @@ public final class LoadMetrics: Sendable {
     private let shard: [(String, String)]
     private let factory: any MetricsFactory
     private let series: Series
-    private let state = Mutex(Totals())
+    private let state = Locked(Totals())
 
     /// `factory`: where the series live (the process's bootstrapped one unless a test gives its own).
     public init(shard: Int, factory: any MetricsFactory = MetricsSystem.factory) {

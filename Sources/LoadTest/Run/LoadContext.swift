@@ -5,6 +5,7 @@ import Foundation
 import Janus
 import Logging
 import Synchronization
+import Locking
 
 /// What every bot of a run shares: where to connect, how media is protected, the shared
 /// encoder, and the room's publisher list.
@@ -57,7 +58,7 @@ extension LoadContext {
 /// The join phases of one attempt, marked from any thread.
 final class PhaseClock: Sendable {
     let start = Date()
-    private let phases = Mutex(JoinPhases())
+    private let phases = Locked(JoinPhases())
 
     enum Phase: Sendable {
         case websocket, session, attached, joined, negotiated, iceConnected, dtlsConnected, firstRTP, firstDecrypted

@@ -4,6 +4,7 @@ import FrameCrypto
 import GStreamerKit
 import Logging
 import Synchronization
+import Locking
 
 /// What the live display and the metrics endpoint see once a second.
 public struct LiveFigures: Sendable {
@@ -26,7 +27,7 @@ public struct LiveFigures: Sendable {
 public final class LoadRun: Sendable {
     let plan: LoadPlan
     /// Shared with the measuring extension (LoadRun+Measure.swift).
-    let state = Mutex(State())
+    let state = Locked(State())
     let onSample: @Sendable (LiveFigures) -> Void
 
     struct State {
