@@ -134,7 +134,7 @@ let package = Package(
         // `sfubot agent`: the bot as a full ECall participant.
         .target(
             name: "ECallAgent",
-            dependencies: ["Locking", "Bot", "ECall", "FrameCrypto", "Janus", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Locking", "Bot", "ECall", "FrameCrypto", "Janus", "Proof", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // `sfubot load`: many encrypted bots in one process sharing one encoder, measured.
@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: ["Locking", 
-                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "TestSupport",
+                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "Proof", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

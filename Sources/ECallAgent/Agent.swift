@@ -3,6 +3,7 @@ import ECall
 public import FrameCrypto
 import Foundation
 public import Logging
+public import Proof
 
 /// `sfubot agent`: a full ECall participant. It logs in with its device identity, listens for
 /// invitations (STOMP, and polling `GET /call/active`), unwraps the call key, joins the Janus
@@ -98,8 +99,9 @@ public actor Agent {
     }
 
     /// - Parameter keyLog: where every call key goes as it comes into use (opt-in: it holds keys).
-    public init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, keyLog: KeyLog? = nil) {
-        self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia(), keyLog: keyLog)
+    /// `signingKey` signs every recording the agent makes (proof.jsonl and the manifest's proof).
+    public init(config: AgentConfig, pipelines: PipelineLibrary, logger: Logger, keyLog: KeyLog? = nil, signingKey: SigningKey? = nil) {
+        self.init(config: config, pipelines: pipelines, logger: logger, media: BotMedia(signingKey: signingKey), keyLog: keyLog)
     }
 
     /// `media` starts the bot in a call; tests pass one they can watch (or one that fails), and

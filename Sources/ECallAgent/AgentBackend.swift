@@ -1,4 +1,5 @@
 import Bot
+import Proof
 import ECall
 import Foundation
 import Logging
@@ -50,6 +51,9 @@ enum CallMediaEnd: Sendable, Equatable {
 /// `<recordings>/<callId>/rejoin-<n>/`, so nothing already recorded is overwritten), or a
 /// `Player` looping the file.
 struct BotMedia: CallMedia {
+    /// Signs every recording (the agent's device identity key by default: `sfubot agent`).
+    var signingKey: SigningKey?
+
     func start(_ bot: BotConfig, _ action: AgentConfig.InviteAction, callID: Int64, segment: Int, logger log: Logger) -> Task<CallMediaEnd, Never> {
         Task {
             do {
@@ -57,7 +61,9 @@ struct BotMedia: CallMedia {
                 case .record(let dir):
                     var out = URL(fileURLWithPath: dir).appendingPathComponent(String(callID))
                     if segment > 0 { out.appendPathComponent("rejoin-\(segment)") }
-                    let manifest = try await Recorder(config: bot, directory: out).run()
+                    var recorder = Recorder(config: bot, directory: out)
+                    recorder.signingKey = signingKey
+                    let manifest = try await recorder.run()
                     log.info("call \(callID): \(manifest.feeds.count) track(s) recorded in \(out.path)")
                 case .play(let file):
                     _ = try await Player(config: bot, file: file, loop: true).run()

@@ -5,6 +5,7 @@ import FrameCrypto
 import Foundation
 import Telemetry
 import Logging
+import Proof
 
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -36,13 +37,17 @@ struct AgentCommand: AsyncParsableCommand {
         valueName: "file"))
     var keyLog: String?
 
+    @Option(help: ArgumentHelp("Sign every recording with this key (PKCS#8 PEM, P-256 or Ed25519, 0600): checkpoints in proof.jsonl and a signed proof in manifest.json (`sfubot verify`). Default: the agent's ECall device identity key (the config's `identity`) when it is P-256; an RSA identity cannot sign, so its recordings are then unsigned (said at start).", valueName: "file"))
+    var signingKey: String?
+
     func run() async throws {
         let log = logOptions.logger("sfubot.agent")
         let server = await metricsOptions.start(logger: log)
         defer { server?.stop() }
         do {
-            let agent = Agent(config: try AgentConfig.load(config), pipelines: try pipeline.library(), logger: log,
-                              keyLog: try KeyLogOption.open(keyLog))
+            let agentConfig = try AgentConfig.load(config)
+            let agent = Agent(config: agentConfig, pipelines: try pipeline.library(), logger: log,
+                              keyLog: try KeyLogOption.open(keyLog), signingKey: Self.signer(signingKey, config: agentConfig, logger: log))
             // Calls in progress finish their files before it ends.
             try await runCancellableOnSignals(grace: .seconds(30)) { try await agent.run() }
             print("agent: \(await agent.counters)")
@@ -57,6 +62,22 @@ struct AgentCommand: AsyncParsableCommand {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {
             e.exit()
+        }
+    }
+
+    /// --signing-key, else the device identity key (P-256 PKCS#8, as `sfubot keys generate` writes it).
+    static func signer(_ path: String?, config: AgentConfig, logger: Logger) -> SigningKey? {
+        if let key = SigningKeyOption.load(path) {
+            logger.info("recordings are signed by the key with fingerprint \(key.publicKey.fingerprint)")
+            return key
+        }
+        do {
+            let key = try config.identitySigningKey()
+            logger.info("recordings are signed by the device identity key, fingerprint \(key.publicKey.fingerprint)")
+            return key
+        } catch {
+            logger.notice("recordings are not signed: the device identity key cannot sign them (\(error)); give --signing-key")
+            return nil
         }
     }
 }

@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import Proof
 import TestSupport
 import Locking
 
@@ -36,9 +37,12 @@ extension MediaScene {
         }
 
         /// `sfubot agent` from a config file, running until cancelled, once it has logged in.
+        /// Signed as `sfubot agent` signs by default: with its device identity key, if it can.
         static func startAgent(_ configFile: URL, logger: Logger, keyLog: KeyLog? = nil) async throws
             -> (Agent, Task<Void, any Error>, (userID: Int64, deviceID: Int64)) {
-            let agent = Agent(config: try AgentConfig.load(configFile.path), pipelines: try PipelineLibrary(), logger: logger, keyLog: keyLog)
+            let config = try AgentConfig.load(configFile.path)
+            let agent = Agent(config: config, pipelines: try PipelineLibrary(), logger: logger, keyLog: keyLog,
+                              signingKey: try? config.identitySigningKey())
             let running = Task { try await agent.run(readOTP: { nil }) }
             for _ in 0..<100 {
                 if let ids = await agent.device { return (agent, running, ids) }
@@ -139,6 +143,14 @@ extension MediaScene {
                 let feed = try #require(manifest.feeds.first { $0.userID == String(caller.session.userId) })
                 #expect(feed.frames.droppedTotal == 0 && feed.frames.opened >= 400, "\(feed.frames)")
                 #expect(manifest.ended != nil, "finished on call_ended")
+                // Signed by the device identity when it is P-256 (RSA cannot sign: unsigned).
+                if agentKey == .p256 {
+                    let signer = try AgentConfig.load(configFile.path).identitySigningKey()
+                    let verified = Verifier(directory: out, expected: .fingerprint(signer.publicKey.fingerprint)).run()
+                    #expect(verified.ok, "\(verified.text)")
+                } else {
+                    #expect(manifest.proof == nil)
+                }
                 let samples = try await Audio.decodeTimed(out.appendingPathComponent(feed.file))
                 #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 9)
                 #expect(Double(samples.count) / 48000 >= 8, "\(Double(samples.count) / 48000) s")
