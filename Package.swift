@@ -41,15 +41,24 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
-        // SRTP + ICE send for load publishers past webrtcbin's send chain. Uses the libsrtp2 and
-        // libnice GStreamer's plugins loaded (dlopen by soname); needs only libsrtp2-dev's header.
+        // SRTP + ICE send for load publishers past webrtcbin's send chain, and the inline receive.
+        // Uses the libsrtp2 and libnice GStreamer's plugins loaded (dlopen by soname); needs only
+        // libsrtp2-dev's header. FastPath's alone.
         .target(name: "CDirectRTP", dependencies: ["CGStreamer"]),
         .target(
             name: "GStreamerKit",
             dependencies: [
-                "CGStreamer", "CGStreamerShims", "CDirectRTP",
+                "CGStreamer", "CGStreamerShims",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        // The load test's shortcuts past webrtcbin (direct SRTP send, inline receive, the RTP
+        // payload consumer) and the opt-in OpenSSL libsrtp2: for LoadTest (and `sfubot load`'s
+        // preload) only, so no other command runs this code.
+        .target(
+            name: "FastPath",
+            dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims", "CDirectRTP"],
             swiftSettings: strict
         ),
         .target(
@@ -137,7 +146,7 @@ let package = Package(
         .target(
             name: "LoadTest",
             dependencies: [
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus",
+                "Bot", "GStreamerKit", "FastPath", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -173,6 +182,8 @@ let package = Package(
             name: "sfubot",
             dependencies: [
                 "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof",
+                // `sfubot load` opts in to the OpenSSL libsrtp2 (SRTPLibrary.preload) and nothing else.
+                "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -188,6 +199,8 @@ let package = Package(
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
+        // FastPath on its own: the SRTP guard, the C parsers, the payload consumer, the preload.
+        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer"], swiftSettings: strict),
         .testTarget(
             name: "LoadTestTests",
             dependencies: [
