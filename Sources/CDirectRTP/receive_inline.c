@@ -15,12 +15,19 @@ struct SfbReceiveInline {
     GstPad *target;      // dtlssrtpdec's sink pad, the queue's peer
     gulong on_packet_id, on_arrival_id;
     // nicesrc's thread alone (the only one pushing into the queue, under the queue sink pad's
-    // stream lock) changes `inline_mode` and `last_queued`.
-    gboolean inline_mode;
-    GstBuffer *last_queued;       // a reference on the newest buffer given to the queue
-    gpointer arrived;             // __atomic: the newest of those dtlssrtpdec got through the queue
+    // stream lock) changes these. Each buffer given to the queue is stamped with `queued`
+    // (qdata: its reference count, hence who may write it, stays as it was).
+    gint inline_mode;             // __atomic
+    gsize queued;                 // stamps given
+    gsize arrived;                // __atomic: the newest stamp dtlssrtpdec got through the queue
     guint64 inline_packets, queued_packets;   // __atomic, relaxed
 };
+
+static GQuark stamp(void) {
+    static gsize quark = 0;
+    if (g_once_init_enter(&quark)) g_once_init_leave(&quark, g_quark_from_static_string("sfb-receive-inline-stamp"));
+    return (GQuark)quark;
+}
 
 static guint64 packets(GstPadProbeInfo *info) {
     return (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) ? gst_buffer_list_length(GST_PAD_PROBE_INFO_BUFFER_LIST(info)) : 1;
@@ -43,19 +50,19 @@ static GstPadProbeReturn on_packet(GstPad *pad, GstPadProbeInfo *info, gpointer 
     (void)pad;
     SfbReceiveInline *r = data;
     gboolean blocked = gst_pad_is_blocked(r->queue_src);
-    if (!r->inline_mode && !blocked && r->last_queued
-        && __atomic_load_n(&r->arrived, __ATOMIC_ACQUIRE) == (gpointer)r->last_queued) {
+    gboolean inline_mode = __atomic_load_n(&r->inline_mode, __ATOMIC_RELAXED);
+    if (!inline_mode && !blocked && r->queued && __atomic_load_n(&r->arrived, __ATOMIC_ACQUIRE) == r->queued) {
         // The queue is drained: nothing is left in it to be overtaken.
-        gst_buffer_replace(&r->last_queued, NULL);
-        r->inline_mode = TRUE;
+        inline_mode = TRUE;
+        __atomic_store_n(&r->inline_mode, 1, __ATOMIC_RELEASE);
+    } else if (inline_mode && blocked) {
+        // The hold is back: queue again, until the queue has given back all it holds.
+        inline_mode = FALSE;
+        __atomic_store_n(&r->inline_mode, 0, __ATOMIC_RELEASE);
     }
-    if (r->inline_mode && blocked) r->inline_mode = FALSE;   // the hold is back: queue again
-    if (!r->inline_mode) {
-        // The reference keeps this buffer's address from naming another buffer while it is compared.
-        gst_buffer_replace(&r->last_queued, newest(info));
-        // A buffer noted before may have had this address; any noted from now on is alive
-        // together with this one, so it is this one only if it is this one.
-        __atomic_store_n(&r->arrived, NULL, __ATOMIC_RELEASE);
+    GstBuffer *last = inline_mode ? NULL : newest(info);
+    if (!inline_mode) {
+        if (last) gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(last), stamp(), GSIZE_TO_POINTER(++r->queued), NULL);
         __atomic_fetch_add(&r->queued_packets, packets(info), __ATOMIC_RELAXED);
         return GST_PAD_PROBE_OK;
     }
@@ -73,12 +80,16 @@ static GstPadProbeReturn on_packet(GstPad *pad, GstPadProbeInfo *info, gpointer 
     return GST_PAD_PROBE_HANDLED;
 }
 
-// On dtlssrtpdec's sink pad, under its stream lock: notes the queue's deliveries (inline
-// packets are never `last_queued`).
+// On dtlssrtpdec's sink pad, under its stream lock: notes the queue's deliveries. Nothing
+// comes through the queue while packets go inline, so the stamp (a global lock in GLib) is
+// read only while they do not.
 static GstPadProbeReturn on_arrival(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
+    SfbReceiveInline *r = data;
+    if (__atomic_load_n(&r->inline_mode, __ATOMIC_ACQUIRE)) return GST_PAD_PROBE_OK;
     GstBuffer *b = newest(info);
-    if (b) __atomic_store_n(&((SfbReceiveInline *)data)->arrived, (gpointer)b, __ATOMIC_RELEASE);
+    gsize s = b ? GPOINTER_TO_SIZE(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(b), stamp())) : 0;
+    if (s) __atomic_store_n(&r->arrived, s, __ATOMIC_RELEASE);
     return GST_PAD_PROBE_OK;
 }
 
@@ -140,7 +151,6 @@ void sfb_receive_inline_counts(SfbReceiveInline *r, guint64 *inlinePackets, guin
 
 static void unref(SfbReceiveInline *r) {
     if (!g_atomic_int_dec_and_test(&r->refs)) return;
-    gst_buffer_replace(&r->last_queued, NULL);
     gst_object_unref(r->queue_sink);
     gst_object_unref(r->queue_src);
     gst_object_unref(r->target);

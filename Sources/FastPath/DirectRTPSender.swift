@@ -14,8 +14,10 @@ public final class DirectRTPSender: @unchecked Sendable {
     // @unchecked: the C object's counters are atomics and its session is locked.
     private let pointer: OpaquePointer
 
-    /// Reads keys and transport from `webrtc`; call once its DTLS is connected, before the
-    /// first RTP packet reaches it. Throws why it cannot (the caller keeps webrtcbin's path).
+    /// Reads keys and transport from `webrtc`; call once its DTLS is connected. Throws why it
+    /// cannot (the caller keeps webrtcbin's path). From here on webrtcbin's srtpenc and this
+    /// sender never protect one SSRC both: packets of an SSRC webrtcbin already sent are not
+    /// sent here (`refused`), and webrtcbin drops those of an SSRC sent here.
     public init(_ webrtc: WebRTCBin) throws(GStreamerError) {
         var why: UnsafePointer<CChar>?
         guard let p = sfb_direct_rtp_new(webrtc.element.gstElement, &why) else {
