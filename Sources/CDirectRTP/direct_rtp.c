@@ -30,14 +30,21 @@ static struct {
     __typeof__(nice_agent_get_selected_socket) *selected_socket;
     __typeof__(nice_agent_get_component_state) *component_state;
     const char *missing;
+    gboolean ready;
 } lib;
+static GMutex lib_lock;
 
-static gpointer resolve(gpointer unused) {
-    (void)unused;
+// Finds the functions, once they are there: a call before any srtpenc or nicesink exists
+// fails without keeping the failure (it would refuse every later sender of the process).
+// Called with lib_lock held.
+static void resolve(void) {
+    lib.missing = NULL;
     void *srtp = dlopen("libsrtp2.so.1", RTLD_NOW | RTLD_NOLOAD);
     void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_NOLOAD);
-    if (!srtp) { lib.missing = "libsrtp2 is not loaded (no srtpenc yet?)"; return NULL; }
-    if (!nice) { lib.missing = "libnice is not loaded (no nicesink yet?)"; return NULL; }
+    if (srtp) dlclose(srtp);   // RTLD_NOLOAD took a reference; the plugins keep theirs
+    if (nice) dlclose(nice);
+    if (!srtp) { lib.missing = "libsrtp2 is not loaded (no srtpenc yet?)"; return; }
+    if (!nice) { lib.missing = "libnice is not loaded (no nicesink yet?)"; return; }
     lib.create = dlsym(srtp, "srtp_create");
     lib.protect = dlsym(srtp, "srtp_protect");
     lib.dealloc = dlsym(srtp, "srtp_dealloc");
@@ -55,7 +62,7 @@ static gpointer resolve(gpointer unused) {
         || !lib.aes256_sha32 || !lib.gcm128 || !lib.gcm256 || !lib.nice_send || !lib.selected_pair
         || !lib.selected_socket || !lib.component_state)
         lib.missing = "a libsrtp2 or libnice function is missing";
-    return NULL;
+    else lib.ready = TRUE;
 }
 
 // The RTP policy for srtpenc's cipher and auth, and the master key + salt length it takes.
@@ -86,9 +93,11 @@ static void release_closure(gpointer data, GClosure *closure) {
 }
 
 SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
-    static GOnce once = G_ONCE_INIT;
-    g_once(&once, resolve, NULL);
-    if (lib.missing) { *why = lib.missing; return NULL; }
+    g_mutex_lock(&lib_lock);
+    if (!lib.ready) resolve();
+    const char *missing = lib.ready ? NULL : lib.missing;
+    g_mutex_unlock(&lib_lock);
+    if (missing) { *why = missing; return NULL; }
     int n = 0;
     GstElement *enc = sfb_only_element(webrtcbin, "srtpenc", &n);
     if (!enc) { *why = n == 0 ? "webrtcbin has no srtpenc yet" : "more than one transport (not bundled)"; return NULL; }
