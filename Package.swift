@@ -242,5 +242,7 @@ if Context.environment["SFUBOT_FUZZ"] != nil {
         fuzzTarget("FuzzNALUnits", ["FrameCrypto", "FuzzSupport"]),
         fuzzTarget("FuzzStomp", ["ECall", "FuzzSupport"]),
         fuzzTarget("FuzzJanus", ["Janus", "FuzzSupport"]),
+        // The direct path's C RTP/RTCP parsers against GStreamerKit's RTPPayload.
+        fuzzTarget("FuzzRTPHeader", ["CDirectRTP", "GStreamerKit", "FuzzSupport"]),
     ]
 }
