@@ -41,13 +41,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
-        // SRTP + ICE send for load publishers past webrtcbin's send chain. Uses the libsrtp2 and
-        // libnice GStreamer's plugins loaded (dlopen by soname); needs only libsrtp2-dev's header.
+        // SRTP + ICE send for load publishers past webrtcbin's send chain, and the inline receive.
+        // Uses the libsrtp2 and libnice GStreamer's plugins loaded (dlopen by soname); needs only
+        // libsrtp2-dev's header. FastPath's alone.
         .target(name: "CDirectRTP", dependencies: ["CGStreamer"]),
         .target(
             name: "GStreamerKit",
-            dependencies: ["Locking", 
-                "CGStreamer", "CGStreamerShims", "CDirectRTP",
+            dependencies: ["Locking",
+                "CGStreamer", "CGStreamerShims",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -56,6 +57,14 @@ let package = Package(
         .target(name: "Locking", swiftSettings: strict),
         // Secret files (tokens, keys, credentials) read and written one way: regular, 0600, bounded.
         .target(name: "PrivateIO", swiftSettings: strict),
+        // The load test's shortcuts past webrtcbin (direct SRTP send, inline receive, the RTP
+        // payload consumer) and the opt-in OpenSSL libsrtp2: for LoadTest (and `sfubot load`'s
+        // preload) only, so no other command runs this code.
+        .target(
+            name: "FastPath",
+            dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims", "CDirectRTP"],
+            swiftSettings: strict
+        ),
         .target(
             name: "FrameCrypto",
             dependencies: ["Locking", 
@@ -140,8 +149,8 @@ let package = Package(
         // `sfubot load`: many encrypted bots in one process sharing one encoder, measured.
         .target(
             name: "LoadTest",
-            dependencies: ["Locking", 
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus",
+            dependencies: ["Locking",
+                "Bot", "GStreamerKit", "FastPath", "FrameCrypto", "Janus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -180,8 +189,10 @@ let package = Package(
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-text"]),
         .executableTarget(
             name: "sfubot",
-            dependencies: ["Locking", 
+            dependencies: ["Locking",
                 "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO",
+                // `sfubot load` opts in to the OpenSSL libsrtp2 (SRTPLibrary.preload) and nothing else.
+                "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -198,6 +209,8 @@ let package = Package(
         .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["Locking", "GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
+        // FastPath on its own: the SRTP guard, the C parsers, the payload consumer, the preload.
+        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer"], swiftSettings: strict),
         // What the integration tests share: the scene (the local Janus, rooms, the serialized
         // MediaScene every media test nests in), decoding and tone analysis, child processes,
         // the local RabbitMQ. Not a test target: the test targets below import it.
@@ -271,5 +284,7 @@ if Context.environment["SFUBOT_FUZZ"] != nil {
         fuzzTarget("FuzzNALUnits", ["FrameCrypto", "FuzzSupport"]),
         fuzzTarget("FuzzStomp", ["ECall", "FuzzSupport"]),
         fuzzTarget("FuzzJanus", ["Janus", "FuzzSupport"]),
+        // The direct path's C RTP/RTCP parsers against GStreamerKit's RTPPayload.
+        fuzzTarget("FuzzRTPHeader", ["CDirectRTP", "GStreamerKit", "FuzzSupport"]),
     ]
 }

@@ -141,13 +141,14 @@ extension Pad {
     /// Attaches the receive side: the opener, or a counter of frames passed through as is.
     /// With per-sender keys the feed's sender is found by `display` (`<participantId>:<name>`)
     /// or `feedID`, and `openedBy` counts which of its key indexes opened each frame.
-    /// `consumingRTP`: this pad carries RTP whose payload is one frame (Opus); each packet's
-    /// frame is opened, counted and dropped here (`addRTPPayloadConsumer`), for load bots.
+    /// `attach`: how the opener goes on this pad; by default a frame transform. Load bots pass
+    /// FastPath's `addRTPPayloadConsumer` for a pad of RTP whose payload is one frame (Opus):
+    /// each packet's frame is opened, counted and dropped there.
     package func attachReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, stats: FrameStats, times: FrameTimes,
                                         display: String = "", feedID: Int64? = nil, openedBy: KeyIndexCounts? = nil,
-                                        consumingRTP: Bool = false,
+                                        attach custom: ((any FrameTransform) -> PadProbe)? = nil,
                                         onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
-        func attach(_ t: any FrameTransform) -> PadProbe { consumingRTP ? addRTPPayloadConsumer(t) : addFrameTransform(t) }
+        func attach(_ t: any FrameTransform) -> PadProbe { custom?(t) ?? addFrameTransform(t) }
         switch protection {
         case .e2ee(let ring): return attach(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
         case .perSender(let map):

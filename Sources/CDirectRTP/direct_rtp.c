@@ -1,13 +1,12 @@
 // See CDirectRTP.h. libsrtp2 and libnice are the very libraries GStreamer's srtp and nice
-// plugins loaded (found by soname, RTLD_NOLOAD): sfubot links neither, so the OpenSSL build of
-// libsrtp that GStreamerKit preloads is the one used here too, already initialised by srtpenc.
-#include "CDirectRTP.h"
+// plugins loaded (found by soname, RTLD_NOLOAD): sfubot links neither, so the libsrtp the
+// process uses (the OpenSSL build `sfubot load` preloads, SRTPLibrary) is the one used here
+// too, already initialised by srtpenc.
+#include "direct_rtp.h"
 #include "elements.h"
 #include <dlfcn.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <nice/agent.h>
-#include <srtp2/srtp.h>
+#include <unistd.h>
 
 // Enums of GStreamer's srtp plugin (gstsrtp-enumtypes), read from srtpenc as plain ints.
 enum { CIPHER_AES_128_ICM = 1, CIPHER_AES_256_ICM = 2, CIPHER_AES_128_GCM = 3, CIPHER_AES_256_GCM = 4 };
@@ -31,14 +30,21 @@ static struct {
     __typeof__(nice_agent_get_selected_socket) *selected_socket;
     __typeof__(nice_agent_get_component_state) *component_state;
     const char *missing;
+    gboolean ready;
 } lib;
+static GMutex lib_lock;
 
-static gpointer resolve(gpointer unused) {
-    (void)unused;
+// Finds the functions, once they are there: a call before any srtpenc or nicesink exists
+// fails without keeping the failure (it would refuse every later sender of the process).
+// Called with lib_lock held.
+static void resolve(void) {
+    lib.missing = NULL;
     void *srtp = dlopen("libsrtp2.so.1", RTLD_NOW | RTLD_NOLOAD);
     void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_NOLOAD);
-    if (!srtp) { lib.missing = "libsrtp2 is not loaded (no srtpenc yet?)"; return NULL; }
-    if (!nice) { lib.missing = "libnice is not loaded (no nicesink yet?)"; return NULL; }
+    if (srtp) dlclose(srtp);   // RTLD_NOLOAD took a reference; the plugins keep theirs
+    if (nice) dlclose(nice);
+    if (!srtp) { lib.missing = "libsrtp2 is not loaded (no srtpenc yet?)"; return; }
+    if (!nice) { lib.missing = "libnice is not loaded (no nicesink yet?)"; return; }
     lib.create = dlsym(srtp, "srtp_create");
     lib.protect = dlsym(srtp, "srtp_protect");
     lib.dealloc = dlsym(srtp, "srtp_dealloc");
@@ -56,34 +62,8 @@ static gpointer resolve(gpointer unused) {
         || !lib.aes256_sha32 || !lib.gcm128 || !lib.gcm256 || !lib.nice_send || !lib.selected_pair
         || !lib.selected_socket || !lib.component_state)
         lib.missing = "a libsrtp2 or libnice function is missing";
-    return NULL;
+    else lib.ready = TRUE;
 }
-
-struct SfbDirectRTP {
-    gint refs;
-    GMutex lock;            // the srtp session and the route (one pushing thread in practice)
-    srtp_t session;
-    NiceAgent *agent;
-    guint stream, component;
-    // The route: the selected pair's UDP socket and remote address, sent to with sendto(2)
-    // (libnice's send takes the agent lock and goes through GSocket: 6 % of a bot's CPU).
-    // Re-read after libnice says the pair or the component's state changed; fd -1: no
-    // plain UDP route (relayed, not ready), nice_agent_send decides.
-    gint route_stale;
-    GSocket *socket;
-    int fd;
-    struct sockaddr_storage to;
-    socklen_t to_len;
-    gulong on_pair, on_state;
-    guint64 packets, payload_bytes, dropped;   // __atomic, relaxed: counters only
-    // What the peer's receiver reports say of the SSRC sent (rtpsession never saw it, so it
-    // ignores those report blocks): __atomic, relaxed.
-    guint32 ssrc;
-    gint ssrc_known;
-    guint64 reports;
-    gint64 cumulative_lost;
-    guint32 jitter;
-};
 
 // The RTP policy for srtpenc's cipher and auth, and the master key + salt length it takes.
 static gboolean set_policy(srtp_crypto_policy_t *p, int cipher, int auth, gsize *key_len) {
@@ -113,14 +93,18 @@ static void release_closure(gpointer data, GClosure *closure) {
 }
 
 SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
-    static GOnce once = G_ONCE_INIT;
-    g_once(&once, resolve, NULL);
-    if (lib.missing) { *why = lib.missing; return NULL; }
+    g_mutex_lock(&lib_lock);
+    if (!lib.ready) resolve();
+    const char *missing = lib.ready ? NULL : lib.missing;
+    g_mutex_unlock(&lib_lock);
+    if (missing) { *why = missing; return NULL; }
     int n = 0;
     GstElement *enc = sfb_only_element(webrtcbin, "srtpenc", &n);
     if (!enc) { *why = n == 0 ? "webrtcbin has no srtpenc yet" : "more than one transport (not bundled)"; return NULL; }
     GstElement *sink = sfb_only_element(webrtcbin, "nicesink", &n);
     if (!sink) { gst_object_unref(enc); *why = n == 0 ? "webrtcbin has no nicesink yet" : "more than one transport (not bundled)"; return NULL; }
+    GstElement *session = sfb_only_element(webrtcbin, "rtpsession", &n);
+    if (!session) { gst_object_unref(enc); gst_object_unref(sink); *why = "webrtcbin has not exactly one RTP session (not bundled)"; return NULL; }
 
     GstBuffer *key = NULL, *mki = NULL;
     gint cipher = 0, auth = 0, rtcp_cipher = 0;
@@ -130,7 +114,6 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     NiceAgent *agent = NULL;
     guint stream = 0, component = 0;
     g_object_get(sink, "agent", &agent, "stream", &stream, "component", &component, NULL);
-    gst_object_unref(enc);
     gst_object_unref(sink);
 
     SfbDirectRTP *d = NULL;
@@ -162,6 +145,8 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
         *why = "libsrtp refused srtpenc's key";
         goto out;
     }
+    // From here on srtpenc and this sender never protect one SSRC both.
+    d->guard = sfb_srtp_guard_new(enc, session);
     d->agent = g_object_ref(agent);
     d->stream = stream;
     d->component = component;
@@ -176,6 +161,8 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     if (!d->on_pair) sfb_direct_rtp_unref(d);
     if (!d->on_state) sfb_direct_rtp_unref(d);
 out:
+    gst_object_unref(enc);
+    gst_object_unref(session);
     if (map.data) gst_buffer_unmap(key, &map);
     if (key) gst_buffer_unref(key);
     if (mki) gst_buffer_unref(mki);
@@ -183,21 +170,10 @@ out:
     return d;
 }
 
-// RTP payload length (header, CSRCs, extension and padding off), 0 if the packet is malformed.
-static gsize payload_length(const guint8 *p, gsize n) {
-    if (n < 12 || (p[0] >> 6) != 2) return 0;
-    gsize h = 12 + 4 * (p[0] & 0x0f);
-    if (p[0] & 0x10) {
-        if (n < h + 4) return 0;
-        h += 4 + 4 * (((gsize)p[h + 2] << 8) | p[h + 3]);
-    }
-    gsize pad = (p[0] & 0x20) ? p[n - 1] : 0;
-    return n >= h + pad ? n - h - pad : 0;
-}
-
-// Reads the selected pair's socket and remote address (called with the lock held).
+// Reads the selected pair's socket (a copy of its descriptor) and remote address (called
+// with the lock held).
 static void read_route(SfbDirectRTP *d) {
-    g_clear_object(&d->socket);
+    if (d->fd >= 0) close(d->fd);
     d->fd = -1;
     NiceComponentState state = lib.component_state(d->agent, d->stream, d->component);
     if (state != NICE_COMPONENT_STATE_CONNECTED && state != NICE_COMPONENT_STATE_READY) return;
@@ -213,10 +189,12 @@ static void read_route(SfbDirectRTP *d) {
     if (!socket) return;
     int fd = -1;
     g_object_get(socket, "fd", &fd, NULL);
-    if (fd < 0) { g_object_unref(socket); return; }
+    // Our own descriptor for the socket, while libnice's reference keeps its fd open.
+    fd = fd < 0 ? -1 : dup(fd);
+    g_object_unref(socket);
+    if (fd < 0) return;
     memcpy(&d->to, to, to_len);
     d->to_len = to_len;
-    d->socket = socket;
     d->fd = fd;
 }
 
@@ -224,25 +202,32 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
-    if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = payload_length(packet, n)) == 0) {
+    if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = sfb_rtp_payload_length(packet, n)) == 0) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return;
     }
     int len = (int)n;
-    if (!__atomic_load_n(&d->ssrc_known, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&d->ssrc, ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11], __ATOMIC_RELAXED);
+    guint32 ssrc = ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11];
+    g_mutex_lock(&d->lock);
+    // An SSRC is claimed before its first packet is protected; one srtpenc was given is not ours.
+    if (!d->ssrc_known || ssrc != d->ssrc) {
+        if (!sfb_srtp_guard_claim(d->guard, ssrc)) {
+            g_mutex_unlock(&d->lock);
+            __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        __atomic_store_n(&d->ssrc, ssrc, __ATOMIC_RELAXED);
         __atomic_store_n(&d->ssrc_known, 1, __ATOMIC_RELEASE);
     }
-    g_mutex_lock(&d->lock);
     srtp_err_status_t status = lib.protect(d->session, packet, &len);
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
-    int fd = d->fd;
-    g_mutex_unlock(&d->lock);
-    // `to` is rewritten only by read_route, above, in this same pushing thread.
-    // Never sent unprotected: a packet SRTP refused is dropped.
+    // Never sent unprotected: a packet SRTP refused is dropped. The descriptor is used, and
+    // replaced, only under the lock.
     gboolean sent = status == srtp_err_status_ok
-        && (fd >= 0 ? sendto(fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
-                    : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
+        && (d->fd >= 0 ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
+                       : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
+    g_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return;
@@ -251,8 +236,7 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
 }
 
-// Runs `each` on the probe's buffer, or on every buffer of its list.
-static void for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
+void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
     if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
         each(d, GST_PAD_PROBE_INFO_BUFFER(info));
     } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
@@ -263,73 +247,16 @@ static void for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)
 
 static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
-    for_each_buffer(info, data, send_one);
+    sfb_direct_for_each_buffer(info, data, send_one);
     return GST_PAD_PROBE_DROP;
 }
 
-static void release(gpointer data) { sfb_direct_rtp_unref(data); }
+void sfb_direct_release(gpointer data) { sfb_direct_rtp_unref(data); }
 
 gulong sfb_direct_rtp_attach(SfbDirectRTP *d, GstPad *pad) {
     g_atomic_int_inc(&d->refs);
-    gulong id = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtp, d, release);
+    gulong id = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtp, d, sfb_direct_release);
     return id;
-}
-
-static guint32 be32(const guint8 *p) { return ((guint32)p[0] << 24) | ((guint32)p[1] << 16) | ((guint32)p[2] << 8) | p[3]; }
-
-// Report blocks (RFC 3550 §6.4) about our SSRC in one compound RTCP packet.
-static void read_reports(SfbDirectRTP *d, const guint8 *p, gsize n) {
-    if (!__atomic_load_n(&d->ssrc_known, __ATOMIC_ACQUIRE)) return;
-    guint32 ours = __atomic_load_n(&d->ssrc, __ATOMIC_RELAXED);
-    gsize off = 0;
-    while (off + 4 <= n && (p[off] >> 6) == 2) {
-        gsize size = 4 * ((gsize)((p[off + 2] << 8) | p[off + 3]) + 1);
-        guint pt = p[off + 1], count = p[off] & 0x1f;
-        if (off + size > n) return;
-        gsize blocks = pt == 200 ? off + 28 : pt == 201 ? off + 8 : 0;   // SR: after the sender info
-        for (guint i = 0; blocks && i < count && blocks + 24 * (i + 1) <= off + size; i++) {
-            const guint8 *b = p + blocks + 24 * i;
-            if (be32(b) != ours) continue;
-            gint32 lost = (gint32)(((guint32)b[5] << 16) | ((guint32)b[6] << 8) | b[7]);
-            if (lost & 0x800000) lost -= 0x1000000;   // 24-bit signed
-            __atomic_store_n(&d->cumulative_lost, (gint64)lost, __ATOMIC_RELAXED);
-            __atomic_store_n(&d->jitter, be32(b + 12), __ATOMIC_RELAXED);
-            __atomic_fetch_add(&d->reports, 1, __ATOMIC_RELAXED);
-        }
-        off += size;
-    }
-}
-
-static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
-    GstMapInfo map;
-    if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return;
-    // RTCP packet types 200–204; RTP never uses them as M|PT (RFC 5761 §4).
-    if (map.size >= 8 && map.data[1] >= 200 && map.data[1] <= 204) read_reports(d, map.data, map.size);
-    gst_buffer_unmap(buffer, &map);
-}
-
-static GstPadProbeReturn on_rtcp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
-    (void)pad;
-    for_each_buffer(info, data, read_buffer);
-    return GST_PAD_PROBE_OK;
-}
-
-gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *d, GstElement *webrtcbin, GstPad **pad) {
-    *pad = NULL;
-    int n = 0;
-    GstElement *dec = sfb_only_element(webrtcbin, "srtpdec", &n);
-    if (!dec) return 0;
-    *pad = gst_element_get_static_pad(dec, "rtcp_src");
-    gst_object_unref(dec);
-    if (!*pad) return 0;
-    g_atomic_int_inc(&d->refs);
-    return gst_pad_add_probe(*pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtcp, d, release);
-}
-
-void sfb_direct_rtp_reports(SfbDirectRTP *d, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter) {
-    *reports = __atomic_load_n(&d->reports, __ATOMIC_RELAXED);
-    *cumulativeLost = __atomic_load_n(&d->cumulative_lost, __ATOMIC_RELAXED);
-    *jitter = __atomic_load_n(&d->jitter, __ATOMIC_RELAXED);
 }
 
 void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {
@@ -337,6 +264,8 @@ void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBy
     *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
     *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
 }
+
+guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
 
 void sfb_direct_rtp_close(SfbDirectRTP *d) {
     g_mutex_lock(&d->lock);
@@ -351,7 +280,8 @@ void sfb_direct_rtp_close(SfbDirectRTP *d) {
 void sfb_direct_rtp_unref(SfbDirectRTP *d) {
     if (!g_atomic_int_dec_and_test(&d->refs)) return;
     lib.dealloc(d->session);
-    g_clear_object(&d->socket);
+    if (d->fd >= 0) close(d->fd);
+    sfb_srtp_guard_unref(d->guard);
     g_object_unref(d->agent);
     g_mutex_clear(&d->lock);
     g_free(d);

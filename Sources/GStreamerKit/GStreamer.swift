@@ -3,7 +3,6 @@ internal import CGStreamer
 /// Process-wide GStreamer setup.
 public enum GStreamer {
     private static let initialized: Bool = {
-        SRTPLibrary.preload()
         gst_init(nil, nil)
         return true
     }()

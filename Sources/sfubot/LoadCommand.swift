@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bot
+import FastPath
 import FrameCrypto
 import Foundation
 import GStreamerKit
@@ -122,6 +123,8 @@ struct LoadRunCommand: AsyncParsableCommand {
         let library: PipelineLibrary
         do { library = try PipelineLibrary(directory: connection.pipelines) } catch { CLIFailure(error).exit() }
         if let media, !FileManager.default.isReadableFile(atPath: media) { CLIFailure(.inputNotFound(media)).exit() }
+        // Before any SRTP element exists: this command alone opts in to the OpenSSL libsrtp2.
+        SRTPLibrary.preload()
         GStreamer.initialize()
         // Per-packet cost depends on it: say which SRTP library the figures are made with.
         if let srtp = SRTPLibrary.loaded { logger.info("SRTP: libsrtp2 built with OpenSSL (\(srtp))") }

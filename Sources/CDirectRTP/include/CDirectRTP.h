@@ -1,9 +1,10 @@
-// Shortcuts past webrtcbin's per-packet work, for load bots.
+// Shortcuts past webrtcbin's per-packet work, for load bots (FastPath, docs/performance.md).
 //
 // A send path for RTP that skips webrtcbin's send chain: each packet leaving a payloader is
 // protected with libsrtp (the keys webrtcbin's DTLS put in its srtpenc) and handed to the
 // ICE agent webrtcbin's nicesink sends with. Used by load publishers, where the 21 pad pushes
-// and rtpsession's per-packet work were most of a sent packet's CPU (docs/performance.md).
+// and rtpsession's per-packet work were most of a sent packet's CPU. It could go if webrtcbin
+// ever got a cheap send path of its own.
 #ifndef CDIRECTRTP_H
 #define CDIRECTRTP_H
 #define GST_USE_UNSTABLE_API 1
@@ -12,23 +13,27 @@
 typedef struct SfbDirectRTP SfbDirectRTP;
 
 /// Reads the SRTP keys and cipher from `webrtcbin`'s only srtpenc and the ICE agent, stream
-/// and component from its only nicesink; call once DTLS is connected. NULL with `*why` (a
-/// static string) if that is not possible: not bundled into one transport, no key yet, a
-/// cipher this path does not know, libsrtp or libnice not loaded.
+/// and component from its only nicesink, and guards srtpenc (sfb_srtp_guard_new); call once
+/// DTLS is connected. NULL with `*why` (a static string) if that is not possible: not bundled
+/// into one transport, no key yet, a cipher this path does not know, libsrtp or libnice not loaded.
 SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why);
 
 /// Adds a probe on `pad` (a payloader's src pad) that sends every RTP buffer (and buffer
-/// list) itself and drops it. Returns the probe's id (0 on failure). Add it before the first
-/// packet reaches webrtcbin: libsrtp then starts the stream as srtpenc would have.
+/// list) itself and drops it. Returns the probe's id (0 on failure); the caller removes it.
+/// A packet whose SSRC srtpenc has protected is never sent: see sfb_direct_rtp_refused.
 gulong sfb_direct_rtp_attach(SfbDirectRTP *sender, GstPad *pad);
 
-/// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed).
+/// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed,
+/// or refused).
 void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payloadBytes, guint64 *dropped);
+
+/// Packets not sent because srtpenc had already protected their SSRC with the same key.
+guint64 sfb_direct_rtp_refused(SfbDirectRTP *sender);
 
 /// Watches the RTCP webrtcbin decrypts (its srtpdec's rtcp_src pad) for the peer's receiver
 /// report blocks about the SSRC this sender sends: rtpsession ignores them, never having seen
-/// that SSRC. Returns the probe's id and, in `*pad`, the pad with a reference the caller owns;
-/// 0 (and NULL) if webrtcbin has no srtpdec.
+/// that SSRC. Returns the probe's id and, in `*pad`, the pad with a reference the caller owns
+/// (and removes the probe from); 0 (and NULL) if webrtcbin has no srtpdec.
 gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *sender, GstElement *webrtcbin, GstPad **pad);
 
 /// Report blocks read so far, and the newest one's cumulative loss and interarrival jitter
@@ -36,11 +41,39 @@ gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *sender, GstElement *webrtcbin,
 void sfb_direct_rtp_reports(SfbDirectRTP *sender, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter);
 
 /// The owner's end: stops listening to the ICE agent and gives up the owner's reference (the
-/// probe holds its own until it is removed).
+/// probes hold their own until they are removed).
 void sfb_direct_rtp_close(SfbDirectRTP *sender);
 
-/// Drops one reference (the probe's and the agent handlers' are dropped by GLib).
+/// Drops one reference; the last closes the sender's copy of the ICE socket.
 void sfb_direct_rtp_unref(SfbDirectRTP *sender);
+
+// One SRTP key, one owner per SSRC. A probe on every RTP input of `srtpenc` (and on inputs it
+// gets later) records the SSRCs srtpenc is given and drops packets of SSRCs the direct sender
+// claimed; SSRCs `rtpsession` (may be NULL) already sent from count as srtpenc's. The probes
+// stay as long as srtpenc's pads, that is as long as its key: removing them earlier would let
+// a claimed SSRC reach srtpenc.
+typedef struct SfbSrtpGuard SfbSrtpGuard;
+SfbSrtpGuard *sfb_srtp_guard_new(GstElement *srtpenc, GstElement *rtpsession);
+
+/// Claims `ssrc` for the direct sender: FALSE if srtpenc has been given it (or more SSRCs than
+/// the guard tracks), in which case it must not be protected with this key.
+gboolean sfb_srtp_guard_claim(SfbSrtpGuard *guard, guint32 ssrc);
+
+/// Packets of claimed SSRCs kept from srtpenc.
+guint64 sfb_srtp_guard_blocked(SfbSrtpGuard *guard);
+
+void sfb_srtp_guard_unref(SfbSrtpGuard *guard);
+
+// The parsers the direct path reads packets with (rtp_parse.c; FuzzRTPHeader fuzzes them).
+
+/// An RTP packet's payload length, RFC 3550 §5.1 (header, CSRCs, extension and padding off);
+/// 0 if it is empty or the packet is malformed.
+gsize sfb_rtp_payload_length(const guint8 *packet, gsize size);
+
+/// Receiver report blocks (RFC 3550 §6.4, in SR and RR packets of a compound RTCP packet)
+/// about `ssrc`: how many there are; the last one's cumulative loss and jitter go to
+/// `*cumulativeLost` and `*jitter` (untouched if there is none). Stops at a truncated packet.
+guint sfb_rtcp_report_blocks(const guint8 *packet, gsize size, guint32 ssrc, gint64 *cumulativeLost, guint32 *jitter);
 
 // The receive side's shortcut: packets go from webrtcbin's nicesrc to its dtlssrtpdec in
 // nicesrc's thread, skipping the transport receive bin's queue (a thread hand-off per packet)
@@ -52,11 +85,11 @@ typedef struct SfbReceiveInline SfbReceiveInline;
 /// the one this knows, or there is more than one transport.
 SfbReceiveInline *sfb_receive_inline_new(GstElement *webrtcbin, const char **why);
 
-/// Packets given to dtlssrtpdec directly, and packets left to the queue (before the first
-/// delivery through it, and while webrtcbin held the receive side).
+/// Packets given to dtlssrtpdec directly, and packets left to the queue (until the queue has
+/// delivered what it was given, and while webrtcbin holds the receive side).
 void sfb_receive_inline_counts(SfbReceiveInline *shortcut, guint64 *inlinePackets, guint64 *queuedPackets);
 
-/// Drops the owner's reference (the probes' are dropped by GStreamer).
-void sfb_receive_inline_unref(SfbReceiveInline *shortcut);
+/// Removes the shortcut's probes (packets take the queue again) and drops the owner's reference.
+void sfb_receive_inline_close(SfbReceiveInline *shortcut);
 
 #endif

@@ -1,4 +1,5 @@
 import Bot
+import FastPath
 import FrameCrypto
 import Foundation
 import GStreamerKit

@@ -1,4 +1,5 @@
 import Bot
+import FastPath
 import FrameCrypto
 import Foundation
 import GStreamerKit
@@ -62,11 +63,12 @@ final class SubscriberBot: Sendable {
         let consumingRTP: Bool
 
         func open(_ stream: Stream, _ protection: FrameProtection) {
+            let consumer: ((any FrameTransform) -> PadProbe)? = consumingRTP ? { [pad] t in pad.addRTPPayloadConsumer(t) } : nil
             stream.probe = stream.kind == "video"
                 ? pad.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
-                                     feedID: stream.feedID, consumingRTP: consumingRTP)
+                                     feedID: stream.feedID, attach: consumer)
                 : pad.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
-                                     feedID: stream.feedID, consumingRTP: consumingRTP)
+                                     feedID: stream.feedID, attach: consumer)
             stream.branch = bin
         }
     }

@@ -1,3 +1,4 @@
+import FastPath
 import GStreamerKit
 import Testing
 

@@ -9,6 +9,10 @@ import Glibc
 /// same release against OpenSSL. Loading it before GStreamer's srtp plugin makes the plugin's
 /// `libsrtp2.so.1` resolve to it: the dynamic linker reuses a library already loaded under
 /// that soname.
+///
+/// An opt-in of the commands whose figures depend on it (`sfubot load`), made before any SRTP
+/// element exists; every other command uses the system's (docs/performance.md says what that
+/// costs them).
 public enum SRTPLibrary {
     /// Where `scripts/build-libsrtp` installs it.
     public static let defaultPath = "/usr/local/lib/sfubot/libsrtp2.so.1"
@@ -20,8 +24,19 @@ public enum SRTPLibrary {
     public nonisolated(unsafe) private(set) static var fallbackReason: String?
 
     /// Loads `$SFUBOT_LIBSRTP` (empty or "system": the system's), else `defaultPath` if it
-    /// exists. Called once, from `GStreamer.initialize()`, before any plugin is loaded.
-    static func preload() {
+    /// exists. Call it before the first SRTP element is made (GStreamer's srtp plugin loads
+    /// libsrtp2 then); later calls do nothing. `loaded` / `fallbackReason` say what came of it.
+    public static func preload() { _ = once }
+
+    private static let once: Void = load()
+
+    private static func load() {
+        // Too late: the plugin, or something else, already resolved the soname.
+        if let already = dlopen("libsrtp2.so.1", RTLD_NOW | RTLD_NOLOAD) {
+            dlclose(already)
+            fallbackReason = "libsrtp2 was loaded before the preload (an SRTP element was made first)"
+            return
+        }
         let env = getenv("SFUBOT_LIBSRTP").map { String(cString: $0) }
         if env == "" || env == "system" {
             fallbackReason = "SFUBOT_LIBSRTP asks for the system's"

@@ -1,5 +1,6 @@
 internal import CGStreamer
 internal import CDirectRTP
+public import GStreamerKit
 
 /// Sends a payloader's RTP past webrtcbin's send chain: SRTP with the keys webrtcbin's DTLS
 /// negotiated, straight to its ICE agent (CDirectRTP.h). webrtcbin keeps ICE, DTLS and RTCP.
@@ -13,11 +14,13 @@ public final class DirectRTPSender: @unchecked Sendable {
     // @unchecked: the C object's counters are atomics and its session is locked.
     private let pointer: OpaquePointer
 
-    /// Reads keys and transport from `webrtc`; call once its DTLS is connected, before the
-    /// first RTP packet reaches it. Throws why it cannot (the caller keeps webrtcbin's path).
+    /// Reads keys and transport from `webrtc`; call once its DTLS is connected. Throws why it
+    /// cannot (the caller keeps webrtcbin's path). From here on webrtcbin's srtpenc and this
+    /// sender never protect one SSRC both: packets of an SSRC webrtcbin already sent are not
+    /// sent here (`refused`), and webrtcbin drops those of an SSRC sent here.
     public init(_ webrtc: WebRTCBin) throws(GStreamerError) {
         var why: UnsafePointer<CChar>?
-        guard let p = sfb_direct_rtp_new(webrtc.element.pointer, &why) else {
+        guard let p = sfb_direct_rtp_new(webrtc.element.gstElement, &why) else {
             throw .webrtc("direct RTP: " + (why.map { String(cString: $0) } ?? "unknown reason"))
         }
         pointer = p
@@ -28,19 +31,19 @@ public final class DirectRTPSender: @unchecked Sendable {
     /// Sends every RTP buffer leaving `pad` this way and drops it there. The probe keeps
     /// this sender's C state alive until it is removed.
     public func attach(to pad: Pad) throws(GStreamerError) -> PadProbe {
-        let id = sfb_direct_rtp_attach(pointer, pad.pointer)
+        let id = sfb_direct_rtp_attach(pointer, pad.gstPad)
         guard id != 0 else { throw .linkFailed("direct RTP: cannot probe \(pad.name)") }
-        return PadProbe(pad: pad, id: id)
+        return PadProbe(pad: pad, probeID: UInt(id))
     }
 
     /// Reads the peer's receiver reports about what this sends, from the RTCP `webrtc`
     /// decrypts; nil if it has no SRTP decoder.
     public func watchReports(_ webrtc: WebRTCBin) -> PadProbe? {
         var raw: UnsafeMutablePointer<GstPad>?
-        let id = sfb_direct_rtp_watch_reports(pointer, webrtc.element.pointer, &raw)
+        let id = sfb_direct_rtp_watch_reports(pointer, webrtc.element.gstElement, &raw)
         guard let raw else { return nil }
-        let pad = Pad(takingOwnership: raw)
-        return id == 0 ? nil : PadProbe(pad: pad, id: id)
+        let pad = Pad.takingOwnership(ofGstPad: UnsafeMutableRawPointer(raw))
+        return id == 0 ? nil : PadProbe(pad: pad, probeID: UInt(id))
     }
 
     /// Receiver report blocks read, and the newest one's cumulative packets lost and jitter
@@ -50,6 +53,10 @@ public final class DirectRTPSender: @unchecked Sendable {
         sfb_direct_rtp_reports(pointer, &n, &lost, &jitter)
         return (UInt64(n), Int64(lost), UInt32(jitter))
     }
+
+    /// Packets not sent because webrtcbin's srtpenc had already protected their SSRC: the same
+    /// key would have encrypted two packets with one keystream (the SRTP guard, CDirectRTP.h).
+    public var refused: UInt64 { UInt64(sfb_direct_rtp_refused(pointer)) }
 
     /// Packets sent, their RTP payload bytes, and packets dropped (SRTP or ICE refused them).
     public var counts: (packets: UInt64, payloadBytes: UInt64, dropped: UInt64) {

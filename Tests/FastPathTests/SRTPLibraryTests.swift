@@ -1,0 +1,104 @@
+import FastPath
+import Foundation
+import Glibc
+import Testing
+
+/// `sfubot load` opts in to the OpenSSL libsrtp2 that scripts/install-deps builds, not Debian's
+/// NSS build (docs/performance.md), before GStreamer starts. Checked in a process of its own: in
+/// this one another test may have made an SRTP element (and loaded the system's) first.
+@Suite struct SRTPLibraryTests {
+    /// `.build/<config>/sfubot`, beside the test bundle.
+    static let binary: URL = {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while dir.path != "/", !FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("sfubot").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("sfubot")
+    }()
+
+    /// sfubot's output until a line with `marker` appears, and the libraries it had mapped then
+    /// (it is interrupted after), or until it exits.
+    static func output(_ arguments: [String], until marker: String) async throws -> (text: String, maps: String) {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        // Blocking reads on a thread of our own, never on the cooperative pool.
+        return await withCheckedContinuation { done in
+            Thread.detachNewThread {
+                var text = ""
+                // Whole lines only: a line is complete once a newline follows it.
+                while !text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains(where: { $0.contains(marker) }),
+                      case let chunk = pipe.fileHandleForReading.availableData, !chunk.isEmpty {   // read(upToCount:) waits for all of it
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                let maps = Self.readProcFile("/proc/\(process.processIdentifier)/maps")
+                if process.isRunning { process.interrupt() }
+                process.waitUntilExit()
+                done.resume(returning: (text, maps))
+            }
+        }
+    }
+
+    /// /proc files report size 0: read(2) to the end.
+    static func readProcFile(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "cannot open \(path): errno \(errno)" }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { return "cannot read \(path): errno \(errno)" }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test func sfubotLoadPreloadsTheOpenSSLBuild() async throws {
+        // A "Janus" that takes the connection and never answers keeps sfubot running past the
+        // SRTP line (the bot waits for its WebSocket) while its mappings are read.
+        let silent = try SilentListener()
+        defer { silent.close() }
+        let (text, maps) = try await Self.output(["load", "--janus", "ws://127.0.0.1:\(silent.port)", "--room", "1", "--no-e2ee",
+                                                  "--publishers", "1", "--retries", "0", "--duration", "1"], until: "SRTP:")
+        #expect(text.contains("SRTP: libsrtp2 built with OpenSSL (\(SRTPLibrary.defaultPath))"),
+                "not preloaded — run scripts/install-deps: \(text.prefix(2000))")
+        // The only libsrtp2.so.1 mapped: GStreamer's srtp plugin, loaded later, resolves the
+        // soname to it (the dynamic linker reuses a library loaded under that soname).
+        let srtp = Set(maps.split(separator: "\n").compactMap { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).last.map(String.init)
+        }.filter { $0.hasSuffix("/libsrtp2.so.1") })
+        #expect(srtp == [SRTPLibrary.defaultPath], "libsrtp2 mapped from \(srtp); output: \(text)")
+    }
+}
+
+/// A TCP port on 127.0.0.1 that accepts connections (the kernel's backlog) and never answers.
+final class SilentListener {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) { a in
+            a.withMemoryRebound(to: sockaddr.self, capacity: 1) { s in
+                bind(fd, s, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, s, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else {
+            Glibc.close(fd)
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot listen on 127.0.0.1: errno \(errno)"])
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    func close() { Glibc.close(fd) }
+}
