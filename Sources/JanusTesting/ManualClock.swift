@@ -78,3 +78,14 @@ public final class ManualClock: Clock, Sendable {
         while sleepers < count { await Task.yield() }
     }
 }
+
+/// Polls `condition` (every 10 ms) until it holds or `timeout` passes; returns whether it
+/// held. For waiting on a state with a generous bound, instead of sleeping and then checking.
+public func waitUntil(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return await condition()
+}
