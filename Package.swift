@@ -229,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "LoadTestTests",
             dependencies: [
-                "LoadTest", "Bot", "FrameCrypto", "Janus", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "LoadTest", "Bot", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

@@ -1,6 +1,7 @@
 import ECall
 import FrameCrypto
 import Foundation
+import Janus
 import Logging
 
 /// Getting back into a call whose media was lost (ECALL-WIRE §7, rejoin): `request-rejoin`, the
@@ -17,14 +18,14 @@ extension Agent {
         case .ended: (cause, retryable) = ("the media ended by itself", true)
         case .failed(let why, let canRetry): (cause, retryable) = (why, canRetry)
         }
-        guard isRunning, isActive(session), session.lost(run: run, stableAfter: rejoinPolicy.stableAfter) else { return }
         let lostAt = ContinuousClock.now
+        guard isRunning, isActive(session), let first = session.lost(run: run, policy: rejoinPolicy.comeback, at: lostAt) else { return }
         counters.mediaLost += 1
         guard retryable else {
             return await giveUp(session, lost: cause, after: 0, since: lostAt, last: "rejoining cannot fix this")
         }
         session.log.warning("call \(session.callID): lost the call's media (\(cause)); asking to rejoin")
-        session.setRejoin(Task { [weak self] in await self?.rejoin(session, lost: cause, at: lostAt) })
+        session.setRejoin(Task { [weak self] in await self?.rejoin(session, lost: cause, at: lostAt, first: first) })
     }
 
     /// Whether `session` is still the call being rejoined, after an await.
@@ -32,17 +33,34 @@ extension Agent {
         isRunning && isActive(session) && session.phase == .rejoining
     }
 
-    /// The rejoin loop: each attempt requests, waits `acceptTimeout` for a key, rejoins and
-    /// starts the media; after `attempts` the call is given up.
-    func rejoin(_ session: CallSession, lost cause: String, at started: ContinuousClock.Instant) async {
-        let policy = rejoinPolicy, callID = session.callID
-        // Left as is when the attempts were spent before this loss (media that kept failing
-        // soon after each rejoin).
-        var last = "the media failed within \(Self.seconds(policy.stableAfter)) of each of \(policy.attempts) rejoins"
-        var tries = 0
-        while let attempt = session.nextRejoinAttempt(limit: policy.attempts) {
+    /// The rejoin loop, driven by the call's comeback machine (`first`: what it said at the
+    /// loss): each attempt requests, waits `acceptTimeout` for a key, rejoins and starts the
+    /// media; once `attempts` are spent since the media last ran stably the call is given up.
+    func rejoin(_ session: CallSession, lost cause: String, at started: ContinuousClock.Instant,
+                first: CallSession.Comeback.Action) async {
+        let policy = rejoinPolicy, callID = session.callID, clock = ContinuousClock()
+        var tries = 0, action = first
+        func failed(_ why: String) {
+            action = session.rejoin(.failed(RejoinFailure(description: why), retryable: true), at: clock.now) ?? .none
+        }
+        while true {
+            let attempt: Int
+            switch action {
+            case .wait(let until):
+                try? await clock.sleep(until: until, tolerance: nil)
+                guard isRejoining(session), let next = session.rejoin(.tick, at: clock.now) else { return }
+                action = next
+                continue
+            case .tryNow(let n): attempt = n
+            case .giveUp(let last):
+                guard isRejoining(session) else { return }
+                // No last failure: the attempts were spent before this loss (media that kept
+                // failing soon after each rejoin).
+                let why = last?.description ?? "the media failed within \(Self.seconds(policy.stableAfter)) of each of \(policy.attempts) rejoins"
+                return await giveUp(session, lost: cause, after: tries, since: started, last: why)
+            case .none, .back, .reset: return
+            }
             tries += 1
-            try? await Task.sleep(for: policy.backoff(before: attempt))
             guard isRejoining(session), let backend = connections?.backend else { return }
             // Open before asking: a participant may answer before the request's reply comes.
             let keys = session.accepts.open()
@@ -52,8 +70,8 @@ extension Agent {
                 session.accepts.close()
                 guard isRejoining(session) else { return }
                 if Self.callIsOver(error) { return await leave(callID, reason: "the backend says the call is over (\(error))") }
-                last = "request-rejoin failed: \(error)"
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(last)")
+                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): request-rejoin failed: \(error)")
+                failed("request-rejoin failed: \(error)")
                 continue
             }
             guard isRejoining(session) else { return session.accepts.close() }
@@ -62,8 +80,9 @@ extension Agent {
             guard let key = await AcceptWindow.first(of: keys, within: policy.acceptTimeout) else {
                 session.accepts.close()
                 guard isRejoining(session) else { return }
-                last = "no participant_accept_rejoin within \(Self.seconds(policy.acceptTimeout))"
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(last)")
+                let why = "no participant_accept_rejoin within \(Self.seconds(policy.acceptTimeout))"
+                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(why)")
+                failed(why)
                 continue
             }
             guard isRejoining(session) else { return }
@@ -72,8 +91,8 @@ extension Agent {
             do { record = try await backend.rejoin(callID: callID) } catch {
                 guard isRejoining(session) else { return }
                 if Self.callIsOver(error) { return await leave(callID, reason: "the backend says the call is over (\(error))") }
-                last = "rejoin failed: \(error)"
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(last)")
+                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): rejoin failed: \(error)")
+                failed("rejoin failed: \(error)")
                 continue
             }
             guard isRejoining(session) else { return }
@@ -84,8 +103,6 @@ extension Agent {
             session.log.notice("call \(callID): rejoined room \(room) \(Self.seconds(took)) after losing it (\(cause)); attempt \(attempt) of \(policy.attempts)")
             return
         }
-        guard isRejoining(session) else { return }
-        await giveUp(session, lost: cause, after: tries, since: started, last: last)
     }
 
     /// The call is lost for good: counted, logged with its cause, left.

@@ -2,6 +2,7 @@ import Bot
 import ECall
 import FrameCrypto
 import Foundation
+import Janus
 import Logging
 import Synchronization
 import Locking
@@ -39,12 +40,12 @@ final class CallSession: Sendable {
         var media: Task<CallMediaEnd, Never>?
         /// Media started so far (0 before the first): a media's run number is its segment.
         var runs = 0
-        var mediaSince: ContinuousClock.Instant?
         var room: Int64?
         var rotation: Task<Void, Never>?
         var rejoin: Task<Void, Never>?
-        /// Rejoin requests spent since the media last ran long enough (`RejoinPolicy.stableAfter`).
-        var rejoinAttempts = 0
+        /// The way back in: its budget of rejoin requests lasts across losses until the media
+        /// runs long enough (`RejoinPolicy.stableAfter`); made at the first loss.
+        var comeback: Comeback?
         var requestSent: Date?
     }
 
@@ -56,6 +57,8 @@ final class CallSession: Sendable {
         ring = KeyRing(current: key, observer: keyLog?.observer(call: callID))
         log = logger
     }
+
+    typealias Comeback = ComebackMachine<ContinuousClock.Instant, RejoinFailure>
 
     var phase: Phase { state.withLock { $0.phase } }
 
@@ -78,34 +81,36 @@ final class CallSession: Sendable {
             s.runs += 1
             s.phase = .joined
             s.media = task
-            s.mediaSince = .now
             s.room = room
-            if from == .rejoining { s.rejoin = nil }
+            if from == .rejoining {
+                s.rejoin = nil
+                _ = s.comeback?.handle(.succeeded, at: .now)
+            }
             return (run, task)
         }
     }
 
-    /// joined → rejoining: media run `run` ended by itself. False if the call is not joined
-    /// with that run (it is leaving, or rejoining already: never two rejoins at once). Media that
-    /// ran at least `stableAfter` earned a full set of rejoin attempts again.
-    func lost(run: Int, stableAfter: Duration) -> Bool {
+    /// joined → rejoining: media run `run` ended by itself; returns what the comeback does
+    /// first. Nil if the call is not joined with that run (it is leaving, or rejoining
+    /// already: never two rejoins at once). Media that ran at least `policy.stableAfter`
+    /// earned a full set of rejoin attempts again.
+    func lost(run: Int, policy: ComebackPolicy, at now: ContinuousClock.Instant) -> Comeback.Action? {
         state.withLock { s in
-            guard s.phase == .joined, s.runs == run + 1 else { return false }
-            if let since = s.mediaSince, ContinuousClock.now - since >= stableAfter { s.rejoinAttempts = 0 }
+            guard s.phase == .joined, s.runs == run + 1 else { return nil }
             s.phase = .rejoining
             s.media?.cancel()  // it has ended; a stale report must not leave it running
             s.media = nil
-            return true
+            if s.comeback == nil { s.comeback = Comeback(policy) }
+            return s.comeback?.handle(.lost(), at: now)
         }
     }
 
-    /// While rejoining: spends one of `limit` attempts and returns its number (1-based since
-    /// the media last ran stably), or nil when they are spent (or the call is not rejoining).
-    func nextRejoinAttempt(limit: Int) -> Int? {
+    /// While rejoining: tells the comeback what happened and returns what it does next; nil
+    /// when the call is no longer rejoining.
+    func rejoin(_ event: Comeback.Event, at now: ContinuousClock.Instant) -> Comeback.Action? {
         state.withLock { s in
-            guard s.phase == .rejoining, s.rejoinAttempts < limit else { return nil }
-            s.rejoinAttempts += 1
-            return s.rejoinAttempts
+            guard s.phase == .rejoining else { return nil }
+            return s.comeback?.handle(event, at: now)
         }
     }
 

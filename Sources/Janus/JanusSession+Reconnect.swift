@@ -40,19 +40,35 @@ extension JanusSession {
     }
 
     /// Reconnects with backoff and claims session `id` until `reclaimWindow` has passed, Janus
-    /// refuses the claim, or the session is closed.
-    private func reclaim(id: Int64) async {
+    /// refuses the claim, or the session is closed: the shared comeback machine, on the
+    /// session's clock (`Options.clock`; a test's manual clock moves it on).
+    private func reclaim(id: Int64) async { await reclaim(id: id, on: options.clock) }
+
+    private func reclaim<C: Clock>(id: Int64, on clock: C) async where C.Duration == Duration {
         guard let connector else { return }
-        let clock = ContinuousClock(), start = clock.now, deadline = start + options.reclaimWindow
-        var backoff = options.backoff
-        var attempts = 0
-        while clock.now < deadline {
-            try? await Task.sleep(for: min(backoff.nextDelay(), deadline - clock.now))
+        var machine = ComebackMachine<C.Instant, JanusError>(ComebackPolicy(backoff: options.backoff, deadline: options.reclaimWindow))
+        var action = machine.handle(.lost(), at: clock.now)
+        while true {
+            let attempts: Int
+            switch action {
+            case .wait(let until):
+                try? await clock.sleep(until: until, tolerance: nil)
+                guard case .reconnecting = state, !Task.isCancelled else { return }
+                action = machine.handle(.tick, at: clock.now)
+                continue
+            case .tryNow(let n): attempts = n
+            case .giveUp:
+                guard case .reconnecting = state else { return }
+                logger.warning("gave up reconnecting to Janus after \(machine.spent) attempt(s) in \(options.reclaimWindow)")
+                shutDown(.connectionLost)
+                return
+            case .none, .back, .reset: return
+            }
             guard case .reconnecting = state, !Task.isCancelled else { return }
-            attempts += 1
             let fresh: any JanusTransport
             do { fresh = try await connector() } catch {
                 logger.debug("reconnecting to Janus: \(error)", metadata: ["janus.attempt": "\(attempts)"])
+                action = machine.handle(.failed(error, retryable: true), at: clock.now)
                 continue
             }
             guard case .reconnecting = state else {
@@ -72,13 +88,15 @@ extension JanusSession {
                 return
             } catch {
                 logger.debug("claiming the session: \(error)", metadata: ["janus.attempt": "\(attempts)"])
+                action = machine.handle(.failed(error, retryable: true), at: clock.now)
                 continue
             }
             guard case .reconnecting = state else { return }
             state = .open(id: id)
             reclaims += 1
             JanusMetrics.reclaimed()
-            let gap = clock.now - start
+            var gap = Duration.zero
+            if case .back(let after) = machine.handle(.succeeded, at: clock.now) { gap = after }
             logger.info("claimed the Janus session again after \(gap.formatted(.units(allowed: [.seconds, .milliseconds])))",
                         metadata: ["janus.attempt": "\(attempts)"])
             let waiting = reopenWaiters
@@ -87,9 +105,6 @@ extension JanusSession {
             for (_, c) in handles { c.yield(.reclaimed) }
             return
         }
-        guard case .reconnecting = state else { return }
-        logger.warning("gave up reconnecting to Janus after \(attempts) attempt(s) in \(options.reclaimWindow)")
-        shutDown(.connectionLost)
     }
 
     /// Requests made while reconnecting wait for the claim, at most one request timeout; a

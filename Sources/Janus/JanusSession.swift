@@ -25,6 +25,8 @@ public actor JanusSession {
         public var reclaimWindow: Duration = .zero
         /// Waits between reconnection attempts.
         public var backoff = Backoff()
+        /// What keepalives and reconnection waits sleep on (a test gives a manual one).
+        public var clock: any Clock<Duration> = ContinuousClock()
         public init(apiSecret: String? = nil, token: String? = nil) {
             self.apiSecret = apiSecret
             self.token = token
@@ -176,7 +178,7 @@ public actor JanusSession {
 
     private func keepAlive(every interval: Duration) async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
+            try? await options.clock.sleep(for: interval)
             guard !Task.isCancelled else { return }
             switch state {
             case .open(let id):

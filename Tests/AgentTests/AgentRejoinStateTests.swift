@@ -2,10 +2,12 @@ import Bot
 @testable import ECallAgent
 import ECall
 import FrameCrypto
+import Janus
 import Foundation
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 import Locking
 
 /// The rejoin's state with no network: a backend that can hold `request-rejoin`, media a test
@@ -86,10 +88,26 @@ struct AgentRejoinStateTests {
         return (agent, backend, identity, key, events)
     }
 
-    @Test func backoffDoublesFromOneSecondToEight() {
+    @Test func backoffDoublesFromOneSecondToEightWithJitterAndFourAttempts() {
         let p = RejoinPolicy()
-        #expect((1...6).map { p.backoff(before: $0) } == [.zero, .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
-        #expect(p.acceptTimeout == .seconds(10) && p.attempts == 4)
+        #expect(p.acceptTimeout == .seconds(10) && p.attempts == 4 && p.stableAfter == .seconds(30))
+        // The agent's comeback: the first request at once, then 1, 2, 4 s, each scaled by 0.5…1;
+        // after the fourth the call is given up.
+        var m = CallSession.Comeback(p.comeback)
+        var now = ContinuousClock.now
+        #expect(m.handle(.lost(), at: now) == .tryNow(attempt: 1))
+        for (n, base) in [(2, 1), (3, 2), (4, 4)] {
+            guard case .wait(let until) = m.handle(.failed(RejoinFailure(description: "no"), retryable: true), at: now) else {
+                Issue.record("no wait before attempt \(n)"); return
+            }
+            #expect(now.duration(to: until) >= .seconds(base) / 2 && now.duration(to: until) <= .seconds(base))
+            #expect(m.handle(.tick, at: until) == .tryNow(attempt: n))
+            now = until
+        }
+        guard case .giveUp(let last?) = m.handle(.failed(RejoinFailure(description: "still no"), retryable: true), at: now) else {
+            Issue.record("did not give up after 4 attempts"); return
+        }
+        #expect(last.description == "still no")
     }
 
     @Test func aSecondLossReportStartsNoSecondRejoinAndCallEndedStopsTheOne() async throws {

@@ -84,16 +84,6 @@ final class Inbox: Sendable {
     func all(_ kind: SignalMessage.Kind) -> [SignalMessage] { store.messages.withLock { $0.filter { $0.kind == kind } } }
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held.
-func eventually(within seconds: Double, _ condition: () async -> Bool) async -> Bool {
-    let end = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-    while ContinuousClock.now < end {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return await condition()
-}
-
 extension CallKey {
     func same(as other: CallKey?) -> Bool { other.map { $0.symmetricKey == symmetricKey } ?? false }
 }

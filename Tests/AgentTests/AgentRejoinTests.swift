@@ -247,11 +247,8 @@ extension MediaScene {
                 let (call, firstEvents) = try await Self.call("unanswered", dir: dir, backend: backend, api: api,
                                                media: ScriptedMedia([.fail("test: Janus unreachable", retryable: true), .idle]), rejoin: policy)
                 var events = firstEvents
-                let started = ContinuousClock.now
+                // Two requests, 1 s each, 0.1–0.2 s apart: the counters below say it stopped after two.
                 #expect(await events.next() == -call.id, "the agent left the call it could not get back into")
-                let took = ContinuousClock.now - started
-                // Two requests, 1 s each, 0.2 s apart (plus the media's 0.2 s): bounded.
-                #expect(took < .seconds(6), "\(took)")
                 let counters = await call.agent.counters
                 #expect(counters.rejoinRequests == 2 && counters.rejoinsFailed == 1 && counters.callsLost == 1 && counters.rejoins == 0, "\(counters)")
                 #expect(Self.restCalls(backend, device: call.me.deviceID, call: call.id) == ["join 200", "request-rejoin 200", "request-rejoin 200"])

@@ -19,11 +19,17 @@ extension MediaScene {
         let port = try SilentListener().port
         let p = try Self.start(["load", "--janus", Scene.janusURL!, "--room", "\(room)", "--publishers", "2", "--subscribers", "2",
                                           "--duration", "0", "--key-hex", key, "--report", dir.path, "--metrics-port", "\(port)"])
-        // Until the bots are in and frames flow (the live line counts decrypted frames).
-        try await Task.sleep(for: .seconds(6))
+        // Until the bots are in and frames flow: a few seconds of decrypted audio (the summary's
+        // check below wants over 200), however long joining takes on a loaded machine.
+        var text = ""
+        let flowing = await eventually(within: 90) {
+            text = await MetricsCLITests.scrape(port) ?? ""
+            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 >= 300
+        }
+        #expect(flowing, "no frames decrypted: \(text)")
         #expect(p.isRunning)
         // Its metrics: load's own figures (fed once a second) and the frame counters every command has.
-        let text = await MetricsCLITests.scrape(port) ?? ""
+        text = await MetricsCLITests.scrape(port) ?? ""
         #expect(PrometheusText.value(#"sfubot_load_frames_decrypted_total{shard="0"}"#, in: text) ?? 0 > 0, "\(text)")
         #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
         #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
@@ -87,12 +93,18 @@ extension MediaScene {
     @Test func killedRecorderLeavesAPlayableFile() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("kill")
-        let tone = try await Audio.tone(440, seconds: 8, in: dir)
+        let tone = try await Audio.tone(440, seconds: 60, in: dir)
         let out = dir.appendingPathComponent("rec")
-        let recorder = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path])
-        try await Task.sleep(for: .seconds(1))
+        let port = try SilentListener().port
+        let recorder = try Self.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path,
+                                       "--metrics-port", "\(port)"])
         let player = try Self.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--display", "3:Killed"])
-        try await Task.sleep(for: .seconds(6))
+        // Killed once it has opened 5 s of 20 ms frames, however long joining took.
+        let recorded = await eventually(within: 90) {
+            let text = await MetricsCLITests.scrape(port) ?? ""
+            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 >= 250
+        }
+        #expect(recorded, "the recorder opened no 5 s of audio")
         recorder.signal(SIGKILL)
         _ = await recorder.exit()
         player.signal(SIGTERM)
@@ -101,7 +113,7 @@ extension MediaScene {
         let file = try #require(try FileManager.default.contentsOfDirectory(atPath: out.path).first { $0.hasSuffix(".opus") })
         let samples = try await Audio.decode(out.appendingPathComponent(file))
         let seconds = Double(samples.count) / 48000
-        // About 5 s were recorded when it was killed; Ogg pages go out at least every 500 ms.
+        // 5 s were opened when it was killed; Ogg pages go out at least every 500 ms.
         #expect(seconds >= 3.5, "\(seconds) s survived the kill")
         let f = try #require(Audio.dominantFrequency(samples))
         #expect(abs(f - 440) <= 440 * 0.02)

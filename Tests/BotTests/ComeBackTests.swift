@@ -41,8 +41,9 @@ import Locking
         await recording.startRejoin("test: media lost", rejoinSession: false)
         let held = try await old.nextRequest("attach")
         #expect(await recording.state == RoomRecording.State.rejoining)
-        // Held past its timeout: the recorder is not back, and its gap is still open.
-        try await Task.sleep(for: .milliseconds(300))
+        // Held past its timeout: the rejoin moved on to a new session (which answers only when
+        // told below), the recorder is not back, and its gap is still open.
+        #expect(await eventually(within: 30) { connects.value == 2 }, "no new session after the held attach")
         let state = await recording.state, openGap = await recording.gaps.last?.end == nil
         #expect(state == .rejoining && openGap, "not back while Janus does not answer")
         _ = held
@@ -51,8 +52,7 @@ import Locking
         try await joinRoom(new)
         let answered = Date()
         try await subscribe(new)
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(await recording.state == RoomRecording.State.recording)
+        #expect(await eventually(within: 30) { await recording.state == RoomRecording.State.recording }, "not back after subscribing again")
         let gap = try #require(await recording.gaps.last)
         #expect(gap.end.map { $0 >= answered } == true, "the gap ends once subscribed on the new session: \(gap)")
         let counters = await recording.counters

@@ -44,7 +44,9 @@ extension MediaScene {
                     (error as? BotError)?.janusError?.isConnectionProblem == true
                 }
                 let took = clock.now - t0
-                #expect(took >= .seconds(2) && took < .seconds(8), "gave up on the dead Janus after \(took)")
+                // Not before the rejoin timeout; and before the file would have ended them (15 s
+                // after the stop): a bound a loaded machine does not reach.
+                #expect(took >= .seconds(2) && took < .seconds(15), "gave up on the dead Janus after \(took)")
 
                 let manifest = try RecordingManifest.read(from: out)
                 #expect(manifest.ended != nil, "the manifest was finished")
@@ -86,7 +88,8 @@ extension MediaScene {
                 _ = try? await recorder.value
                 _ = try? await player.value
                 let took = clock.now - t0
-                #expect(took < .seconds(5), "a stop while rejoining took \(took)")
+                // Far inside the 60 s rejoin window it would otherwise have waited out.
+                #expect(took < .seconds(30), "a stop while rejoining took \(took)")
 
                 let manifest = try RecordingManifest.read(from: out)
                 #expect(manifest.ended != nil, "the manifest is final")

@@ -41,8 +41,9 @@ import Locking
         }
     }
 
-    func open(_ far: Far, window: Duration = .seconds(5)) async throws -> JanusSession {
+    func open(_ far: Far, window: Duration = .seconds(5), clock: (any Clock<Duration>)? = nil) async throws -> JanusSession {
         var o = JanusSession.Options(apiSecret: "s3cret")
+        if let clock { o.clock = clock }
         o.requestTimeout = .seconds(2)
         o.reclaimWindow = window
         o.backoff = Backoff(initial: .milliseconds(20), cap: .milliseconds(200))
@@ -94,7 +95,8 @@ import Locking
         let session = try await open(far)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         far.first.drop()
-        try await Task.sleep(for: .milliseconds(30))
+        // Reconnecting (a reconnection was refused): the claim the fake holds keeps it so.
+        #expect(await waitUntil { far.refusals.withLock { $0 } < 3 })
         let asking = Task { try await handle.message(["request": "listparticipants"]) }
 
         let again = try await far.reconnection(0)
@@ -122,30 +124,39 @@ import Locking
         #expect(await session.id == 0)
     }
 
-    @Test func reconnectingGivesUpAfterTheWindow() async throws {
-        let far = Far()
+    /// On a manual clock: the waits between attempts pass only when the test moves time on,
+    /// so the window is measured exactly, whatever the machine's load.
+    @Test(.timeLimit(.minutes(1))) func reconnectingGivesUpAfterTheWindow() async throws {
+        let far = Far(), clock = ManualClock()
         far.refusals.withLock { $0 = 1_000 }  // Janus never comes back
-        let session = try await open(far, window: .milliseconds(600))
+        let session = try await open(far, window: .milliseconds(600), clock: clock)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
-        let clock = ContinuousClock(), t0 = clock.now
         far.first.drop()
-        for await _ in handle.events {}
-        let took = clock.now - t0
-        #expect(took >= .milliseconds(500) && took < .seconds(5), "gave up after \(took)")
+        let ended = Task { for await _ in handle.events {}; return clock.now }
+        // Two sleepers at rest: the keepalive loop and the reconnection's wait.
+        while clock.now.offset < .milliseconds(600) {
+            await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(50))
+        }
+        let endedAt = await ended.value
+        #expect(endedAt.offset >= .milliseconds(600), "gave up at \(endedAt.offset), before the window")
         #expect(far.refusals.withLock { $0 } < 1_000 - 2, "it tried more than once")
+        #expect(await session.id == 0)
     }
 
-    @Test func closingWhileReconnectingEndsAtOnce() async throws {
-        let far = Far()
+    @Test(.timeLimit(.minutes(1))) func closingWhileReconnectingEndsAtOnce() async throws {
+        let far = Far(), clock = ManualClock()
         far.refusals.withLock { $0 = 1_000 }
-        let session = try await open(far, window: .seconds(30))
+        let session = try await open(far, window: .seconds(30), clock: clock)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         far.first.drop()
-        try await Task.sleep(for: .milliseconds(100))
-        let clock = ContinuousClock(), t0 = clock.now
+        await clock.waitForSleepers(2)  // reconnecting: between two refused attempts
+        #expect(far.refusals.withLock { $0 } < 1_000, "it tried to reconnect")
         await session.close()
         for await _ in handle.events {}
-        #expect(clock.now - t0 < .seconds(1))
+        // The manual clock never moved: the handle ended by the close, not by the window.
+        #expect(clock.now.offset == .zero)
+        #expect(clock.sleepers == 0, "no wait of the closed session is left")
     }
 
     @Test func withoutAWindowTheSessionEndsWithTheConnection() async throws {
@@ -154,7 +165,6 @@ import Locking
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         far.first.drop()
         for await _ in handle.events {}
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(await session.id == 0)
+        #expect(await waitUntil { await session.id == 0 })
     }
 }

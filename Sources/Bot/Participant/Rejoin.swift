@@ -4,17 +4,24 @@ import Logging
 
 /// Comes back after Janus lost a participant's session (its WebSocket could not be claimed
 /// back, or Janus restarted): new sessions, with backoff, until `join` succeeds on one or the
-/// deadline passes. The one copy of this loop: the recorder and the player use it.
+/// deadline passes. The recorder and the player use it; the loop is the shared
+/// `ComebackMachine` (tested there on a manual clock).
 struct Rejoin {
     /// Opens a session to Janus (a test gives a scripted one).
     typealias Connect = @Sendable (Logger) async throws(BotError) -> JanusSession
 
     let config: BotConfig
-    let deadline: ContinuousClock.Instant
     let log: Logger
     let connect: Connect
-    private var backoff = Backoff()
-    private(set) var attempts = 0
+    private var machine: ComebackMachine<ContinuousClock.Instant, Failed>
+    private let first: ComebackMachine<ContinuousClock.Instant, Failed>.Action
+    var attempts: Int { machine.spent }
+
+    /// An attempt's error, and whether trying again later can help.
+    struct Failed: Error {
+        let error: BotError
+        let retryable: Bool
+    }
 
     /// `deadline`: when to give up; `rejoinTimeout` from now unless the caller's outage began
     /// earlier (attempts on the old session came first).
@@ -22,7 +29,8 @@ struct Rejoin {
         self.config = config
         self.log = log
         self.connect = connect ?? config.connector
-        self.deadline = deadline ?? ContinuousClock.now + config.rejoinTimeout
+        machine = ComebackMachine(ComebackPolicy(deadline: config.rejoinTimeout))
+        first = machine.handle(.lost(since: deadline.map { $0 - config.rejoinTimeout }), at: .now)
     }
 
     /// Whether trying again later can help: Janus away or restarting, the room not created
@@ -38,33 +46,37 @@ struct Rejoin {
     /// closed and the loop ends with `CancellationError`'s BotError.
     mutating func attempt<T: Sendable>(cause: String, stillWanted: @Sendable () async -> Bool,
                                        _ join: @Sendable (JanusSession, _ attempt: Int) async throws(BotError) -> T) async throws(BotError) -> (JanusSession, T) {
-        var last: BotError = .janus(.disconnected)
-        while ContinuousClock.now < deadline {
-            if attempts > 0 { try? await Task.sleep(for: min(backoff.nextDelay(), deadline - .now)) }
-            attempts += 1
-            guard !Task.isCancelled, await stillWanted() else { throw .stopped }
+        let connect = self.connect, log = self.log
+        let outcome = await machine.run(from: first, on: ContinuousClock(), stillWanted: stillWanted, isWorthRetrying: \.retryable) {
+            (n: Int) async throws(Failed) -> (JanusSession, T) in
             let session: JanusSession
-            do { session = try await connect(log) } catch {
-                last = error
-                log.debug("rejoin attempt \(attempts): \(error)")
-                continue
+            do throws(BotError) { session = try await connect(log) } catch {
+                // Janus away: opening a session is always worth another try.
+                log.debug("rejoin attempt \(n): \(error)")
+                throw Failed(error: error, retryable: true)
             }
             let joined: T
-            do { joined = try await join(session, attempts) } catch {
+            do throws(BotError) { joined = try await join(session, n) } catch {
                 await session.close()
-                guard !error.isStopped else { throw error }
-                last = error
-                guard Self.isWorthRetrying(error) else { throw error }
-                log.debug("rejoin attempt \(attempts): \(error)")
-                continue
+                let retryable = !error.isStopped && Self.isWorthRetrying(error)
+                if retryable { log.debug("rejoin attempt \(n): \(error)") }
+                throw Failed(error: error, retryable: retryable)
             }
             guard !Task.isCancelled, await stillWanted() else {
                 await session.close()
-                throw .stopped
+                throw Failed(error: .stopped, retryable: false)
             }
             return (session, joined)
         }
-        log.error("could not rejoin within \(config.rejoinTimeout) after \(cause) (\(attempts) attempts): \(last)")
-        throw last
+        switch outcome {
+        case .back(let value, _, _): return value
+        case .stopped: throw .stopped
+        case .gaveUp(let last, let attempts):
+            // Given up at once on what no wait heals; else at the deadline.
+            if let last, !last.retryable { throw last.error }
+            let error = last?.error ?? .janus(.disconnected)
+            log.error("could not rejoin within \(config.rejoinTimeout) after \(cause) (\(attempts) attempts): \(error)")
+            throw error
+        }
     }
 }

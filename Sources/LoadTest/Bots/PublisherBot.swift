@@ -5,27 +5,23 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
-import Synchronization
-import Locking
 
 /// A publisher bot: its own Janus session and webrtcbin; the shared encoder's frames are
 /// pushed into its payloaders, sealed on the way in (nothing leaves in the clear).
-final class PublisherBot: Sendable {
+final class PublisherBot: LoadBot {
     let index: Int
     let display: String
     private let context: LoadContext
     /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
     private let protection: FrameProtection
     var keyProtection: FrameProtection { protection }
-    /// Joined, and the attempt finished.
-    var upNow: Bool { live.withLock { $0?.up ?? false } }
     let audioStats = FrameStats()
     let videoStats = FrameStats()
-    private let live = Locked<Live?>(nil)
-    private let lostReason = Locked<String?>(nil)
+    /// The attempt, losses and comebacks (behind one lock; the send paths never take it).
+    let core: BotCore<Live>
 
     /// What one successful (or in-progress) attempt holds.
-    private struct Live: @unchecked Sendable {
+    struct Live: BotAttempt, @unchecked Sendable {
         // @unchecked: the GStreamer objects are thread-safe references; set once per attempt.
         var session: JanusSession
         var pipeline: Pipeline
@@ -38,25 +34,22 @@ final class PublisherBot: Sendable {
         var tasks: [Task<Void, Never>] = []
         /// Audio RTP sent past webrtcbin's send chain (`LoadPlan.SendPath.direct`).
         var direct: DirectRTPSender?
-        /// The attempt finished: a loss from now on starts a comeback instead of failing it.
-        var up = false
-    }
 
-    /// Losses, comebacks and their counters.
-    let recovery = BotRecovery()
+        func leave(announce: Bool) async { await publisher.leave(announce: announce) }
+    }
 
     init(index: Int, display: String, context: LoadContext) {
         self.index = index
         self.display = display
         self.context = context
         self.protection = context.protection.forPublisher(index)
+        core = BotCore(display: display, log: context.logger(bot: display), rejoinTimeout: context.rejoinTimeout)
     }
 
-    var phases: JoinPhases { live.withLock { $0?.clock.snapshot } ?? lastPhases.withLock { $0 } }
-    var feedID: Int64? { live.withLock { $0?.feedID } }
-    var lost: String? { lostReason.withLock { $0 } }
-    var webrtc: WebRTCBin? { live.withLock { $0?.webrtc } }
-    var session: JanusSession? { live.withLock { $0?.session } }
+    var phases: JoinPhases { core.current?.clock.snapshot ?? core.lastPhases }
+    var feedID: Int64? { core.current?.feedID }
+    var lost: String? { core.gaveUp }
+    var webrtc: WebRTCBin? { core.current?.webrtc }
 
     /// Connects, joins, publishes and starts sending; returns once Janus reports the media
     /// path up. On failure everything this attempt built is torn down before it throws.
@@ -64,7 +57,7 @@ final class PublisherBot: Sendable {
 
     /// One attempt, on a new session or on `kept` (a PeerConnection replaced on a session
     /// that still works). On failure the session is closed too.
-    private func attempt(reusing kept: JanusSession?) async throws {
+    func attempt(reusing kept: JanusSession?) async throws {
         let clock = PhaseClock()
         let log = context.logger(bot: display)
         let session: JanusSession
@@ -78,25 +71,24 @@ final class PublisherBot: Sendable {
         do {
             pipeline = try Pipeline(description: library.description(source.hasVideo ? "load-publisher-video" : "load-publisher"))
         } catch {
-            await recovery.retire(session)
+            await core.retire(session)
             await session.close()
             throw error
         }
         let webrtc: WebRTCBin
         do { webrtc = try WebRTCBin(pipeline.element(named: "webrtc")) } catch {
-            await recovery.retire(session)
+            await core.retire(session)
             await session.close()
             throw error
         }
         // Janus saying it stopped receiving us for 4 s is a lost path, as for the player.
         let publisher = Publisher(session: session, room: context.room, display: display, mediaLossTimeout: .seconds(4), logger: log)
-        live.withLock { $0 = Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock, publisher: publisher) }
-        lostReason.withLock { $0 = nil }
+        try await core.begin(Live(session: session, pipeline: pipeline, webrtc: webrtc, clock: clock, publisher: publisher))
         do throws(any Error) {
             // The run's room watcher checked the room: one round trip less per bot.
             let joined = try await publisher.join(checkRoom: false, attached: { clock.mark(.attached) })
             clock.mark(.joined)
-            live.withLock { $0?.feedID = joined.id }
+            core.update { $0.feedID = joined.id }
 
             // Seal on the payloaders' sink pads: nothing reaches a payloader in the clear.
             var probes: [PadProbe] = []
@@ -122,7 +114,7 @@ final class PublisherBot: Sendable {
                 gates.append(gate)
                 probes.append(probe)
             }
-            live.withLock { $0?.probes = probes; $0?.outlets = outlets }
+            core.update { $0.probes = probes; $0.outlets = outlets }
             for (outlet, fan) in outlets { fan.attach(outlet) }
 
             let (up, upContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
@@ -135,11 +127,11 @@ final class PublisherBot: Sendable {
                     case .mediaUp: upContinuation.yield(.success(()))
                     case .lost(let why):
                         upContinuation.yield(.failure(LoadBotError(why.description)))
-                        self?.lost(why, publisher: publisher)
+                        if let self { core.lost(why, self) { $0.publisher === publisher } }
                     }
                 }
             }
-            live.withLock { $0?.tasks = [watch] }
+            core.update { $0.tasks = [watch] }
             pipeline.shareClock(with: source.pipeline)
             try pipeline.setState(.playing)
             // webrtcbin asks to negotiate once RTP caps reach it; then offer/configure/answer.
@@ -155,7 +147,7 @@ final class PublisherBot: Sendable {
                     let direct = try DirectRTPSender(webrtc)
                     let probe = try direct.attach(to: pay.staticPad("src"))
                     let reports = direct.watchReports(webrtc)
-                    live.withLock { $0?.direct = direct; $0?.probes += [probe] + (reports.map { [$0] } ?? []) }
+                    core.update { $0.direct = direct; $0.probes += [probe] + (reports.map { [$0] } ?? []) }
                 } catch {
                     context.directFallbacks.increment()
                     log.warning("load: \(display) sends through webrtcbin: \(error)")
@@ -163,93 +155,25 @@ final class PublisherBot: Sendable {
             }
             for gate in gates { gate.open() }
             clock.mark(.firstRTP)
-            live.withLock { $0?.up = true }
+            core.finished()
         } catch {
-            await tearDown(keepSession: false)
+            await core.tearDownCurrent(self, keepSession: false)
             throw LoadBotError(error)
         }
     }
 
-    private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
-
-    /// The current attempt's publisher lost its PeerConnection or session: come back (once
-    /// the attempt had finished; before that the loss fails the attempt, which is retried).
-    private func lost(_ why: PeerLoss, publisher: Publisher) {
-        let current = live.withLock { l in l.map { $0.up && $0.publisher === publisher } ?? false }
-        guard current else { return }
-        startComeback(cause: why.description, keepSession: why != .sessionEnded)
-    }
-
-    /// `--chaos ice-restart`: a new PeerConnection on the same session, as for lost media.
-    func restartMedia() {
-        guard live.withLock({ $0?.up ?? false }) else { return }
-        startComeback(cause: "chaos: ice-restart", keepSession: true)
-    }
-
-    /// `--chaos ws-drop`: the WebSocket goes away under the session.
-    func dropConnection() async {
-        guard let session = live.withLock({ $0?.up == true ? $0?.session : nil }) else { return }
-        await session.dropConnection()
-    }
-
-    /// Tears the attempt down and joins again, on the same session if it still works (a new
-    /// PeerConnection), else on new sessions with backoff, until the rejoin timeout.
-    private func startComeback(cause: String, keepSession: Bool) {
-        let log = context.logger(bot: display), timeout = context.rejoinTimeout
-        recovery.begin(cause) { [self] in
-            let lossAt = Date()
-            log.debug("load: \(display) lost (\(cause)); coming back within \(timeout)")
-            let kept = await tearDown(keepSession: keepSession)
-            let outcome = await comeBack(within: timeout, recovery: recovery, reusing: kept) { session in
-                try await attempt(reusing: session)
-            }
-            if outcome.back {
-                let seconds = Date().timeIntervalSince(lossAt)
-                recovery.back(newSession: outcome.newSession, after: seconds)
-                log.debug("load: \(display) back after \(String(format: "%.2f", seconds)) s (\(outcome.newSession ? "rejoined on a new session" : "new PeerConnection")); cause: \(cause)")
-            } else if recovery.isStopping || Task.isCancelled {
-                recovery.end(gaveUp: nil)
-            } else {
-                let why = "did not come back within \(timeout) after \(cause): \(outcome.last ?? "?")"
-                log.warning("load: \(display) \(why)")
-                markLost(why)
-                recovery.end(gaveUp: why)
-            }
-        }
-    }
-
-    /// Stops sending and tears the attempt down. With `keepSession`, the publisher leaves and
-    /// detaches and the session, if still open, is returned for the next attempt; otherwise it
-    /// is destroyed with everything on it.
-    @discardableResult
-    private func tearDown(keepSession: Bool) async -> JanusSession? {
-        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return nil }
+    /// Stops sending: the fan-out no longer feeds this attempt.
+    func stopping(_ l: Live) {
         for (outlet, fan) in l.outlets { fan.detach(outlet) }
-        for t in l.tasks { t.cancel() }
-        let keep = keepSession ? await l.session.id != 0 : false
-        // Destroying the session ends its handles: no leave/detach then.
-        await l.publisher.leave(announce: keep)
-        if !keep {
-            await recovery.retire(l.session)
-            await l.session.close()
-        }
-        l.pipeline.setStateQuietly(.null)
-        l.probes.forEach { $0.remove() }
-        // Keep the phases of the last attempt for the report.
-        lastPhases.withLock { $0 = l.clock.snapshot }
-        return keep ? l.session : nil
     }
+
+    func stopped(_ l: Live) { l.probes.forEach { $0.remove() } }
 
     /// Stops coming back, leaves and tears down; safe to call more than once.
-    func leave() async {
-        await recovery.stop()
-        await tearDown(keepSession: false)
-    }
+    func leave() async { await core.leave(self) }
 
     /// Losses and comebacks so far.
-    var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
-
-    private let lastPhases = Locked(JoinPhases())
+    var comeback: Comeback { get async { await core.snapshot(current: core.current?.session) } }
 
     /// Sent counters and what Janus reports back (RTCP RR): packets, bytes, RTT, loss.
     func networkStats() async -> (packets: UInt64, bytes: UInt64, rttMs: Double?, lossPercent: Double?) {
@@ -257,7 +181,7 @@ final class PublisherBot: Sendable {
         let out = stats.filter { $0.kind == .outbound }
         let remote = stats.filter { $0.kind == .remoteInbound }
         // The direct path's packets never reach webrtcbin's counters.
-        let sender = live.withLock { $0?.direct }
+        let sender = core.current?.direct
         let direct = sender?.counts ?? (packets: 0, payloadBytes: 0, dropped: 0)
         let reports = sender?.reports ?? (count: 0, cumulativeLost: 0, jitter: 0)
         let packets = out.reduce(direct.packets) { $0 + $1.packets }

@@ -10,28 +10,22 @@ import Locking
 
 /// A subscriber bot: one multistream subscription (one webrtcbin) to every publisher, or to
 /// `--subscribe-limit` of them; each stream is depayloaded, every frame opened and counted.
-final class SubscriberBot: Sendable {
+final class SubscriberBot: LoadBot {
     let index: Int
     let display: String
     private let context: LoadContext
     /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
     private let protection: FrameProtection
     var keyProtection: FrameProtection { protection }
-    /// Joined, and the attempt finished.
-    var upNow: Bool { live.withLock { $0?.up ?? false } }
-    private let live = Locked<Live?>(nil)
-    private let lostReason = Locked<String?>(nil)
-    private let lastPhases = Locked(JoinPhases())
+    /// The attempt, losses and comebacks (behind one lock; the receive paths never take it).
+    let core: BotCore<Live>
     /// Streams by mid, shared with webrtcbin's pad-added thread.
     private let streams = Streams()
     /// Frames of streams that ended (publisher left, or a new attempt).
     private let retired = Locked(FrameStats.Snapshot.zero)
     /// Their decrypted audio frames by feed (for the steady window's per-feed counts).
     private let retiredAudioByFeed = Locked<[Int64: Int]>([:])
-    /// Losses, comebacks and their counters.
-    let recovery = BotRecovery()
-
-    private struct Live: @unchecked Sendable {
+    struct Live: BotAttempt, @unchecked Sendable {
         // @unchecked: GStreamer objects are thread-safe references; set once per attempt.
         var session: JanusSession
         var subscription: Subscription
@@ -41,57 +35,8 @@ final class SubscriberBot: Sendable {
         var tasks: [Task<Void, Never>] = []
         /// Packets past webrtcbin's receive queue (`LoadPlan.ReceivePath.direct`).
         var receiveInline: ReceiveInline?
-        /// The attempt finished: a loss from now on starts a comeback instead of failing it.
-        var up = false
-    }
 
-    final class Streams: Sendable {
-        private let map = Locked<[String: Stream]>([:])
-        func withLock<R>(_ body: (inout [String: Stream]) -> R) -> R { map.withLock { body(&$0) } }
-        /// Receive branches by mid, kept when their stream ends: webrtcbin adds a pad once per
-        /// mid, so a feed Janus later puts on the same mid reuses the branch (set under `map`'s lock).
-        nonisolated(unsafe) var branches: [String: Branch] = [:]
-    }
-
-    /// Where a mid's frames are opened: its receive branch, and the pad the opener goes on
-    /// (the depayloader's output, or webrtcbin's own pad when each RTP packet's payload is
-    /// opened and dropped there).
-    struct Branch: @unchecked Sendable {
-        // @unchecked: GStreamer objects are thread-safe references.
-        let bin: Bin
-        let pad: Pad
-        let consumingRTP: Bool
-
-        func open(_ stream: Stream, _ protection: FrameProtection) {
-            let consumer: ((any FrameTransform) -> PadProbe)? = consumingRTP ? { [pad] t in pad.addRTPPayloadConsumer(t) } : nil
-            stream.probe = stream.kind == "video"
-                ? pad.attachReceiver(protection, VideoFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
-                                     feedID: stream.feedID, attach: consumer)
-                : pad.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
-                                     feedID: stream.feedID, attach: consumer)
-            stream.branch = bin
-        }
-    }
-
-    /// One subscribed stream: which feed, and what came of its frames.
-    final class Stream: @unchecked Sendable {
-        // @unchecked: set before webrtcbin adds the pad; `branch`/`probe`/`ssrc` under `streams`' lock.
-        let mid: String
-        let feedID: Int64
-        let kind: String
-        let stats = FrameStats()
-        let times = FrameTimes()
-        var ssrc: UInt32?
-        var branch: Bin?
-        var probe: PadProbe?
-        /// The publisher's Janus display: with per-sender keys its participant id names its keys.
-        let display: String
-        init(mid: String, feedID: Int64, kind: String, display: String = "") {
-            self.mid = mid
-            self.feedID = feedID
-            self.kind = kind
-            self.display = display
-        }
+        func leave(announce: Bool) async { await subscription.leave(announce: announce) }
     }
 
     init(index: Int, display: String, context: LoadContext) {
@@ -99,14 +44,15 @@ final class SubscriberBot: Sendable {
         self.display = display
         self.context = context
         self.protection = context.protection.forOneBot()
+        core = BotCore(display: display, log: context.logger(bot: display), rejoinTimeout: context.rejoinTimeout)
     }
 
     var phases: JoinPhases {
-        guard let clock = live.withLock({ $0?.clock }) else { return lastPhases.withLock { $0 } }
+        guard let clock = core.current?.clock else { return core.lastPhases }
         if let first = firstDecrypted { clock.mark(.firstDecrypted, at: first) }
         return clock.snapshot
     }
-    var lost: String? { lostReason.withLock { $0 } }
+    var lost: String? { core.gaveUp }
 
     /// Waits for publishers, subscribes, answers and returns once ICE is connected; frames
     /// and later feeds are handled by its tasks until `leave`.
@@ -114,7 +60,7 @@ final class SubscriberBot: Sendable {
 
     /// One attempt, on a new session or on `kept` (a PeerConnection replaced on a session
     /// that still works). On failure the session is closed too.
-    private func attempt(reusing kept: JanusSession?) async throws {
+    func attempt(reusing kept: JanusSession?) async throws {
         let log = context.logger(bot: display)
         // The attempt's clock starts once there is something to subscribe to.
         var feeds: [Int64] = []
@@ -135,7 +81,7 @@ final class SubscriberBot: Sendable {
             webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             if context.plainReceive { try webrtc.withoutJitterBuffers() }
         } catch {
-            await recovery.retire(session)
+            await core.retire(session)
             await session.close()
             throw LoadBotError(error)
         }
@@ -145,8 +91,7 @@ final class SubscriberBot: Sendable {
                 clock.mark(.joined)
                 self?.learn(list)
             }, negotiated: { clock.mark(.negotiated) }, attached: { clock.mark(.attached) }))
-        live.withLock { $0 = Live(session: session, subscription: subscription, pipeline: pipeline, webrtc: webrtc, clock: clock) }
-        lostReason.withLock { $0 = nil }
+        try await core.begin(Live(session: session, subscription: subscription, pipeline: pipeline, webrtc: webrtc, clock: clock))
         do throws(any Error) {
             let protection = self.protection, library = context.library, streams = self.streams
             let direct = context.receivePath == .direct
@@ -168,18 +113,18 @@ final class SubscriberBot: Sendable {
                         if s == "connected" { clock.mark(.dtlsConnected, at: webrtc.firstReached("connection-state", "connected") ?? Date()) }
                     case .lost(let why):
                         connectedContinuation.yield(.failure(LoadBotError(why.description)))
-                        self?.lost(why, subscription: subscription)
+                        if let self { core.lost(why, self) { $0.subscription === subscription } }
                     }
                 }
             }
-            live.withLock { $0?.tasks = [watch] }
+            core.update { $0.tasks = [watch] }
             try await subscription.add(feeds)
             // The transport exists once Janus's offer is set: from now on webrtcbin's hold
             // decides which packets take the queue (before ICE is connected, all of them).
             if direct {
                 do {
                     let shortcut = try ReceiveInline(webrtc)
-                    live.withLock { $0?.receiveInline = shortcut }
+                    core.update { $0.receiveInline = shortcut }
                 } catch {
                     log.warning("subscriber: \(error); received packets take webrtcbin's queue")
                 }
@@ -196,79 +141,34 @@ final class SubscriberBot: Sendable {
                         // reused with another direction, after a publisher came back under a
                         // new id): a new PeerConnection subscribes to everyone at once.
                         log.warning("subscriber: could not add feeds: \(error); subscribing again on a new PeerConnection")
-                        self?.startComeback(cause: "could not add feeds: \(error)", keepSession: true)
+                        if let self { core.startComeback(self, cause: "could not add feeds: \(error)", keepSession: true, if: { _ in true }) }
                         return
                     }
                 }
             }
-            live.withLock { $0?.tasks.append(follow); $0?.up = true }
+            core.update { $0.tasks.append(follow) }
+            core.finished()
         } catch {
-            await tearDown(keepSession: false)
+            await core.tearDownCurrent(self, keepSession: false)
             throw LoadBotError(error)
         }
     }
 
-    /// The current attempt's subscription lost its PeerConnection or session: come back (once
-    /// the attempt had finished; before that the loss fails the attempt, which is retried).
-    private func lost(_ why: PeerLoss, subscription: Subscription) {
-        let current = live.withLock { l in l.map { $0.up && $0.subscription === subscription } ?? false }
-        guard current else { return }
-        startComeback(cause: why.description, keepSession: why != .sessionEnded)
-    }
+    /// Back means a frame decrypted again (or ICE up, if no publisher sends within 10 s).
+    var progress: Int { frames.opened }
 
-    /// `--chaos ice-restart`: a new PeerConnection on the same session, as for lost media.
-    func restartMedia() {
-        guard live.withLock({ $0?.up ?? false }) else { return }
-        startComeback(cause: "chaos: ice-restart", keepSession: true)
-    }
-
-    /// `--chaos ws-drop`: the WebSocket goes away under the session.
-    func dropConnection() async {
-        guard let session = live.withLock({ $0?.up == true ? $0?.session : nil }) else { return }
-        await session.dropConnection()
-    }
-
-    var session: JanusSession? { live.withLock { $0?.session } }
-
-    /// Tears the attempt down and subscribes again, on the same session if it still works (a
-    /// new handle and PeerConnection), else on new sessions with backoff, until the rejoin
-    /// timeout; back means a frame decrypted again (or ICE up, if no publisher sends within 10 s).
-    private func startComeback(cause: String, keepSession: Bool) {
-        let log = context.logger(bot: display), timeout = context.rejoinTimeout
-        recovery.begin(cause) { [self] in
-            let lossAt = Date()
-            log.debug("load: \(display) lost (\(cause)); coming back within \(timeout)")
-            let kept = await tearDown(keepSession: keepSession)
-            let before = frames.opened
-            let outcome = await comeBack(within: timeout, recovery: recovery, reusing: kept) { session in
-                try await attempt(reusing: session)
-            }
-            if outcome.back {
-                let ice = Date()
-                while frames.opened <= before, Date().timeIntervalSince(ice) < 10, !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(10))
-                }
-                let seconds = Date().timeIntervalSince(lossAt)
-                recovery.back(newSession: outcome.newSession, after: seconds)
-                log.debug("load: \(display) decrypting again after \(String(format: "%.2f", seconds)) s (\(outcome.newSession ? "rejoined on a new session" : "new PeerConnection")); cause: \(cause)")
-            } else if recovery.isStopping || Task.isCancelled {
-                recovery.end(gaveUp: nil)
-            } else {
-                let why = "did not come back within \(timeout) after \(cause): \(outcome.last ?? "?")"
-                log.warning("load: \(display) \(why)")
-                markLost(why)
-                recovery.end(gaveUp: why)
-            }
+    func confirmBack(after before: Int) async {
+        let ice = ContinuousClock.now
+        while frames.opened <= before, ContinuousClock.now - ice < .seconds(10), !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
     /// Losses and comebacks so far.
-    var comeback: Comeback { get async { await recovery.snapshot(current: session) } }
+    var comeback: Comeback { get async { await core.snapshot(current: core.current?.session) } }
 
     /// Feeds of the current streams.
     var feedIDs: Set<Int64> { streams.withLock { Set($0.values.map(\.feedID)) } }
-
-    private func markLost(_ reason: String) { lostReason.withLock { if $0 == nil { $0 = reason } } }
 
     /// Which mid carries which feed (before each answer): a mid Janus gave to another feed
     /// starts a new stream; the old one's counts are kept.
@@ -367,40 +267,28 @@ final class SubscriberBot: Sendable {
 
     /// Per received stream: packets, bytes, lost, jitter (s) from webrtcbin.
     func networkStats() async -> [RTPStreamStats] {
-        guard let webrtc = live.withLock({ $0?.webrtc }), let stats = try? await webrtc.rtpStats() else { return [] }
+        guard let webrtc = core.current?.webrtc, let stats = try? await webrtc.rtpStats() else { return [] }
         return stats.filter { $0.kind == .inbound }
     }
 
     /// Stops coming back, leaves and tears down; safe to call more than once.
-    func leave() async {
-        await recovery.stop()
-        await tearDown(keepSession: false)
-    }
+    func leave() async { await core.leave(self) }
 
-    /// Tears the attempt down. With `keepSession`, the subscription detaches and the session,
-    /// if still open, is returned for the next attempt; otherwise it is destroyed.
-    @discardableResult
-    private func tearDown(keepSession: Bool) async -> JanusSession? {
-        guard let l = live.withLock({ current -> Live? in defer { current = nil }; return current }) else { return nil }
+    /// Stops following: the phases keep the first decrypted frame, the run the inline counts.
+    func stopping(_ l: Live) {
         if let first = firstDecrypted { l.clock.mark(.firstDecrypted, at: first) }
-        for t in l.tasks { t.cancel() }
         if let counts = l.receiveInline?.counts {
             context.receivedPastQueue.add(Int(counts.inline))
             context.receivedThroughQueue.add(Int(counts.queued))
         }
-        let keep = keepSession ? await l.session.id != 0 : false
-        await l.subscription.leave(announce: keep)
-        if !keep {
-            await recovery.retire(l.session)
-            await l.session.close()
-        }
-        l.pipeline.setStateQuietly(.null)
+    }
+
+    /// The streams' counts go to the retired totals.
+    func stopped(_ l: Live) {
         streams.withLock { m in
             for s in m.values { retire(s) }
             m.removeAll()
             streams.branches.removeAll()
         }
-        lastPhases.withLock { $0 = l.clock.snapshot }
-        return keep ? l.session : nil
     }
 }

@@ -5,7 +5,7 @@ import Janus
 /// What the chaos driver needs of a bot: whether it is up, the fault hooks, and its comebacks.
 protocol ChaosTarget: AnyObject, Sendable {
     var key: String { get }
-    var recovery: BotRecovery { get }
+    var recovery: any ComebackCounts { get }
     var session: JanusSession? { get }
     /// Joined and not in the middle of an attempt.
     var isUp: Bool { get }
@@ -24,12 +24,20 @@ extension FrameProtection {
 
 extension PublisherBot: ChaosTarget {
     var key: String { "p\(index)" }
-    var isUp: Bool { upNow }
+    var isUp: Bool { core.isUp }
+    var recovery: any ComebackCounts { core }
+    var session: JanusSession? { core.current?.session }
+    func dropConnection() async { await core.dropConnection() }
+    func restartMedia() { core.restartMedia(self) }
     func scheduleKey(_ key: CallKey, at time: Double) { keyProtection.schedule(key, at: time) }
 }
 
 extension SubscriberBot: ChaosTarget {
     var key: String { "s\(index)" }
-    var isUp: Bool { upNow }
+    var isUp: Bool { core.isUp }
+    var recovery: any ComebackCounts { core }
+    var session: JanusSession? { core.current?.session }
+    func dropConnection() async { await core.dropConnection() }
+    func restartMedia() { core.restartMedia(self) }
     func scheduleKey(_ key: CallKey, at time: Double) { keyProtection.schedule(key, at: time) }
 }
