@@ -118,10 +118,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], swiftSettings: strict),
+        // Janus's own recordings (.mjr), offline: the reader, RTP and H.264 depacketizing, frames
+        // opened with the call's keys, which files form one output, and a writer for tests. No
+        // participant, no pipeline (GStreamerKit for `RTPPayload` only).
+        .target(name: "Mjr", dependencies: ["FrameCrypto", "GStreamerKit"], swiftSettings: strict),
         .target(
             name: "Bot",
             dependencies: [
-                "GStreamerKit", "FrameCrypto", "Janus", "Proof",
+                "GStreamerKit", "FrameCrypto", "Janus", "Proof", "Mjr",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -172,19 +176,21 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: [
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "Mjr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
         // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
-        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "Mjr", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "FrameCryptoTests",
             dependencies: ["FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
+        // The .mjr reader and frame recovery on files written in the test (no Janus, no pipeline).
+        .testTarget(name: "MjrTests", dependencies: ["Mjr", "FrameCrypto"], swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
@@ -202,7 +208,7 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry", "Proof",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "ECall", "ECallAgent", "ECallStandIn", "LoadTest", "Telemetry", "Proof", "Mjr",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
