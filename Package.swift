@@ -235,5 +235,6 @@ if Context.environment["SFUBOT_FUZZ"] != nil {
         fuzzTarget("FuzzNALUnits", ["FrameCrypto", "FuzzSupport"]),
         fuzzTarget("FuzzStomp", ["ECall", "FuzzSupport"]),
         fuzzTarget("FuzzJanus", ["Janus", "FuzzSupport"]),
+        fuzzTarget("FuzzMjr", ["Mjr", "FrameCrypto", "FuzzSupport"]),
     ]
 }
