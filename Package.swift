@@ -131,10 +131,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(name: "ecall-standin", dependencies: ["ECallStandIn"], swiftSettings: strict),
+        // Janus's own recordings (.mjr), offline: the reader, RTP and H.264 depacketizing, frames
+        // opened with the call's keys, which files form one output, and a writer for tests. No
+        // participant, no pipeline (GStreamerKit for `RTPPayload` only).
+        .target(name: "Mjr", dependencies: ["FrameCrypto", "GStreamerKit"], swiftSettings: strict),
         .target(
             name: "Bot",
-            dependencies: ["Locking", 
-                "GStreamerKit", "FrameCrypto", "Janus", "Proof",
+            dependencies: ["Locking",
+                "GStreamerKit", "FrameCrypto", "Janus", "Proof", "Mjr",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -190,7 +194,7 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: ["Locking",
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO",
+                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
                 // `sfubot load` opts in to the OpenSSL libsrtp2 (SRTPLibrary.preload) and nothing else.
                 "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -199,13 +203,15 @@ let package = Package(
             swiftSettings: strict
         ),
         // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
-        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "Mjr", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "FrameCryptoTests",
             dependencies: ["Locking", "FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
         .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),
+        // The .mjr reader and frame recovery on files written in the test (no Janus, no pipeline).
+        .testTarget(name: "MjrTests", dependencies: ["Mjr", "FrameCrypto"], swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["Locking", "GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
@@ -260,7 +266,7 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: ["Locking", 
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Proof", "TestSupport",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Proof", "Mjr", "TestSupport",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -286,5 +292,6 @@ if Context.environment["SFUBOT_FUZZ"] != nil {
         fuzzTarget("FuzzJanus", ["Janus", "FuzzSupport"]),
         // The direct path's C RTP/RTCP parsers against GStreamerKit's RTPPayload.
         fuzzTarget("FuzzRTPHeader", ["CDirectRTP", "GStreamerKit", "FuzzSupport"]),
+        fuzzTarget("FuzzMjr", ["Mjr", "FrameCrypto", "FuzzSupport"]),
     ]
 }

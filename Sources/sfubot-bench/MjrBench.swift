@@ -6,6 +6,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import GStreamerKit
+import Mjr
 import Logging
 
 enum MjrBench {

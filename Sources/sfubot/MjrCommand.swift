@@ -3,6 +3,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Logging
+import Mjr
 
 /// `sfubot mjr`: Janus's own recordings (`.mjr`) of ECall rooms.
 struct Mjr: AsyncParsableCommand {

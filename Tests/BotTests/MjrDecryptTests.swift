@@ -3,6 +3,7 @@ import FrameCrypto
 import Foundation
 import GStreamerKit
 import Janus
+import Mjr
 import Testing
 import TestSupport
 

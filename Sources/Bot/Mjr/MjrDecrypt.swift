@@ -2,10 +2,15 @@ import FrameCrypto
 public import Foundation
 import GStreamerKit
 public import Logging
+public import Mjr
 
 /// `sfubot mjr decrypt`: Janus's own recordings of an E2EE room (`.mjr`, ciphertext) →
 /// playable files. Each publisher's audio `.mjr` becomes an Ogg Opus file; its video, with
 /// its audio when both are given, one Matroska file aligned by the files' first-packet times.
+///
+/// Reading and opening the frames is the `Mjr` module's. Writing the outputs stays here, beside
+/// the recorder whose output side it shares: `PipelineLibrary`, `PrivateFiles`, `ReadBack`,
+/// `ManifestProof` (which holds `RecordingManifest.Gap`) and `BotError`.
 public struct MjrDecrypt {
     public let files: [String]
     public let keys: any MjrKeySource
@@ -43,7 +48,7 @@ public struct MjrDecrypt {
         var manifest = MjrManifest(created: Date())
         manifest.skipped = skipped
         var used = Set<String>()
-        for group in Self.group(parsed) {
+        for group in MjrGroup.of(parsed) {
             let start = group.files.map(\.firstPacket).min()!
             let tracks = group.files.map { f in
                 MjrTrack(file: f, keys: keys, sender: group.sender,
@@ -106,55 +111,5 @@ public struct MjrDecrypt {
             output.partial = "\(name) holds less than was written: " + short.joined(separator: "; ")
             logger.error("\(output.partial!)")
         }
-    }
-
-    struct Group {
-        var base: String
-        var sender: String?
-        var files: [MjrFile]
-    }
-
-    /// Files of one publisher share a name up to Janus's `-<time>-audio-<m>`/`-video-<m>`
-    /// (`videoroom-<room>-user-<id>-<µs>-audio-0.mjr`; the time differs per stream): an audio and
-    /// a video file with the same stem and start times within 60 s go into one output.
-    static func group(_ files: [MjrFile]) -> [Group] {
-        var stems: [String: [MjrFile]] = [:]
-        var order: [String] = []
-        for f in files {
-            let s = stem(f.path)
-            if stems[s] == nil { order.append(s) }
-            stems[s, default: []].append(f)
-        }
-        var groups: [Group] = []
-        for s in order {
-            let sender = senderID(s)
-            var audio = stems[s]!.filter { $0.kind == .audio }.sorted { $0.created < $1.created }
-            var video = stems[s]!.filter { $0.kind == .video }.sorted { $0.created < $1.created }
-            while let v = video.first {
-                video.removeFirst()
-                if let k = audio.firstIndex(where: { abs($0.firstPacket.timeIntervalSince(v.firstPacket)) < 60 }) {
-                    groups.append(Group(base: s, sender: sender, files: [audio.remove(at: k), v]))
-                } else {
-                    groups.append(Group(base: s, sender: sender, files: [v]))
-                }
-            }
-            groups += audio.map { Group(base: s, sender: sender, files: [$0]) }
-        }
-        return groups
-    }
-
-    static func stem(_ path: String) -> String {
-        var name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-        for pattern in [#"-(audio|video)(-[0-9]+)?$"#, #"-[0-9]{13,}$"#] {
-            if let r = name.range(of: pattern, options: .regularExpression) { name.removeSubrange(r) }
-        }
-        return name.isEmpty ? "recording" : name
-    }
-
-    /// `<id>` of Janus's `videoroom-<room>-user-<id>`.
-    static func senderID(_ stem: String) -> String? {
-        guard let r = stem.range(of: "-user-") else { return nil }
-        let id = stem[r.upperBound...]
-        return id.isEmpty ? nil : String(id)
     }
 }

@@ -1,5 +1,6 @@
 public import FrameCrypto
 public import Foundation
+import Mjr
 
 /// `manifest.json` of `sfubot mjr decrypt`: each output file, the `.mjr` files it came
 /// from, and what happened to their frames (same counters as the recorder's manifest).

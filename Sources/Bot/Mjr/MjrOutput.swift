@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Mjr
 
 /// Writes the kept frames of one publisher's tracks into one file through a pipelines/mjr-*
 /// description: appsrc → parser → muxer → filesink. Frames go in time order across tracks,

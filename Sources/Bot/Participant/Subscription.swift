@@ -105,6 +105,8 @@ public actor Subscription {
             guard let handle else { return }
             let update: (streams: [SubscribedStream], offer: JSEP?)
             do { update = try await VideoRoom.add(handle, feeds: new) } catch { throw .janus(error) }
+            // `leave()` may have run meanwhile: its PeerConnection is being taken down.
+            guard state == .joined else { throw .janus(.disconnected) }
             if let offer = update.offer { try await negotiate(update.streams, offer: offer) }
         case .idle:
             try await join(new)
@@ -117,6 +119,7 @@ public actor Subscription {
         guard state == .joined, let handle else { return }
         let update: (streams: [SubscribedStream], offer: JSEP?)
         do { update = try await VideoRoom.remove(handle, feeds: gone) } catch { throw .janus(error) }
+        guard state == .joined else { return }
         if let offer = update.offer { try await negotiate(update.streams, offer: offer) }
     }
 

@@ -105,11 +105,23 @@ extension RoomRecording {
             await oldSession?.close()
         }
         var rejoin = Rejoin(config: config, log: log, connect: connect, deadline: deadline)
-        let room = config.room, display = config.display, log = self.log
+        let room = config.room, display = config.display, log = self.log, hook = hooks.rejoinStillWanted
         do {
-            let (session, roster) = try await rejoin.attempt(cause: cause, stillWanted: { await self.state == .rejoining }) {
+            let (session, roster) = try await rejoin.attempt(cause: cause, stillWanted: {
+                let wanted = await self.state == .rejoining
+                await hook()
+                return wanted
+            }) {
                 (s: JanusSession, _: Int) async throws(BotError) -> RoomRoster in
                 try await RoomRoster.join(session: s, room: room, display: display, logger: log)
+            }
+            // `finish()` may have run since `stillWanted` said yes (before the hop back here): it
+            // found no session to close, so this one would stay in the room (a ghost publisher).
+            // Destroying the session takes its handle out of the room.
+            guard state == .rejoining else {
+                await roster.leave(announce: false)
+                await session.close()
+                return false
             }
             self.session = session
             self.roster = roster

@@ -82,9 +82,11 @@ actor RoomRecording {
 
     /// Opens sessions: the first and those of every rejoin.
     let connect: Rejoin.Connect
+    let hooks: Hooks
 
-    init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), connect: Rejoin.Connect? = nil) {
+    init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), connect: Rejoin.Connect? = nil, hooks: Hooks = Hooks()) {
         self.connect = connect ?? config.connector
+        self.hooks = hooks
         self.status = status
         self.mixFile = mixFile
         self.config = config
@@ -103,6 +105,11 @@ actor RoomRecording {
         guard state == .idle else { return }
         state = .starting
         let session = try await connect(log)
+        // `finish()` may have run while connecting: it found no session to close.
+        guard state == .starting else {
+            await session.close()
+            throw CancellationError()
+        }
         self.session = session
         let roster: RoomRoster
         do { roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log) } catch {
@@ -111,7 +118,9 @@ actor RoomRecording {
             throw error
         }
         guard state == .starting else {
+            // `finish()` ran during the join; the session may not have been ours to close yet.
             await roster.leave()
+            await session.close()
             throw CancellationError()
         }
         self.roster = roster

@@ -1,4 +1,4 @@
-@testable import Bot
+@testable import Mjr
 import FrameCrypto
 import Foundation
 import Testing
@@ -85,10 +85,10 @@ import Testing
     }
 
     @Test func janusFileNamesOfOnePublisherGoTogether() {
-        #expect(MjrDecrypt.stem("/r/videoroom-1234-user-567-1700000000123456-audio-0.mjr") == "videoroom-1234-user-567")
-        #expect(MjrDecrypt.stem("videoroom-1234-user-567-1700000000123999-video-1.mjr") == "videoroom-1234-user-567")
-        #expect(MjrDecrypt.senderID("videoroom-1234-user-567") == "567")
-        #expect(MjrDecrypt.stem("alice-audio.mjr") == "alice" && MjrDecrypt.senderID("alice") == nil)
+        #expect(MjrGroup.stem("/r/videoroom-1234-user-567-1700000000123456-audio-0.mjr") == "videoroom-1234-user-567")
+        #expect(MjrGroup.stem("videoroom-1234-user-567-1700000000123999-video-1.mjr") == "videoroom-1234-user-567")
+        #expect(MjrGroup.senderID("videoroom-1234-user-567") == "567")
+        #expect(MjrGroup.stem("alice-audio.mjr") == "alice" && MjrGroup.senderID("alice") == nil)
     }
 }
 

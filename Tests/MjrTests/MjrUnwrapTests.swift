@@ -1,4 +1,4 @@
-@testable import Bot
+@testable import Mjr
 import Foundation
 import Testing
 
