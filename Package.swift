@@ -194,7 +194,7 @@ let package = Package(
         .executableTarget(
             name: "sfubot",
             dependencies: ["Locking",
-                "Bot", "FrameCrypto", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
+                "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
                 // `sfubot load` opts in to the OpenSSL libsrtp2 (SRTPLibrary.preload) and nothing else.
                 "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

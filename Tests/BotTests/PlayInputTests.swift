@@ -42,7 +42,8 @@ extension MediaScene {
             let run = await child.finished()
             let took = ContinuousClock.now - started
             #expect(run.status == 66, "\(name): exit \(run.status) after \(took): \(run.errText)")
-            #expect(took < .seconds(5), "\(name): took \(took)")
+            // Refused up front, not played for its --duration 25.
+            #expect(took < .seconds(15), "\(name): took \(took)")
             let lines = run.errText.split(separator: "\n")
             #expect(lines.count == 1 && lines[0].contains(file.path) && lines[0].contains(reason), "\(name): \(run.errText)")
         }
@@ -92,7 +93,8 @@ extension MediaScene {
         if await child.exit(within: .seconds(15)) == nil { child.signal(SIGKILL) }
         let run = await child.finished()
         let took = ContinuousClock.now - started
-        #expect(took < .seconds(6), "took \(took): \(run.errText)")
+        // Ended by the stall watch after --duration 3, not killed at 15 s.
+        #expect(took < .seconds(12), "took \(took): \(run.errText)")
         #expect(run.status == 70 && run.errText.contains("nothing was sent within --duration 3"), "exit \(run.status): \(run.errText)")
     }
 

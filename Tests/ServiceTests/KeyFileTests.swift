@@ -17,7 +17,8 @@ import Testing
         for path in ["/dev/zero", dir.path, dir.appendingPathComponent("missing").path, big.path] {
             let started = ContinuousClock.now
             #expect(throws: RequestProblem.self, "\(path)") { try KeyFile.read(path) }
-            #expect(ContinuousClock.now - started < .seconds(1), "\(path)")
+            // A read without end is what this catches: seconds, not the microseconds it takes.
+            #expect(ContinuousClock.now - started < .seconds(5), "\(path)")
             #expect((try? KeyFile.read(path)) == nil)
         }
         do { _ = try KeyFile.read("/dev/zero") } catch { #expect(error.status == 400 && error.message.hasPrefix("key.file:"), "\(error.message)") }
