@@ -216,7 +216,7 @@ let package = Package(
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["Locking", "GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
         // FastPath on its own: the SRTP guard, the C parsers, the payload consumer, the preload.
-        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer"], swiftSettings: strict),
+        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer", "TestSupport"], swiftSettings: strict),
         // What the integration tests share: the scene (the local Janus, rooms, the serialized
         // MediaScene every media test nests in), decoding and tone analysis, child processes,
         // the local RabbitMQ. Not a test target: the test targets below import it.

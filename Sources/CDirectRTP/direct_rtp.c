@@ -32,7 +32,7 @@ static struct {
     const char *missing;
     gboolean ready;
 } lib;
-static GMutex lib_lock;
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 // Finds the functions, once they are there: a call before any srtpenc or nicesink exists
 // fails without keeping the failure (it would refuse every later sender of the process).
@@ -93,10 +93,10 @@ static void release_closure(gpointer data, GClosure *closure) {
 }
 
 SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
-    g_mutex_lock(&lib_lock);
+    pthread_mutex_lock(&lib_lock);
     if (!lib.ready) resolve();
     const char *missing = lib.ready ? NULL : lib.missing;
-    g_mutex_unlock(&lib_lock);
+    pthread_mutex_unlock(&lib_lock);
     if (missing) { *why = missing; return NULL; }
     int n = 0;
     GstElement *enc = sfb_only_element(webrtcbin, "srtpenc", &n);
@@ -136,10 +136,10 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
 
     d = g_new0(SfbDirectRTP, 1);
     d->refs = 1;
-    g_mutex_init(&d->lock);
+    pthread_mutex_init(&d->lock, NULL);
     // srtp_create copies the key material: the mapped key is released below.
     if (lib.create(&d->session, &policy) != srtp_err_status_ok) {
-        g_mutex_clear(&d->lock);
+        pthread_mutex_destroy(&d->lock);
         g_free(d);
         d = NULL;
         *why = "libsrtp refused srtpenc's key";
@@ -208,11 +208,11 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     }
     int len = (int)n;
     guint32 ssrc = ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11];
-    g_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->lock);
     // An SSRC is claimed before its first packet is protected; one srtpenc was given is not ours.
     if (!d->ssrc_known || ssrc != d->ssrc) {
         if (!sfb_srtp_guard_claim(d->guard, ssrc)) {
-            g_mutex_unlock(&d->lock);
+            pthread_mutex_unlock(&d->lock);
             __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
             __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
             return;
@@ -227,7 +227,7 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     gboolean sent = status == srtp_err_status_ok
         && (d->fd >= 0 ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
                        : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
-    g_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return;
@@ -268,10 +268,10 @@ void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBy
 guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
 
 void sfb_direct_rtp_close(SfbDirectRTP *d) {
-    g_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->lock);
     gulong pair = d->on_pair, state = d->on_state;
     d->on_pair = d->on_state = 0;
-    g_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->lock);
     if (pair) g_signal_handler_disconnect(d->agent, pair);
     if (state) g_signal_handler_disconnect(d->agent, state);
     sfb_direct_rtp_unref(d);
@@ -283,6 +283,6 @@ void sfb_direct_rtp_unref(SfbDirectRTP *d) {
     if (d->fd >= 0) close(d->fd);
     sfb_srtp_guard_unref(d->guard);
     g_object_unref(d->agent);
-    g_mutex_clear(&d->lock);
+    pthread_mutex_destroy(&d->lock);
     g_free(d);
 }

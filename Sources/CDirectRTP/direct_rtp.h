@@ -9,7 +9,7 @@
 struct SfbDirectRTP {
     gint refs;
     // The srtp session, the claimed SSRC and the route (one pushing thread in practice).
-    GMutex lock;
+    pthread_mutex_t lock;
     srtp_t session;
     SfbSrtpGuard *guard;
     NiceAgent *agent;

@@ -10,7 +10,7 @@
 
 struct SfbSrtpGuard {
     gint refs;
-    GMutex lock;
+    pthread_mutex_t lock;
     guint32 seen[MAX_SSRCS];      // SSRCs srtpenc has been given
     guint n_seen;
     gboolean overflow;            // more than MAX_SSRCS: every claim is refused (fail closed)
@@ -42,7 +42,7 @@ static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer dat
     (void)pad;
     SfbSrtpGuard *g = data;
     gboolean pass = TRUE;
-    g_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->lock);
     if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
         pass = admit(g, GST_PAD_PROBE_INFO_BUFFER(info));
     } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
@@ -50,7 +50,7 @@ static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer dat
         GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
         for (guint i = 0, n = gst_buffer_list_length(list); i < n; i++) pass = admit(g, gst_buffer_list_get(list, i)) && pass;
     }
-    g_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->lock);
     return pass ? GST_PAD_PROBE_OK : GST_PAD_PROBE_DROP;
 }
 
@@ -84,12 +84,12 @@ static void learn_sent(SfbSrtpGuard *g, GstElement *session) {
         guint64 sent = 0;
         if (!s || !gst_structure_get_boolean(s, "internal", &internal) || !internal
             || !gst_structure_get_uint(s, "ssrc", &ssrc) || !gst_structure_get_uint64(s, "packets-sent", &sent) || sent == 0) continue;
-        g_mutex_lock(&g->lock);
+        pthread_mutex_lock(&g->lock);
         if (!contains(g->seen, g->n_seen, ssrc)) {
             if (g->n_seen < MAX_SSRCS) g->seen[g->n_seen++] = ssrc;
             else g->overflow = TRUE;
         }
-        g_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->lock);
     }
     G_GNUC_END_IGNORE_DEPRECATIONS
     if (stats) gst_structure_free(stats);
@@ -98,7 +98,7 @@ static void learn_sent(SfbSrtpGuard *g, GstElement *session) {
 SfbSrtpGuard *sfb_srtp_guard_new(GstElement *srtpenc, GstElement *rtpsession) {
     SfbSrtpGuard *g = g_new0(SfbSrtpGuard, 1);
     g->refs = 1;
-    g_mutex_init(&g->lock);
+    pthread_mutex_init(&g->lock, NULL);
     // Pads srtpenc gets later (a new session) are guarded too; the handler holds a reference,
     // dropped when srtpenc goes.
     g_atomic_int_inc(&g->refs);
@@ -126,23 +126,23 @@ SfbSrtpGuard *sfb_srtp_guard_new(GstElement *srtpenc, GstElement *rtpsession) {
 }
 
 gboolean sfb_srtp_guard_claim(SfbSrtpGuard *g, guint32 ssrc) {
-    g_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->lock);
     gboolean ok = !g->overflow && !contains(g->seen, g->n_seen, ssrc)
         && (contains(g->claimed, g->n_claimed, ssrc) || g->n_claimed < MAX_SSRCS);
     if (ok && !contains(g->claimed, g->n_claimed, ssrc)) g->claimed[g->n_claimed++] = ssrc;
-    g_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->lock);
     return ok;
 }
 
 guint64 sfb_srtp_guard_blocked(SfbSrtpGuard *g) {
-    g_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->lock);
     guint64 n = g->blocked;
-    g_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->lock);
     return n;
 }
 
 void sfb_srtp_guard_unref(SfbSrtpGuard *g) {
     if (!g_atomic_int_dec_and_test(&g->refs)) return;
-    g_mutex_clear(&g->lock);
+    pthread_mutex_destroy(&g->lock);
     g_free(g);
 }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Synchronization
+import Locking
 
 /// What the real backend checks: request signatures, bearer tokens and their expiry, and (as
 /// RabbitMQ's HTTP auth backend) which device may log in to the broker and read or write what.

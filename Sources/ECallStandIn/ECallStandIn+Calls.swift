@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import Synchronization
+import Locking
 
 /// `/call/{id}/...`: invite, join, participants, and the rejoin pair (ECALL-WIRE §7). Only a
 /// participant of a call that has not ended may act on it.

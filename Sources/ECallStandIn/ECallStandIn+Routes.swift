@@ -6,6 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import Logging
 import Synchronization
+import Locking
 
 /// The REST subset sfubot uses (ECALL-WIRE §7), and the HTTP entry point that also answers
 /// RabbitMQ's auth backend.

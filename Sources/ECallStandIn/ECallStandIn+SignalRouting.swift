@@ -2,6 +2,7 @@ import ECall
 import Foundation
 import Logging
 import Synchronization
+import Locking
 
 extension ECallStandIn {
     /// Connects to RabbitMQ as the backend's service user and passes every signal message sent

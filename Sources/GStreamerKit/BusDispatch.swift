@@ -35,6 +35,10 @@ final class BusDispatch: Sendable {
     }
 
     private let state = Locked(State())
+    /// Set (release) before the sync handler is installed and read (acquire) at each delivery:
+    /// GStreamer hands this object to its streaming threads under GLib's own locks, which
+    /// ThreadSanitizer cannot see; this pair makes that publication explicit (free on x86).
+    private let published = Atomic<Bool>(false)
 
     /// Installs the handler. Call once, on the thread that built the pipeline, before
     /// anything can make it run.
@@ -44,6 +48,7 @@ final class BusDispatch: Sendable {
             deliver(Bus.convert(m))
             gst_mini_object_unref(UnsafeMutableRawPointer(m).assumingMemoryBound(to: GstMiniObject.self))
         }
+        published.store(true, ordering: .releasing)
         gst_bus_set_sync_handler(bus, { _, message, data in
             guard let message, let data else { return GST_BUS_PASS }
             Unmanaged<BusDispatch>.fromOpaque(data).takeUnretainedValue().deliver(Bus.convert(message))
@@ -88,6 +93,7 @@ final class BusDispatch: Sendable {
 
     /// Called on whichever thread posted (a streaming thread, or a `setState` caller).
     private func deliver(_ message: BusMessage) {
+        _ = published.load(ordering: .acquiring)
         state.withLock { s in
             if case .error(let source, let text, let debug) = message {
                 s.errorCount += 1

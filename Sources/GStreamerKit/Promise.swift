@@ -1,12 +1,23 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import Synchronization
 
 /// A promise reply's structure, copied out of the promise.
 final class Structure: @unchecked Sendable {
-    // @unchecked: owned copy, only read after the promise resolved.
-    let pointer: UnsafeMutablePointer<GstStructure>?
-    init(copying p: UnsafePointer<GstStructure>?) { pointer = p.flatMap { gst_structure_copy($0) } }
-    deinit { if let pointer { gst_structure_free(pointer) } }
+    // @unchecked: owned copy, made on the thread that resolved the promise and only read after
+    // the awaiting task resumed. That hand-over runs through GstPromise's GLib lock, which
+    // ThreadSanitizer cannot see: the release/acquire pair below states it (free on x86).
+    private let copied: UnsafeMutablePointer<GstStructure>?
+    private let published = Atomic<Bool>(false)
+    init(copying p: UnsafePointer<GstStructure>?) {
+        copied = p.flatMap { gst_structure_copy($0) }
+        published.store(true, ordering: .releasing)
+    }
+    var pointer: UnsafeMutablePointer<GstStructure>? {
+        _ = published.load(ordering: .acquiring)
+        return copied
+    }
+    deinit { if let copied { gst_structure_free(copied) } }
     var text: String { pointer.flatMap { takeGString(gst_structure_to_string($0)) } ?? "" }
 }
 

@@ -17,7 +17,9 @@ import Testing
         let config = BotConfig(janusURL: "ws://127.0.0.1:1", room: 1, display: "1:x", protection: .e2ee(KeyRing(current: .random())),
                                pipelines: try PipelineLibrary(directory: dir.path), logger: Logger(label: "test"))
         await #expect {
-            _ = try await Player(config: config, source: .testPattern, duration: .seconds(1)).run()
+            // Refused while the pipeline is built; --duration only bounds a run that wrongly starts
+            // (1 s was shorter than building it under ThreadSanitizer).
+            _ = try await Player(config: config, source: .testPattern, duration: .seconds(30)).run()
         } throws: { error in
             String(describing: error).contains("'vseal'")
         }

@@ -26,9 +26,10 @@ import TestSupport
         let error = try #require(await it.next())
         let took = ContinuousClock.now - started
         // Never before the timeout; the upper bound only catches a watch that does not fire (this
-        // suite runs beside the media tests: on 2 busy cores 1.5 s of slack was once not enough).
+        // suite runs beside the media tests: on 2 busy cores 1.5 s of slack was once not enough,
+        // and under ThreadSanitizer 10 s was not).
         print("stall watch: said after \(took) (timeout \(Player.stallTimeout))")
-        #expect(took >= Player.stallTimeout && took < Player.stallTimeout + .seconds(10), "\(took)")
+        #expect(took >= Player.stallTimeout && took < Player.stallTimeout + .seconds(60), "\(took)")
         #expect(error.category == .media)
         #expect(error.description.contains("/tmp/stalled.wav had not ended (stopped at 12.3 s)"), "\(error)")
     }

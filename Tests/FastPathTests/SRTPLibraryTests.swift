@@ -2,6 +2,7 @@ import FastPath
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// `sfubot load` opts in to the OpenSSL libsrtp2 that scripts/install-deps builds, not Debian's
 /// NSS build (docs/performance.md), before GStreamer starts. Checked in a process of its own: in
@@ -62,7 +63,7 @@ import Testing
         // A "Janus" that takes the connection and never answers keeps sfubot running past the
         // SRTP line (the bot waits for its WebSocket) while its mappings are read.
         let silent = try SilentListener()
-        defer { silent.close() }
+
         let (text, maps) = try await Self.output(["load", "--janus", "ws://127.0.0.1:\(silent.port)", "--room", "1", "--no-e2ee",
                                                   "--publishers", "1", "--retries", "0", "--duration", "1"], until: "SRTP:")
         #expect(text.contains("SRTP: libsrtp2 built with OpenSSL (\(SRTPLibrary.defaultPath))"),
@@ -74,31 +75,4 @@ import Testing
         }.filter { $0.hasSuffix("/libsrtp2.so.1") })
         #expect(srtp == [SRTPLibrary.defaultPath], "libsrtp2 mapped from \(srtp); output: \(text)")
     }
-}
-
-/// A TCP port on 127.0.0.1 that accepts connections (the kernel's backlog) and never answers.
-final class SilentListener {
-    let port: Int
-    private let fd: Int32
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { a in
-            a.withMemoryRebound(to: sockaddr.self, capacity: 1) { s in
-                bind(fd, s, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, s, &length) == 0
-            }
-        }
-        guard fd >= 0, bound else {
-            Glibc.close(fd)
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot listen on 127.0.0.1: errno \(errno)"])
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: addr.sin_port))
-    }
-
-    func close() { Glibc.close(fd) }
 }

@@ -1,6 +1,7 @@
 import Bot
 public import Foundation
 import GStreamerKit
+import Locking
 
 /// Where one participant's tone was heard, on the wall clock, across every audio file the
 /// recorder wrote for them: the measure of what a fault cost a recording.

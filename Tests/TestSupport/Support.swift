@@ -5,6 +5,7 @@ import GStreamerKit
 import Janus
 public import Logging
 public import Testing
+import Locking
 
 /// Every test that runs bots against the real Janus, one at a time: bots from two tests at
 /// once would compete for the 2 cores and blur what each test measures.

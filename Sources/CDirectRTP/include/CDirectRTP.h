@@ -9,6 +9,9 @@
 #define CDIRECTRTP_H
 #define GST_USE_UNSTABLE_API 1
 #include <gst/gst.h>
+// Our own locks are pthread mutexes, not GMutex: ThreadSanitizer (`make tsan`) intercepts pthread
+// but cannot see GLib's futex-based GMutex, and would report what the lock guards as races.
+#include <pthread.h>
 
 typedef struct SfbDirectRTP SfbDirectRTP;
 

@@ -2,6 +2,7 @@ import Foundation
 import FrameCrypto
 import GStreamerKit
 import Synchronization
+import Locking
 
 /// What a load run measures while it runs: webrtcbin statistics, the once-a-second sample,
 /// and the per-bot figures written into the records before the bots leave.
