@@ -195,7 +195,7 @@ let package = Package(
             name: "sfubot",
             dependencies: ["Locking",
                 "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
-                // `sfubot load` opts in to the OpenSSL libsrtp2 (SRTPLibrary.preload) and nothing else.
+                // The media commands opt in to the OpenSSL libsrtp2 (SRTPLibrary.preload), nothing else.
                 "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

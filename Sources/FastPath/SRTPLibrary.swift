@@ -10,9 +10,9 @@ import Glibc
 /// `libsrtp2.so.1` resolve to it: the dynamic linker reuses a library already loaded under
 /// that soname.
 ///
-/// An opt-in of the commands whose figures depend on it (`sfubot load`), made before any SRTP
-/// element exists; every other command uses the system's (docs/performance.md says what that
-/// costs them).
+/// An explicit opt-in of the commands that run webrtcbin (sfubot's `SRTPPreload`), made before
+/// any SRTP element exists; tests and commands without SRTP use the system's (docs/performance.md
+/// says what that costs).
 public enum SRTPLibrary {
     /// Where `scripts/build-libsrtp` installs it.
     public static let defaultPath = "/usr/local/lib/sfubot/libsrtp2.so.1"

@@ -42,6 +42,7 @@ struct AgentCommand: AsyncParsableCommand {
 
     func run() async throws {
         let log = logOptions.logger("sfubot.agent")
+        SRTPPreload.run(log)
         let server = await metricsOptions.start(logger: log)
         defer { server?.stop() }
         do {

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Bot
-import FastPath
 import FrameCrypto
 import Foundation
 import GStreamerKit
@@ -123,12 +122,10 @@ struct LoadRunCommand: AsyncParsableCommand {
         let library: PipelineLibrary
         do { library = try PipelineLibrary(directory: connection.pipelines) } catch { CLIFailure(error).exit() }
         if let media, !FileManager.default.isReadableFile(atPath: media) { CLIFailure(.inputNotFound(media)).exit() }
-        // Before any SRTP element exists: this command alone opts in to the OpenSSL libsrtp2.
-        SRTPLibrary.preload()
+        // Before any SRTP element exists. Per-packet cost depends on it: the figures say which
+        // SRTP library they are made with.
+        SRTPPreload.run(logger, level: .info)
         GStreamer.initialize()
-        // Per-packet cost depends on it: say which SRTP library the figures are made with.
-        if let srtp = SRTPLibrary.loaded { logger.info("SRTP: libsrtp2 built with OpenSSL (\(srtp))") }
-        else { logger.notice("SRTP: the system's libsrtp2 (\(SRTPLibrary.fallbackReason ?? "")); per-packet CPU is higher") }
         var plan: LoadPlan
         do {
             plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,

@@ -60,6 +60,7 @@ struct Play: AsyncParsableCommand {
     }
 
     func run() async throws {
+        SRTPPreload.run(connection.logger("sfubot.play"))
         let server = await metricsOptions.start(logger: connection.logger("sfubot.play"))
         defer { server?.stop() }
         do {

@@ -50,6 +50,7 @@ struct Record: AsyncParsableCommand {
     }
 
     func run() async throws {
+        SRTPPreload.run(connection.logger("sfubot.record"))
         let server = await metricsOptions.start(logger: connection.logger("sfubot.record"))
         defer { server?.stop() }
         do {

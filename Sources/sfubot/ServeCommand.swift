@@ -94,6 +94,7 @@ struct Serve: AsyncParsableCommand {
         do {
             let (host, port) = try Self.address(listen)
             let logger = log.logger("sfubot.serve")
+            SRTPPreload.run(logger, level: .info)
             let metricsServer = await metricsOptions.start(logger: logger)
             defer { metricsServer?.stop() }
             var janusOptions = server.sessionOptions
