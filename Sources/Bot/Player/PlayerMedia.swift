@@ -24,6 +24,9 @@ extension Player {
         let pace: Pad?
         /// For files: the pacing elements, which get one ts-offset at the restart.
         let pacers: [Element]
+        /// For chained Oggs: the first encoded frame waits here until the media path is up, so
+        /// the file starts without being sought back (see `startMedia`).
+        let hold: PadProbe?
         /// How many tracks must reach their end before the file has.
         let tracks: Int
         /// Where in the file the audio is (presentation times leaving the encoder): a player
@@ -80,8 +83,10 @@ extension Player {
             }
             let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
             let pace = try pacers.first?.staticPad("sink")
+            let hold = found?.chainedOgg == true ? try pipeline.element(named: "pay").staticPad("sink").addBufferHold() : nil
             return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, links: links, endOfFile: endOfFile,
-                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers, tracks: tracks, position: position)
+                         audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers,
+                         hold: hold, tracks: tracks, position: position)
         } catch let e as GStreamerError {
             throw .media(e)
         } catch {
@@ -92,10 +97,8 @@ extension Player {
     /// The pipeline for a file: audio only, or video and audio transcoded to the envelope.
     private func fileDescription(_ file: String, _ found: InputProbe.Found) throws -> String {
         let info = found.info
-        // oggdemux in pull mode stalls at the end of the first link after a seek (GStreamer
-        // 1.22; the player seeks back to 0 once the media path is up): chained Oggs are read in
-        // push mode, through a queue2, where each link's pads follow.
-        if found.chainedOgg { return try config.pipelines.description("play-audio-chained", ["file": file]) }
+        // A chained Ogg plays through play-audio too: it is held instead of sought (`hold`).
+        if found.chainedOgg { return try config.pipelines.description("play-audio", ["file": file]) }
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
         guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
         if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
@@ -121,6 +124,18 @@ extension Player {
             media.videoEncoder?.requestKeyFrame()
             return true
         }
+        if let hold = media.hold, position == 0, !loop {
+            // Nothing was read past the first frame: pacing starts now and no seek is made (a
+            // flushing seek into oggdemux's push mode, on a loaded machine, ended the file after
+            // 6 frames or stopped it with not-linked).
+            if let now = media.pipeline.runningTime {
+                for pacer in media.pacers { try? pacer.set("ts-offset", String(Int64(now))) }
+            }
+            media.audioGate.open()
+            hold.remove()
+            return true
+        }
+        media.hold?.remove()
         // Every track is paced from 200 ms from now: one offset for all, so they stay together.
         if let now = media.pipeline.runningTime {
             for pacer in media.pacers { try? pacer.set("ts-offset", String(Int64(now) + 200_000_000)) }
