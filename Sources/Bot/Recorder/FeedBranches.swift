@@ -57,7 +57,7 @@ final class FeedBranches: Sendable {
         for (mid, pad) in reused { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
     }
 
-    var liveEntries: [RecordingManifest.Feed] { state.withLock { $0.recordings.values.flatMap(\.entries) } }
+    var liveEntries: [RecordingManifest.Feed] { state.withLock { $0.recordings.values.map(\.entry) } }
 
     var errors: [RecordingManifest.OutputError] { failures.withLock { $0 } }
 
@@ -155,13 +155,7 @@ final class FeedBranches: Sendable {
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
-                    onKeyMissing: config.onKeyMissing, logger: log,
-                    nextFile: { [directory] in
-                        self.state.withLock { m in directory.appendingPathComponent(Self.newName(feed: feed, userID: userID, ext: ext, in: directory, &m)) }
-                    },
-                    onFileFailure: { text, file in
-                        self.note(.init(time: Date(), feedID: feed, display: display, mid: mid, kind: kind.media, file: file.lastPathComponent, error: text))
-                    })
+                    onKeyMissing: config.onKeyMissing, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])

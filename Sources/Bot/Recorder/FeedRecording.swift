@@ -8,7 +8,7 @@ import Locking
 
 /// One track of one publisher being written, decrypted and not transcoded: audio to
 /// `<feedId>-<userId>.opus`, video to `<feedId>-<userId>.mkv` (H.264 only; a caps change mid-call
-/// continues in a new file, see `VideoFiles`). The branch after webrtcbin, its decryption,
+/// goes on in the same file, see `VideoFile`). The branch after webrtcbin, its decryption,
 /// counters and times.
 final class FeedRecording: Sendable {
     enum Kind: String, Sendable {
@@ -29,8 +29,8 @@ final class FeedRecording: Sendable {
     let feedID: Int64
     let display: String
     let mid: String
-    /// The first file (audio: the only one).
-    private let firstFile: URL
+    /// The track's file.
+    let file: URL
     /// The branch's name in the pipeline, which the path of its elements' errors carries.
     let branchName: String
     let stats = FrameStats()
@@ -43,8 +43,8 @@ final class FeedRecording: Sendable {
     private let bin: Bin
     /// Audio with `--mix`: the branch feeding the call's mix.
     private let mixInput: CallMix.Input?
-    /// Video: the files written one after the other (one unless the caps changed).
-    private let videoFiles: VideoFiles?
+    /// Video: the file bin and its parts.
+    private let videoFile: VideoFile?
     /// Audio: running time of the first and last frame written, in seconds.
     private let mediaTimes = MediaTimes()
     private let sinkPad: Pad
@@ -55,26 +55,22 @@ final class FeedRecording: Sendable {
     /// Why the file was not finished cleanly, if it was not.
     let unfinished = Locked<String?>(nil)
     /// Audio: frames handed to the file's muxer, what the file must hold when read back (video
-    /// counts per file: `VideoFiles.File.written`).
+    /// counts at its file: `VideoFile.written`).
     let written = Counter()
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
-    /// `nextFile` names each further video file; `onFileFailure` reports a video file that could
-    /// not follow the previous one (the track then stops, its files keep what was written).
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
-         onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger,
-         nextFile: (@Sendable () -> URL)? = nil,
-         onFileFailure: @escaping @Sendable (String, URL) -> Void = { _, _ in }) throws {
+         onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
         self.mid = mid
-        firstFile = file
+        self.file = file
         let description = try library.description(kind.pipeline, ["file": file.path])
         // Private from the start, and a name or folder that cannot be written fails here, for
-        // this feed only, before anything is linked (video: VideoFiles creates its files).
+        // this feed only, before anything is linked (video: VideoFile creates its file).
         if kind.isAudio { try PrivateFiles.create(file, option: "the folder") }
         branchName = "feed-\(feedID)-\(mid)"
         let bin: Bin
@@ -84,14 +80,13 @@ final class FeedRecording: Sendable {
         }
         self.bin = bin
         // Whatever fails below takes the branch out again: no half-built branch, no empty file.
-        var mixInput: CallMix.Input?, videoFiles: VideoFiles?, complete = false
+        var mixInput: CallMix.Input?, videoFile: VideoFile?, complete = false
         defer {
             if !complete {
                 mixInput?.remove(from: pipeline)
                 pipeline.remove(bin)
-                videoFiles?.remove()
-                for f in videoFiles?.all ?? [] { try? FileManager.default.removeItem(at: f.url) }
-                if kind.isAudio { try? FileManager.default.removeItem(at: file) }
+                videoFile?.remove()
+                if kind.isAudio || videoFile != nil { try? FileManager.default.removeItem(at: file) }
             }
         }
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
@@ -107,15 +102,10 @@ final class FeedRecording: Sendable {
         } else { nil }
         self.keyIndexes = keyIndexes
         if kind == .video {
-            // A caller's mistake, said as one instead of a trap on the first size change.
-            guard let nextFile else { throw BotError.pipelineFailed("a video track needs `nextFile` to name its later files") }
-            videoFiles = try VideoFiles(
-                source: try bin.staticPad("src"), first: file, pipeline: pipeline, library: library, branchName: branchName, logger: logger,
-                nextFile: nextFile,
-                mark: { .init(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0) },
-                onFinished: { done.yield(); done.finish() }, onFailure: onFileFailure)
+            videoFile = try VideoFile(source: try bin.staticPad("src"), url: file, pipeline: pipeline, library: library,
+                                      branchName: branchName, logger: logger, onFinished: { done.yield(); done.finish() })
         }
-        self.videoFiles = videoFiles
+        self.videoFile = videoFile
         var probes = [
             kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times,
                                                      display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
@@ -192,50 +182,29 @@ final class FeedRecording: Sendable {
             await OffPool.run { [self] in
                 mixInput?.remove(from: pipeline)
                 pipeline.remove(bin)
-                videoFiles?.remove()
+                videoFile?.remove()
             }
             return ended
         }
         if !ended { unfinished.withLock { $0 = "its end-of-stream did not reach the file within \(timeout): the muxer may not have written its last frames" } }
     }
 
-    /// The file being written now.
-    var file: URL { videoFiles?.current?.url ?? firstFile }
-
     /// Whether the pipeline child `name` belongs to this track (its branch or one of its files).
-    func owns(bin name: String) -> Bool { name == branchName || videoFiles?.owns(bin: name) == true }
+    func owns(bin name: String) -> Bool { name == branchName || videoFile?.owns(bin: name) == true }
 
-    /// One manifest entry per file: audio has one; video one more after each caps change, the
-    /// track's counters split between them at the change.
-    var entries: [RecordingManifest.Feed] {
+    /// The track's manifest entry.
+    var entry: RecordingManifest.Feed {
         let (userID, name) = RecordingManifest.splitDisplay(display)
-        let left = leftAt.withLock { $0 }
-        guard let files = videoFiles?.all, !files.isEmpty else {
-            return [RecordingManifest.Feed(
-                feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
-                file: firstFile.lastPathComponent, joined: joinedAt, left: left,
-                firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot,
-                firstMediaTime: mediaTimes.first, lastMediaTime: mediaTimes.last, error: unfinished.withLock { $0 },
-                openedByKeyIndex: keyIndexes?.snapshot, written: written.value)]
-        }
-        let now = VideoFiles.Mark(time: Date(), frames: stats.snapshot, keyFrames: keyFramesReceived.value, keyFrameRequests: keyFrames?.sent ?? 0)
-        let zero = VideoFiles.Mark(time: joinedAt, frames: .zero, keyFrames: 0, keyFrameRequests: 0)
-        return files.enumerated().map { i, f in
-            let start = f.start ?? zero, end = f.end.withLock { $0 }
-            let upTo = end ?? now
-            return RecordingManifest.Feed(
-                feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
-                file: f.url.lastPathComponent, joined: f.start?.time ?? joinedAt, left: end?.time ?? left,
-                firstFrame: f.start == nil ? times.firstDate : f.start?.time, lastFrame: end?.time ?? times.lastDate,
-                frames: upTo.frames - start.frames, keyFrameRequests: upTo.keyFrameRequests - start.keyFrameRequests,
-                keyFrames: upTo.keyFrames - start.keyFrames,
-                width: f.resolution.value?.width, height: f.resolution.value?.height,
-                firstMediaTime: f.mediaTimes.first, lastMediaTime: f.mediaTimes.last,
-                error: i == files.count - 1 ? unfinished.withLock { $0 } : nil,
-                continues: i > 0 ? files[i - 1].url.lastPathComponent : nil, cause: f.cause,
-                // The track's counts: the files of one track share its sender's keys.
-                openedByKeyIndex: keyIndexes?.snapshot, written: f.written.value)
-        }
+        let parts = videoFile?.partsWritten
+        return RecordingManifest.Feed(
+            feedID: feedID, display: display, userID: userID, displayName: name, mid: mid, kind: kind.media, codec: kind.codec,
+            file: file.lastPathComponent, joined: joinedAt, left: leftAt.withLock { $0 },
+            firstFrame: times.firstDate, lastFrame: times.lastDate, frames: stats.snapshot,
+            keyFrameRequests: keyFrames?.sent, keyFrames: videoFile == nil ? nil : keyFramesReceived.value,
+            width: videoFile?.resolution.value?.width, height: videoFile?.resolution.value?.height,
+            firstMediaTime: (videoFile?.mediaTimes ?? mediaTimes).first, lastMediaTime: (videoFile?.mediaTimes ?? mediaTimes).last,
+            error: unfinished.withLock { $0 }, parts: parts,
+            openedByKeyIndex: keyIndexes?.snapshot, written: videoFile?.written.value ?? written.value)
     }
 }
 

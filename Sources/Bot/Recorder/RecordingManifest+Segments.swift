@@ -73,12 +73,9 @@ extension RecordingManifest {
         /// for the whole recording, across segments.
         public var mediaStart: Double?
         public var mediaEnd: Double?
-        /// The segment this one continues without a gap (a caps change mid-call), and why.
-        public var continues: String? = nil
-        public var cause: String? = nil
 
         enum CodingKeys: String, CodingKey {
-            case file, kind, feedID = "feed_id", start, end, mediaStart = "media_start", mediaEnd = "media_end", continues, cause
+            case file, kind, feedID = "feed_id", start, end, mediaStart = "media_start", mediaEnd = "media_end"
         }
     }
 
@@ -94,13 +91,13 @@ extension RecordingManifest {
             let own = byUser[user, default: []].sorted { ($0.firstFrame ?? $0.joined) < ($1.firstFrame ?? $1.joined) }
             let segments = own.map {
                 Segment(file: $0.file, kind: $0.kind, feedID: $0.feedID, start: $0.firstFrame, end: $0.lastFrame ?? $0.left,
-                        mediaStart: $0.firstMediaTime, mediaEnd: $0.lastMediaTime, continues: $0.continues, cause: $0.cause)
+                        mediaStart: $0.firstMediaTime, mediaEnd: $0.lastMediaTime)
             }
             var gaps: [Gap] = []
             for kind in ["audio", "video"] {
                 let ofKind = segments.filter { $0.kind == kind }
                 for (a, b) in zip(ofKind, ofKind.dropFirst()) {
-                    guard b.continues != a.file, let end = a.end, let start = b.start, start > end else { continue }
+                    guard let end = a.end, let start = b.start, start > end else { continue }
                     // The recorder's outage caused it if the segment ended during it, or just
                     // before it was noticed (media loss is noticed after `mediaLossTimeout`).
                     let cause = recorderGaps.first { g in

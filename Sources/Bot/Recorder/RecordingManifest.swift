@@ -40,11 +40,9 @@ public struct RecordingManifest: Codable, Sendable {
         /// Why this track stopped being written before the feed left (the file keeps what was
         /// written until then); nil if it was not cut short.
         public var error: String? = nil
-        /// Video: the file this one continues without a gap, because the stream's caps changed
-        /// (Matroska keeps one picture size and one SPS/PPS per file); nil for a track's first file.
-        public var continues: String? = nil
-        /// Why the track went on in this file, e.g. "picture size changed from 640x360 to 320x180".
-        public var cause: String? = nil
+        /// Video: the file's parts, one per format it was written in (a new picture size or
+        /// SPS/PPS mid-call goes on in the same file), in order.
+        public var parts: [VideoPart]? = nil
         /// Per-sender keys (`--key-map`): frames opened by each of the sender's key indexes,
         /// e.g. {"3": 120, "2": 4}; nil with a call key or none.
         public var openedByKeyIndex: [String: Int]? = nil
@@ -60,7 +58,7 @@ public struct RecordingManifest: Codable, Sendable {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
-            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, continues, cause
+            case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, parts
             case openedByKeyIndex = "opened_by_key_index", written, onDisk = "on_disk", notMerged = "not_merged"
         }
     }

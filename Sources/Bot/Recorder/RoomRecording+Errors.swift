@@ -59,9 +59,9 @@ extension RoomRecording {
                             kind: recording.kind.media, file: file, error: text))
         // A short wait: end-of-stream lets the muxer close the file if the failure was upstream of it.
         await recording.finish(in: media.pipeline, timeout: .milliseconds(500))
-        var entries = recording.entries
-        if !entries.isEmpty { entries[entries.count - 1].error = text }
-        finished += entries
+        var entry = recording.entry
+        entry.error = text
+        finished.append(entry)
         if state == .recording { writeManifest() }
     }
 

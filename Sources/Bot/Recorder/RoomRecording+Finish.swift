@@ -77,7 +77,7 @@ extension RoomRecording {
                 for r in live { group.addTask { await r.finish(in: media.pipeline) } }
             }
         }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.flatMap(\.entries))
+        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.map(\.entry))
         await checkpoint()
     }
 }
