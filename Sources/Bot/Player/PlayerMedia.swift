@@ -47,6 +47,8 @@ extension Player {
             if let dec = try? pipeline.element(named: "dec"), let conv = try? pipeline.element(named: "conv") {
                 links.append(dec.followDecodedPads("audio/", into: try conv.staticPad("sink")))
             }
+            // One decoding thread: memory bounded by the source's picture size, not the cores.
+            if let dec = try? pipeline.element(named: "dec") { links.append(dec.limitDecoderThreads(to: 1)) }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             for turn in config.turnServers { try webrtc.addTurnServer(turn) }
             let seal = try pipeline.element(named: "seal")
