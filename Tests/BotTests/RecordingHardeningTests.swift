@@ -123,6 +123,8 @@ extension MediaScene {
         let file = out.appendingPathComponent(video.file)
         let runs = try await Pictures.runs(file)
         #expect(runs == parts.map { Pictures.Run(width: $0.width ?? 0, height: $0.height ?? 0, count: $0.frames) }, "ffprobe: \(runs), manifest: \(parts)")
+        // GStreamer's playbin plays it to its end, every picture.
+        #expect(try await Pictures.playedByPlaybin(file) == video.written)
         // Audio in sync at both ends: the tracks start and end together on the media clock.
         let (v0, v1) = (try #require(video.firstMediaTime), try #require(video.lastMediaTime))
         let (a0, a1) = (try #require(audio.firstMediaTime), try #require(audio.lastMediaTime))

@@ -34,6 +34,17 @@ public enum Pictures {
         return runs
     }
 
+    /// Pictures GStreamer's `playbin` (what GStreamer players use) presents when it plays `file`
+    /// to its end, with the audio going to a fake sink.
+    public static func playedByPlaybin(_ file: URL) async throws -> Int {
+        let raw = file.deletingPathExtension().appendingPathExtension("playbin.gray")
+        try await runToEnd("""
+            playbin uri="\(file.absoluteString)" audio-sink="fakesink sync=false" \
+            video-sink="videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! filesink location=\(raw.path)"
+            """)
+        return (try Data(contentsOf: raw)).count / 256
+    }
+
     /// The container's duration as ffprobe reads it, in seconds.
     public static func duration(_ file: URL) async throws -> Double {
         let run = try await ChildProcess.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", file.path])
