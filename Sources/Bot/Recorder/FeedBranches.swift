@@ -12,6 +12,8 @@ final class FeedBranches: Sendable {
     /// Outputs that failed while the others went on, for the manifest (kept across `reset`).
     private let failures = Locked<[RecordingManifest.OutputError]>([])
     private let config: BotConfig
+    /// Read by every branch's pause gate.
+    private let pause: PauseFlag
     private let directory: URL
     private let log: Logger
 
@@ -33,8 +35,9 @@ final class FeedBranches: Sendable {
         var failed: [String: Int64] = [:]
     }
 
-    init(config: BotConfig, directory: URL, logger: Logger) {
+    init(config: BotConfig, directory: URL, pause: PauseFlag = PauseFlag(), logger: Logger) {
         self.config = config
+        self.pause = pause
         self.directory = directory
         log = logger
     }
@@ -155,7 +158,7 @@ final class FeedBranches: Sendable {
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
-                    onKeyMissing: config.onKeyMissing, logger: log)
+                    pause: pause, onKeyMissing: config.onKeyMissing, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])

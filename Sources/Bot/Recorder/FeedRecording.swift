@@ -57,12 +57,14 @@ final class FeedRecording: Sendable {
     /// Audio: frames handed to the file's muxer, what the file must hold when read back (video
     /// counts at its file: `VideoFile.written`).
     let written = Counter()
+    /// Frames opened and dropped while the recording was paused.
+    let pausedFrames = Counter()
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
-         onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger) throws {
+         pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
@@ -117,6 +119,10 @@ final class FeedRecording: Sendable {
                                if reason == .noKey { onKeyMissing?(feedID) }
                            }),
         ]
+        // After the opening, before the file and the mix: a paused recording counts and drops.
+        let pausedFrames = self.pausedFrames
+        probes.append(open.addPauseGate(pause, keyFrames: kind == .video, onDrop: { pausedFrames.increment() },
+                                        onWaitingForKey: { keyFrames?.request() }))
         if kind.isAudio {
             let fileSink = try bin.element(named: "file").staticPad("sink")
             probes.append(fileSink.onEndOfStream { done.yield(); done.finish() })
@@ -204,7 +210,8 @@ final class FeedRecording: Sendable {
             width: videoFile?.resolution.value?.width, height: videoFile?.resolution.value?.height,
             firstMediaTime: (videoFile?.mediaTimes ?? mediaTimes).first, lastMediaTime: (videoFile?.mediaTimes ?? mediaTimes).last,
             error: unfinished.withLock { $0 }, parts: parts,
-            openedByKeyIndex: keyIndexes?.snapshot, written: videoFile?.written.value ?? written.value)
+            openedByKeyIndex: keyIndexes?.snapshot, written: videoFile?.written.value ?? written.value,
+            pausedFrames: pausedFrames.value > 0 ? pausedFrames.value : nil)
     }
 }
 

@@ -25,6 +25,8 @@ public struct Recorder: Sendable {
     public var signingKey: SigningKey? = nil
     /// What the recording is doing now (phase, tracks and their counters, last error).
     public let status = LiveStatus()
+    /// Pause and resume while it runs; start it paused to keep a paused job paused.
+    public var pauses = RecordingPauses()
 
     public init(config: BotConfig, directory: URL, duration: Duration? = nil, mixFile: URL? = nil) {
         self.config = config
@@ -42,7 +44,7 @@ public struct Recorder: Sendable {
         // manifest (taken before this run creates its own).
         let mixes = earlier == nil ? [] : self.mixFile.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
-        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status)
+        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status, pauses: pauses)
         if let signingKey { await room.sign(with: signingKey) }
         if let earlier {
             await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date(), mixesOnDisk: mixes)

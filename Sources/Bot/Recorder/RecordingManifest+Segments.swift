@@ -113,7 +113,7 @@ extension RecordingManifest {
 
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
-        case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, reconnection, participants
+        case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, pauses, reconnection, participants
         case unrecorded, mixOnDisk = "mix_on_disk", proof
     }
 
@@ -131,6 +131,7 @@ extension RecordingManifest {
         earlierMixes = try c.decodeIfPresent([String].self, forKey: .earlierMixes) ?? []
         errors = try c.decodeIfPresent([OutputError].self, forKey: .errors) ?? []
         gaps = try c.decodeIfPresent([Gap].self, forKey: .gaps) ?? []
+        pauses = try c.decodeIfPresent([Pause].self, forKey: .pauses) ?? []
         reconnection = try c.decodeIfPresent(Reconnection.self, forKey: .reconnection) ?? Reconnection()
         participants = try c.decodeIfPresent([Participant].self, forKey: .participants) ?? []
         unrecorded = try c.decodeIfPresent([Feed].self, forKey: .unrecorded) ?? []

@@ -48,6 +48,8 @@ public struct RecordingManifest: Codable, Sendable {
         public var openedByKeyIndex: [String: Int]? = nil
         /// Frames the recorder handed to this file's muxer for this track.
         public var written: Int? = nil
+        /// Frames opened and dropped while the recording was paused; nil if none.
+        public var pausedFrames: Int? = nil
         /// What the file holds for this track, read back from disk once the recording finished.
         public var onDisk: OnDisk? = nil
         /// Why this track was not put into one file with the publisher's other track (the track
@@ -59,7 +61,7 @@ public struct RecordingManifest: Codable, Sendable {
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
             case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, parts
-            case openedByKeyIndex = "opened_by_key_index", written, onDisk = "on_disk", notMerged = "not_merged"
+            case openedByKeyIndex = "opened_by_key_index", written, pausedFrames = "paused_frames", onDisk = "on_disk", notMerged = "not_merged"
         }
     }
 
@@ -89,6 +91,8 @@ public struct RecordingManifest: Codable, Sendable {
     public var errors: [OutputError] = []
     /// The recorder's own outages (Janus or the media path lost), with their causes.
     public var gaps: [Gap] = []
+    /// When the recording was paused (`RecordingPauses`), oldest first.
+    public var pauses: [Pause] = []
     public var reconnection = Reconnection()
     /// Every participant's segments (files) in order, across reconnections and rejoins.
     public var participants: [Participant] = []

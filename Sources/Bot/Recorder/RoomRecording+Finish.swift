@@ -15,7 +15,7 @@ extension RoomRecording {
         return RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
             feeds: feeds, timeline: timeline, mix: media?.mix?.file.path ?? mixFile?.path, earlierMixes: earlierMixes,
-            errors: branches.errors, gaps: gaps, reconnection: counters,
+            errors: branches.errors, gaps: gaps, pauses: pauses.all, reconnection: counters,
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
     }
 

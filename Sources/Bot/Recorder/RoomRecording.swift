@@ -83,8 +83,12 @@ actor RoomRecording {
     /// Opens sessions: the first and those of every rejoin.
     let connect: Rejoin.Connect
     let hooks: Hooks
+    /// Pause and resume, shared with the `Recorder` (and so with the service's job).
+    let pauses: RecordingPauses
 
-    init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), connect: Rejoin.Connect? = nil, hooks: Hooks = Hooks()) {
+    init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), pauses: RecordingPauses = RecordingPauses(),
+         connect: Rejoin.Connect? = nil, hooks: Hooks = Hooks()) {
+        self.pauses = pauses
         self.connect = connect ?? config.connector
         self.hooks = hooks
         self.status = status
@@ -95,7 +99,7 @@ actor RoomRecording {
         log[metadataKey: "component"] = "recorder"
         log[metadataKey: "room"] = "\(config.room)"
         self.log = log
-        branches = FeedBranches(config: config, directory: directory, logger: log)
+        branches = FeedBranches(config: config, directory: directory, pause: pauses.flag, logger: log)
         manifestFile = ManifestFile(directory: directory)
     }
 
@@ -214,6 +218,7 @@ actor RoomRecording {
         }
         timeline = earlier.timeline
         gaps = earlier.gaps
+        pauses.adopt(earlier.pauses, awaySince: awaySince)
         for i in gaps.indices where gaps[i].end == nil { gaps[i].close(at: awaySince, cause: nil) }
         gaps.append(.init(start: awaySince, cause: "the recorder was not running (process restarted)"))
         counters = earlier.reconnection
