@@ -59,13 +59,14 @@ extension Player {
     /// Watches what leaves once the media path is up: nothing sealed for `stallTimeout` while
     /// the input has not ended is a stall, said through `onStall` with where the file stopped.
     func watchForStall(_ mediaUp: Flag, position: MediaTimes, onStall: @escaping @Sendable (BotError) -> Void) -> Task<Void, Never> {
-        let stats = self.stats, videoStats = self.videoStats, source = self.source
+        let stats = self.stats, videoStats = self.videoStats, source = self.source, pauses = self.pauses
         return Task {
             var last = -1, since = ContinuousClock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
                 let sealed = stats.snapshot.sealed + videoStats.snapshot.sealed
-                guard mediaUp.isSet, sealed == last else {
+                // Paused is not stalled: nothing is meant to be sent.
+                guard mediaUp.isSet, sealed == last, !pauses.isPaused else {
                     last = sealed
                     since = .now
                     continue

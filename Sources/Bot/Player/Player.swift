@@ -32,6 +32,8 @@ public struct Player: Sendable {
     public let videoStats = FrameStats()
     /// What the player is doing now (phase, last loss).
     public let status = LiveStatus()
+    /// Pause and resume while it plays; start it paused to keep a paused job paused.
+    public var pauses = PlaybackPauses()
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
@@ -202,12 +204,16 @@ public struct Player: Sendable {
                     mediaUp.set()
                     log.info("Janus: media path up, playing")
                     if !startMedia(media, at: resumeAt ?? 0) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
+                    if let hold = try? MediaPause(media) { pauses.attach { hold.apply($0) } }
                 case .lost(let why): lost.yield(why)
                 case .ice, .connection: break
                 }
             }
         }
-        defer { watch.cancel() }
+        defer {
+            watch.cancel()
+            pauses.detach()
+        }
         let bus = media.pipeline.bus.messages()
         do { try media.pipeline.setState(.playing) } catch { throw .media(error) }
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
