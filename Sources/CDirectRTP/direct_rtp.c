@@ -198,27 +198,34 @@ static void read_route(SfbDirectRTP *d) {
     d->fd = fd;
 }
 
-static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
+// Is `ssrc` ours to protect? Claims it on its first packet (called with the lock held): one
+// srtpenc was given is not ours, nor one past the SSRCs a sender keeps.
+static gboolean owns(SfbDirectRTP *d, guint32 ssrc) {
+    gint n = __atomic_load_n(&d->n_ssrcs, __ATOMIC_RELAXED);
+    for (gint i = 0; i < n; i++) if (d->ssrcs[i] == ssrc) return TRUE;
+    if (n == SFB_DIRECT_SSRCS || !sfb_srtp_guard_claim(d->guard, ssrc)) return FALSE;
+    d->ssrcs[n] = ssrc;
+    __atomic_store_n(&d->n_ssrcs, n + 1, __ATOMIC_RELEASE);
+    return TRUE;
+}
+
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
     if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = sfb_rtp_payload_length(packet, n)) == 0) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return FALSE;
     }
     int len = (int)n;
     guint32 ssrc = ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11];
     pthread_mutex_lock(&d->lock);
     // An SSRC is claimed before its first packet is protected; one srtpenc was given is not ours.
-    if (!d->ssrc_known || ssrc != d->ssrc) {
-        if (!sfb_srtp_guard_claim(d->guard, ssrc)) {
-            pthread_mutex_unlock(&d->lock);
-            __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        __atomic_store_n(&d->ssrc, ssrc, __ATOMIC_RELAXED);
-        __atomic_store_n(&d->ssrc_known, 1, __ATOMIC_RELEASE);
+    if (!owns(d, ssrc)) {
+        pthread_mutex_unlock(&d->lock);
+        __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+        return FALSE;
     }
     srtp_err_status_t status = lib.protect(d->session, packet, &len);
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
@@ -230,11 +237,14 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return FALSE;
     }
     __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
+    return TRUE;
 }
+
+static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer); }
 
 void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
     if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
