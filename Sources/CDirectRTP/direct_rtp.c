@@ -107,10 +107,13 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     if (!session) { gst_object_unref(enc); gst_object_unref(sink); *why = "webrtcbin has not exactly one RTP session (not bundled)"; return NULL; }
 
     GstBuffer *key = NULL, *mki = NULL;
-    gint cipher = 0, auth = 0, rtcp_cipher = 0;
+    gint cipher = 0, auth = 0;
     guint window = 0;
-    g_object_get(enc, "key", &key, "mki", &mki, "rtp-cipher", &cipher, "rtp-auth", &auth,
-                 "rtcp-cipher", &rtcp_cipher, "replay-window-size", &window, NULL);
+    gboolean random_key = TRUE;
+    // dtlssrtpenc starts srtpenc on a random key (Janus fails all its packets), then sets DTLS's
+    // key and random-key FALSE in one g_object_set: read first, FALSE means the key is DTLS's.
+    g_object_get(enc, "random-key", &random_key, NULL);
+    g_object_get(enc, "key", &key, "mki", &mki, "rtp-cipher", &cipher, "rtp-auth", &auth, "replay-window-size", &window, NULL);
     NiceAgent *agent = NULL;
     guint stream = 0, component = 0;
     g_object_get(sink, "agent", &agent, "stream", &stream, "component", &component, NULL);
@@ -122,12 +125,11 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     gsize key_len = 0;
     GstMapInfo map = GST_MAP_INFO_INIT;
     if (!agent || stream == 0 || component == 0) { *why = "nicesink has no ICE agent or stream"; goto out; }
-    if (!key) { *why = "srtpenc has no key yet (DTLS not done)"; goto out; }
+    if (!key || random_key) { *why = "srtpenc has no DTLS key yet (DTLS not done)"; goto out; }
     if (mki) { *why = "srtpenc uses an MKI"; goto out; }
     if (!set_policy(&policy.rtp, cipher, auth, &key_len)) { *why = "srtpenc's cipher is not one this path knows"; goto out; }
     // libsrtp checks the RTCP policy too; srtpenc's RTCP is the same profile as its RTP.
     policy.rtcp = policy.rtp;
-    (void)rtcp_cipher;
     if (gst_buffer_get_size(key) < key_len || !gst_buffer_map(key, &map, GST_MAP_READ)) { *why = "srtpenc's key is too short"; goto out; }
     policy.ssrc.type = ssrc_any_outbound;
     policy.key = map.data;

@@ -150,7 +150,14 @@ final class PublisherBot: LoadBot {
             // DTLS is done: audio may now go out past webrtcbin, before any packet reached it.
             if context.sendPath == .direct {
                 do throws(GStreamerError) {
-                    let direct = try DirectRTPSender(webrtc)
+                    // Janus may report the path up before DTLS's key reaches our srtpenc: wait for it.
+                    var made = Result { () throws(GStreamerError) in try DirectRTPSender(webrtc) }
+                    for _ in 0..<50 {
+                        guard case .failure(let e) = made, "\(e)".contains("no DTLS key yet") else { break }
+                        try? await Task.sleep(for: .milliseconds(20))
+                        made = Result { () throws(GStreamerError) in try DirectRTPSender(webrtc) }
+                    }
+                    let direct = try made.get()
                     var sent = [try direct.attach(to: pay.staticPad("src"))]
                     // Sealed once per frame on vpay's sink; each packet protected and sent here.
                     if source.hasVideo { sent.append(try direct.attachVideo(to: pipeline.element(named: "vpay").staticPad("src"))) }
