@@ -1,22 +1,37 @@
-// See CDirectRTP.h: the peer's receiver reports about what the direct sender sends.
+// See CDirectRTP.h: the peer's receiver reports and keyframe requests about what the direct
+// sender sends.
 #include "direct_rtp.h"
 #include "elements.h"
 
 static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
-    if (!__atomic_load_n(&d->ssrc_known, __ATOMIC_ACQUIRE)) return;
-    guint32 ours = __atomic_load_n(&d->ssrc, __ATOMIC_RELAXED);
+    gint n = __atomic_load_n(&d->n_ssrcs, __ATOMIC_ACQUIRE);
+    if (n == 0) return;
     GstMapInfo map;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return;
-    gint64 lost = 0;
-    guint32 jitter = 0;
-    // RTCP packet types 200–204; RTP never uses them as M|PT (RFC 5761 §4).
-    guint found = map.size >= 8 && map.data[1] >= 200 && map.data[1] <= 204
-        ? sfb_rtcp_report_blocks(map.data, map.size, ours, &lost, &jitter) : 0;
+    // RTCP packet types 200–206; RTP never uses them as M|PT (RFC 5761 §4).
+    gboolean rtcp = map.size >= 8 && map.data[1] >= 200 && map.data[1] <= 206;
+    guint found = 0, requests = 0;
+    for (gint i = 0; rtcp && i < n; i++) {
+        guint32 ssrc = d->ssrcs[i];
+        gint64 lost = 0;
+        guint32 jitter = 0;
+        guint f = sfb_rtcp_report_blocks(map.data, map.size, ssrc, &lost, &jitter);
+        if (f > 0) {
+            __atomic_store_n(&d->cumulative_lost[i], lost, __ATOMIC_RELAXED);
+            // The first SSRC's (the one that started first; audio for a load publisher).
+            if (i == 0) __atomic_store_n(&d->jitter, jitter, __ATOMIC_RELAXED);
+        }
+        found += f;
+        requests += sfb_rtcp_keyframe_requests(map.data, map.size, ssrc);
+    }
     gst_buffer_unmap(buffer, &map);
-    if (found == 0) return;
-    __atomic_store_n(&d->cumulative_lost, lost, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->jitter, jitter, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&d->reports, found, __ATOMIC_RELAXED);
+    if (found) __atomic_fetch_add(&d->reports, found, __ATOMIC_RELAXED);
+    if (requests) {
+        __atomic_fetch_add(&d->keyframe_requests, requests, __ATOMIC_RELAXED);
+        // The oldest unanswered request is what the next keyframe answers.
+        gint64 none = 0;
+        __atomic_compare_exchange_n(&d->pending_since, &none, g_get_monotonic_time(), FALSE, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
 }
 
 static GstPadProbeReturn on_rtcp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
@@ -39,6 +54,8 @@ gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *d, GstElement *webrtcbin, GstP
 
 void sfb_direct_rtp_reports(SfbDirectRTP *d, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter) {
     *reports = __atomic_load_n(&d->reports, __ATOMIC_RELAXED);
-    *cumulativeLost = __atomic_load_n(&d->cumulative_lost, __ATOMIC_RELAXED);
+    gint64 lost = 0;
+    for (gint i = 0; i < SFB_DIRECT_SSRCS; i++) lost += __atomic_load_n(&d->cumulative_lost[i], __ATOMIC_RELAXED);
+    *cumulativeLost = lost;
     *jitter = __atomic_load_n(&d->jitter, __ATOMIC_RELAXED);
 }

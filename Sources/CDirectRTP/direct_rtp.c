@@ -107,10 +107,13 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     if (!session) { gst_object_unref(enc); gst_object_unref(sink); *why = "webrtcbin has not exactly one RTP session (not bundled)"; return NULL; }
 
     GstBuffer *key = NULL, *mki = NULL;
-    gint cipher = 0, auth = 0, rtcp_cipher = 0;
+    gint cipher = 0, auth = 0;
     guint window = 0;
-    g_object_get(enc, "key", &key, "mki", &mki, "rtp-cipher", &cipher, "rtp-auth", &auth,
-                 "rtcp-cipher", &rtcp_cipher, "replay-window-size", &window, NULL);
+    gboolean random_key = TRUE;
+    // dtlssrtpenc starts srtpenc on a random key (Janus fails all its packets), then sets DTLS's
+    // key and random-key FALSE in one g_object_set: read first, FALSE means the key is DTLS's.
+    g_object_get(enc, "random-key", &random_key, NULL);
+    g_object_get(enc, "key", &key, "mki", &mki, "rtp-cipher", &cipher, "rtp-auth", &auth, "replay-window-size", &window, NULL);
     NiceAgent *agent = NULL;
     guint stream = 0, component = 0;
     g_object_get(sink, "agent", &agent, "stream", &stream, "component", &component, NULL);
@@ -122,12 +125,11 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     gsize key_len = 0;
     GstMapInfo map = GST_MAP_INFO_INIT;
     if (!agent || stream == 0 || component == 0) { *why = "nicesink has no ICE agent or stream"; goto out; }
-    if (!key) { *why = "srtpenc has no key yet (DTLS not done)"; goto out; }
+    if (!key || random_key) { *why = "srtpenc has no DTLS key yet (DTLS not done)"; goto out; }
     if (mki) { *why = "srtpenc uses an MKI"; goto out; }
     if (!set_policy(&policy.rtp, cipher, auth, &key_len)) { *why = "srtpenc's cipher is not one this path knows"; goto out; }
     // libsrtp checks the RTCP policy too; srtpenc's RTCP is the same profile as its RTP.
     policy.rtcp = policy.rtp;
-    (void)rtcp_cipher;
     if (gst_buffer_get_size(key) < key_len || !gst_buffer_map(key, &map, GST_MAP_READ)) { *why = "srtpenc's key is too short"; goto out; }
     policy.ssrc.type = ssrc_any_outbound;
     policy.key = map.data;
@@ -198,27 +200,34 @@ static void read_route(SfbDirectRTP *d) {
     d->fd = fd;
 }
 
-static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
+// Is `ssrc` ours to protect? Claims it on its first packet (called with the lock held): one
+// srtpenc was given is not ours, nor one past the SSRCs a sender keeps.
+static gboolean owns(SfbDirectRTP *d, guint32 ssrc) {
+    gint n = __atomic_load_n(&d->n_ssrcs, __ATOMIC_RELAXED);
+    for (gint i = 0; i < n; i++) if (d->ssrcs[i] == ssrc) return TRUE;
+    if (n == SFB_DIRECT_SSRCS || !sfb_srtp_guard_claim(d->guard, ssrc)) return FALSE;
+    d->ssrcs[n] = ssrc;
+    __atomic_store_n(&d->n_ssrcs, n + 1, __ATOMIC_RELEASE);
+    return TRUE;
+}
+
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
     if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = sfb_rtp_payload_length(packet, n)) == 0) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return FALSE;
     }
     int len = (int)n;
     guint32 ssrc = ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11];
     pthread_mutex_lock(&d->lock);
     // An SSRC is claimed before its first packet is protected; one srtpenc was given is not ours.
-    if (!d->ssrc_known || ssrc != d->ssrc) {
-        if (!sfb_srtp_guard_claim(d->guard, ssrc)) {
-            pthread_mutex_unlock(&d->lock);
-            __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        __atomic_store_n(&d->ssrc, ssrc, __ATOMIC_RELAXED);
-        __atomic_store_n(&d->ssrc_known, 1, __ATOMIC_RELEASE);
+    if (!owns(d, ssrc)) {
+        pthread_mutex_unlock(&d->lock);
+        __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+        return FALSE;
     }
     srtp_err_status_t status = lib.protect(d->session, packet, &len);
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
@@ -230,11 +239,14 @@ static void send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return FALSE;
     }
     __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
+    return TRUE;
 }
+
+static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer); }
 
 void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
     if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {

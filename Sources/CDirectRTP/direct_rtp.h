@@ -6,6 +6,9 @@
 #include <nice/agent.h>
 #include <srtp2/srtp.h>
 
+// SSRCs one sender protects: a bot's audio and video (and room for RTX and simulcast).
+#define SFB_DIRECT_SSRCS 4
+
 struct SfbDirectRTP {
     gint refs;
     // The srtp session, the claimed SSRC and the route (one pushing thread in practice).
@@ -26,14 +29,22 @@ struct SfbDirectRTP {
     socklen_t to_len;
     gulong on_pair, on_state;
     guint64 packets, payload_bytes, dropped, refused;   // __atomic, relaxed: counters only
-    // The SSRC sent (claimed from the guard) and what the peer's receiver reports say of it
-    // (rtpsession never saw it, so it ignores those report blocks): __atomic.
-    guint32 ssrc;
-    gint ssrc_known;
-    guint64 reports;
-    gint64 cumulative_lost;
+    // The SSRCs sent (claimed from the guard; audio and video) and what the peer's receiver
+    // reports say of them (rtpsession never saw them, so it ignores those report blocks).
+    // ssrcs[i] is written before n_ssrcs grows (release), under the lock; readers acquire.
+    guint32 ssrcs[SFB_DIRECT_SSRCS];
+    gint n_ssrcs;
+    guint64 reports;                     // __atomic from here on
+    gint64 cumulative_lost[SFB_DIRECT_SSRCS];
     guint32 jitter;
+    // Keyframe requests (PLI, FIR) about our SSRCs, and how they were answered: by the next
+    // IDR sent on a video pad (direct_video.c). pending_since: monotonic µs, 0 if none pending.
+    guint64 keyframe_requests, keyframe_answers, keyframes_sent, answer_us_max;
+    gint64 pending_since;
 };
+
+// Sends one RTP buffer (protect, then sendto or libnice); TRUE if it left.
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer);
 
 // Runs `each` on the probe's buffer, or on every buffer of its list.
 void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *));

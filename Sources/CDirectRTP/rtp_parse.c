@@ -36,3 +36,37 @@ guint sfb_rtcp_report_blocks(const guint8 *p, gsize n, guint32 ssrc, gint64 *cum
     }
     return found;
 }
+
+// RFC 6184 §5.2–5.8: a single NAL unit (1–23), STAP-A (24: 16-bit size, then the NAL), FU-A (28:
+// indicator, header with S bit and the NAL type).
+gboolean sfb_h264_rtp_starts_idr(const guint8 *p, gsize n) {
+    if (n < 1) return FALSE;
+    guint type = p[0] & 0x1f;
+    if (type == 5) return TRUE;
+    if (type == 28) return n >= 2 && (p[1] & 0x80) && (p[1] & 0x1f) == 5;
+    if (type != 24) return FALSE;
+    for (gsize off = 1; off + 3 <= n;) {
+        gsize size = ((gsize)p[off] << 8) | p[off + 1];
+        if (size == 0) return FALSE;
+        if ((p[off + 2] & 0x1f) == 5) return TRUE;
+        off += 2 + size;
+    }
+    return FALSE;
+}
+
+guint sfb_rtcp_keyframe_requests(const guint8 *p, gsize n, guint32 ssrc) {
+    guint found = 0;
+    gsize off = 0;
+    while (off + 4 <= n && (p[off] >> 6) == 2) {
+        gsize size = 4 * ((gsize)((p[off + 2] << 8) | p[off + 3]) + 1);
+        guint pt = p[off + 1], fmt = p[off] & 0x1f;
+        if (off + size > n) break;
+        // PLI (RFC 4585 §6.3.1): the media source SSRC names the stream.
+        if (pt == 206 && fmt == 1 && size >= 12 && be32(p + off + 8) == ssrc) found++;
+        // FIR (RFC 5104 §4.3.1): each 8-byte FCI entry names one.
+        if (pt == 206 && fmt == 4)
+            for (gsize e = off + 12; e + 8 <= off + size; e += 8) if (be32(p + e) == ssrc) found++;
+        off += size;
+    }
+    return found;
+}

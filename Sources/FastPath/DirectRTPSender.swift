@@ -8,8 +8,10 @@ public import GStreamerKit
 /// What this gives up: webrtcbin's rtpsession never sees these packets, so its outbound
 /// counters stay at 0 (read `counts` instead), it ignores the peer's receiver reports about
 /// them (read `reports`, from `watchReports`), its RTCP carries no sender report for them (so
-/// no round-trip time), and nothing answers a NACK (no RTX). It is meant for audio load
-/// publishers.
+/// no round-trip time), and nothing answers a NACK (no RTX). Keyframe requests (PLI, FIR) are
+/// read with the reports and answered by the next IDR the video pad sends (`keyframes`). It is
+/// meant for load publishers, audio and video on one sender (one SRTP session, every SSRC
+/// claimed from the guard).
 public final class DirectRTPSender: @unchecked Sendable {
     // @unchecked: the C object's counters are atomics and its session is locked.
     private let pointer: OpaquePointer
@@ -34,6 +36,22 @@ public final class DirectRTPSender: @unchecked Sendable {
         let id = sfb_direct_rtp_attach(pointer, pad.gstPad)
         guard id != 0 else { throw .linkFailed("direct RTP: cannot probe \(pad.name)") }
         return PadProbe(pad: pad, probeID: UInt(id))
+    }
+
+    /// Like `attach(to:)`, for an H.264 payloader: an IDR leaving answers the keyframe requests
+    /// read since the last one.
+    public func attachVideo(to pad: Pad) throws(GStreamerError) -> PadProbe {
+        let id = sfb_direct_rtp_attach_video(pointer, pad.gstPad)
+        guard id != 0 else { throw .linkFailed("direct RTP: cannot probe \(pad.name)") }
+        return PadProbe(pad: pad, probeID: UInt(id))
+    }
+
+    /// Keyframe requests (PLI, FIR) Janus sent about what this sends (read by `watchReports`),
+    /// how many an IDR sent since answered, IDRs sent, and the longest a request waited.
+    public var keyframes: (requests: UInt64, answered: UInt64, sent: UInt64, slowestAnswer: Duration) {
+        var r: guint64 = 0, a: guint64 = 0, s: guint64 = 0, us: guint64 = 0
+        sfb_direct_rtp_keyframes(pointer, &r, &a, &s, &us)
+        return (UInt64(r), UInt64(a), UInt64(s), .microseconds(Int64(us)))
     }
 
     /// Reads the peer's receiver reports about what this sends, from the RTCP `webrtc`

@@ -35,8 +35,7 @@ struct LoadRunCommand: AsyncParsableCommand {
     var publishers = 1
     @Option(help: "Subscriber bots (over all shards).")
     var subscribers = 0
-    @Flag(help: "Publishers also send H.264 video (a shared encoder, ECall's envelope).")
-    var video = false
+    @OptionGroup var video: LoadVideoOptions
     @Option(help: ArgumentHelp("Audio file the publishers send, looped (default: a 440 Hz tone).", valueName: "file"))
     var media: String?
     @Option(help: ArgumentHelp("Seconds the room is held once every bot has joined; 0: until Ctrl-C.", valueName: "seconds"))
@@ -132,7 +131,9 @@ struct LoadRunCommand: AsyncParsableCommand {
                             protection: try loadProtection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
-        plan.video = video
+        plan.video = video.video
+        plan.videoSettings = try video.settings()
+        plan.decodeEvery = video.decodeEvery
         plan.media = media
         plan.duration = try duration > 0 ? OptionCheck.seconds(duration, "--duration") : nil
         plan.ramp = ramp
@@ -224,6 +225,9 @@ enum LoadVerdict {
         Swift.print("bots: \(s.bots.joined) joined, \(s.bots.failed) failed, \(s.bots.lost) lost, \(s.bots.retries) retries; first decrypted frame \(first)")
         printJoinPhases(s)
         Swift.print("frames: \(s.publishers.framesSealed) sent, \(s.subscribers.framesOpened) decrypted, \(s.subscribers.decryptFailuresTotal) failed to decrypt")
+        if let k = s.publishers.keyframes {
+            Swift.print("video keyframes: \(k.sent) IDRs sent; Janus asked \(k.requests) times (PLI/FIR), \(k.answered) answered by the next IDR, the slowest after \(Int(k.slowestAnswerMs)) ms")
+        }
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet (%.1f in the kernel), %.2f MB RSS/bot, %.1f threads/bot", p.shard,
                                p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.kernelMicrosecondsPerPacket ?? .nan,

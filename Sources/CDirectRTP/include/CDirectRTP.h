@@ -26,6 +26,15 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why);
 /// A packet whose SSRC srtpenc has protected is never sent: see sfb_direct_rtp_refused.
 gulong sfb_direct_rtp_attach(SfbDirectRTP *sender, GstPad *pad);
 
+/// Like sfb_direct_rtp_attach, for a video payloader (H.264, RFC 6184): an IDR leaving answers
+/// the keyframe requests read since the last one (see sfb_direct_rtp_keyframes).
+gulong sfb_direct_rtp_attach_video(SfbDirectRTP *sender, GstPad *pad);
+
+/// Keyframe requests (PLI, FIR) about the SSRCs sent, read with the reports
+/// (sfb_direct_rtp_watch_reports); how many an IDR sent answered; IDRs sent; and the longest a
+/// request waited for its answer.
+void sfb_direct_rtp_keyframes(SfbDirectRTP *sender, guint64 *requests, guint64 *answered, guint64 *sent, guint64 *slowestAnswerMicroseconds);
+
 /// Packets sent, their RTP payload bytes, and packets dropped (too large, SRTP or ICE failed,
 /// or refused).
 void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payloadBytes, guint64 *dropped);
@@ -34,13 +43,13 @@ void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payl
 guint64 sfb_direct_rtp_refused(SfbDirectRTP *sender);
 
 /// Watches the RTCP webrtcbin decrypts (its srtpdec's rtcp_src pad) for the peer's receiver
-/// report blocks about the SSRC this sender sends: rtpsession ignores them, never having seen
+/// report blocks (and keyframe requests) about the SSRCs this sender sends: rtpsession ignores them, never having seen
 /// that SSRC. Returns the probe's id and, in `*pad`, the pad with a reference the caller owns
 /// (and removes the probe from); 0 (and NULL) if webrtcbin has no srtpdec.
 gulong sfb_direct_rtp_watch_reports(SfbDirectRTP *sender, GstElement *webrtcbin, GstPad **pad);
 
-/// Report blocks read so far, and the newest one's cumulative loss and interarrival jitter
-/// (in RTP timestamp units).
+/// Report blocks read so far, the newest cumulative loss summed over the SSRCs sent, and the
+/// first SSRC's interarrival jitter (in its RTP timestamp units).
 void sfb_direct_rtp_reports(SfbDirectRTP *sender, guint64 *reports, gint64 *cumulativeLost, guint32 *jitter);
 
 /// The owner's end: stops listening to the ICE agent and gives up the owner's reference (the
@@ -94,5 +103,13 @@ void sfb_receive_inline_counts(SfbReceiveInline *shortcut, guint64 *inlinePacket
 
 /// Removes the shortcut's probes (packets take the queue again) and drops the owner's reference.
 void sfb_receive_inline_close(SfbReceiveInline *shortcut);
+
+/// Does this H.264 RTP payload (RFC 6184) carry the start of an IDR slice: a NAL unit of type 5,
+/// in a STAP-A, or the first fragment of an FU-A?
+gboolean sfb_h264_rtp_starts_idr(const guint8 *payload, gsize size);
+
+/// Keyframe requests about `ssrc` in a compound RTCP packet: PLIs (RFC 4585) naming it as media
+/// source, and FIR entries (RFC 5104) naming it. Stops at a truncated packet.
+guint sfb_rtcp_keyframe_requests(const guint8 *packet, gsize size, guint32 ssrc);
 
 #endif

@@ -32,7 +32,7 @@ final class PublisherBot: LoadBot {
         var outlets: [(Outlet, FanOut)] = []
         var probes: [PadProbe] = []
         var tasks: [Task<Void, Never>] = []
-        /// Audio RTP sent past webrtcbin's send chain (`LoadPlan.SendPath.direct`).
+        /// Audio and video RTP sent past webrtcbin's send chain (`LoadPlan.SendPath.direct`).
         var direct: DirectRTPSender?
 
         func leave(announce: Bool) async { await publisher.leave(announce: announce) }
@@ -50,6 +50,12 @@ final class PublisherBot: LoadBot {
     var feedID: Int64? { core.current?.feedID }
     var lost: String? { core.gaveUp }
     var webrtc: WebRTCBin? { core.current?.webrtc }
+    /// Janus's keyframe requests and their answers, when video goes the direct path.
+    var keyframes: KeyframeCounts? {
+        guard context.source.hasVideo, let k = core.current?.direct?.keyframes else { return nil }
+        return KeyframeCounts(requests: k.requests, answered: k.answered, sent: k.sent,
+                              slowestAnswerMs: Double(k.slowestAnswer / .microseconds(1)) / 1000)
+    }
 
     /// Connects, joins, publishes and starts sending; returns once Janus reports the media
     /// path up. On failure everything this attempt built is torn down before it throws.
@@ -144,10 +150,19 @@ final class PublisherBot: LoadBot {
             // DTLS is done: audio may now go out past webrtcbin, before any packet reached it.
             if context.sendPath == .direct {
                 do throws(GStreamerError) {
-                    let direct = try DirectRTPSender(webrtc)
-                    let probe = try direct.attach(to: pay.staticPad("src"))
+                    // Janus may report the path up before DTLS's key reaches our srtpenc: wait for it.
+                    var made = Result { () throws(GStreamerError) in try DirectRTPSender(webrtc) }
+                    for _ in 0..<50 {
+                        guard case .failure(let e) = made, "\(e)".contains("no DTLS key yet") else { break }
+                        try? await Task.sleep(for: .milliseconds(20))
+                        made = Result { () throws(GStreamerError) in try DirectRTPSender(webrtc) }
+                    }
+                    let direct = try made.get()
+                    var sent = [try direct.attach(to: pay.staticPad("src"))]
+                    // Sealed once per frame on vpay's sink; each packet protected and sent here.
+                    if source.hasVideo { sent.append(try direct.attachVideo(to: pipeline.element(named: "vpay").staticPad("src"))) }
                     let reports = direct.watchReports(webrtc)
-                    core.update { $0.direct = direct; $0.probes += [probe] + (reports.map { [$0] } ?? []) }
+                    core.update { $0.direct = direct; $0.probes += sent + (reports.map { [$0] } ?? []) }
                 } catch {
                     context.directFallbacks.increment()
                     log.warning("load: \(display) sends through webrtcbin: \(error)")

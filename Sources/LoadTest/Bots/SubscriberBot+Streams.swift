@@ -1,6 +1,7 @@
 import Bot
 import FastPath
 import FrameCrypto
+import Foundation
 import GStreamerKit
 import Synchronization
 import Locking
@@ -8,6 +9,9 @@ import Locking
 extension SubscriberBot {
     final class Streams: Sendable {
         private let map = Locked<[String: Stream]>([:])
+        /// This bot decodes its video (`--decode-every`): the branch ends in a decoder.
+        let decodes: Bool
+        init(decodes: Bool) { self.decodes = decodes }
         func withLock<R>(_ body: (inout [String: Stream]) -> R) -> R { map.withLock { body(&$0) } }
         /// Receive branches by mid, kept when their stream ends: webrtcbin adds a pad once per
         /// mid, so a feed Janus later puts on the same mid reuses the branch (set under `map`'s lock).
@@ -31,6 +35,13 @@ extension SubscriberBot {
                 : pad.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
                                      feedID: stream.feedID, attach: consumer)
             stream.branch = bin
+            // A decoding branch: count its pictures and their size (the shared encoder's).
+            if let sink = try? bin.element(named: "pictures").staticPad("sink") {
+                stream.pictureProbe = sink.addBufferObserver { [weak stream, sink] _ in
+                    guard let stream else { return }
+                    if stream.pictures.add(1, ordering: .relaxed).newValue == 1 { stream.pictureCaps.withLock { $0 = sink.caps } }
+                }
+            }
         }
     }
 
@@ -45,6 +56,10 @@ extension SubscriberBot {
         var ssrc: UInt32?
         var branch: Bin?
         var probe: PadProbe?
+        var pictureProbe: PadProbe?
+        /// Pictures decoded (`--decode-every`) and the caps of the first.
+        let pictures = Atomic<Int>(0)
+        let pictureCaps = Locked<String?>(nil)
         /// The publisher's Janus display: with per-sender keys its participant id names its keys.
         let display: String
         init(mid: String, feedID: Int64, kind: String, display: String = "") {
@@ -53,5 +68,33 @@ extension SubscriberBot {
             self.kind = kind
             self.display = display
         }
+    }
+}
+
+extension SubscriberBot {
+    /// Video access units received and decrypted on the current streams.
+    var videoFrames: FrameStats.Snapshot {
+        streams.withLock { m in m.values.filter { $0.kind == "video" }.reduce(FrameStats.Snapshot.zero) { $0 + $1.stats.snapshot } }
+    }
+
+    /// Pictures decoded on the current streams and the sizes they had (`--decode-every`); nil
+    /// if this bot does not decode.
+    var videoPictures: (decoded: Int, sizes: [String])? {
+        guard streams.decodes else { return nil }
+        return streams.withLock { m in
+            let video = m.values.filter { $0.kind == "video" }
+            let sizes = Set(video.compactMap { s in s.pictureCaps.withLock { $0 }.flatMap(Self.size(in:)) })
+            return (video.reduce(0) { $0 + $1.pictures.load(ordering: .relaxed) }, sizes.sorted())
+        }
+    }
+
+    /// "WxH" from raw video caps.
+    static func size(in caps: String) -> String? {
+        func value(_ key: String) -> String? {
+            guard let r = caps.range(of: key + "=(int)") else { return nil }
+            return String(caps[r.upperBound...].prefix { $0.isNumber })
+        }
+        guard let w = value("width"), let h = value("height") else { return nil }
+        return "\(w)x\(h)"
     }
 }

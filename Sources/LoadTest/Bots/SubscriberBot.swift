@@ -20,7 +20,7 @@ final class SubscriberBot: LoadBot {
     /// The attempt, losses and comebacks (behind one lock; the receive paths never take it).
     let core: BotCore<Live>
     /// Streams by mid, shared with webrtcbin's pad-added thread.
-    private let streams = Streams()
+    let streams: Streams
     /// Frames of streams that ended (publisher left, or a new attempt).
     private let retired = Locked(FrameStats.Snapshot.zero)
     /// Their decrypted audio frames by feed (for the steady window's per-feed counts).
@@ -44,6 +44,7 @@ final class SubscriberBot: LoadBot {
         self.display = display
         self.context = context
         self.protection = context.protection.forOneBot()
+        streams = Streams(decodes: context.decodeEvery.map { index % $0 == 0 } ?? false)
         core = BotCore(display: display, log: context.logger(bot: display), rejoinTimeout: context.rejoinTimeout)
     }
 
@@ -188,6 +189,7 @@ final class SubscriberBot: LoadBot {
 
     private func retire(_ s: Stream) {
         s.probe?.remove()
+        s.pictureProbe?.remove()
         let snapshot = s.stats.snapshot
         retired.withLock { $0 = $0 + snapshot }
         if s.kind == "audio" { retiredAudioByFeed.withLock { $0[s.feedID, default: 0] += snapshot.opened } }
@@ -217,7 +219,7 @@ final class SubscriberBot: LoadBot {
             }
             do {
                 let consuming = consumingAudioRTP && stream.kind == "audio"
-                let name = consuming ? "discard" : stream.kind == "video" ? "load-receive-video" : "load-receive-audio"
+                let name = consuming ? "discard" : stream.kind == "video" ? (streams.decodes ? "load-receive-video-decode" : "load-receive-video") : "load-receive-audio"
                 let bin = try pipeline.addBin(description: library.description(name), name: "receive-\(mid)")
                 let branch = Branch(bin: bin, pad: consuming ? pad : try bin.element(named: "open").staticPad("src"), consumingRTP: consuming)
                 // Before the opener: one that consumes on this pad drops every packet, and
@@ -241,11 +243,6 @@ final class SubscriberBot: LoadBot {
         streams.withLock { m in
             m.values.filter { $0.kind == "audio" }.reduce(into: retiredAudioByFeed.withLock { $0 }) { $0[$1.feedID, default: 0] += $1.stats.snapshot.opened }
         }
-    }
-
-    /// Video access units decrypted on the current streams.
-    var videoFramesOpened: Int {
-        streams.withLock { m in m.values.filter { $0.kind == "video" }.reduce(0) { $0 + $1.stats.snapshot.opened } }
     }
 
     var frames: FrameStats.Snapshot {

@@ -33,6 +33,8 @@ public struct BotRecord: Codable, Sendable, Equatable {
     // Publisher side.
     public var framesSealed = 0
     public var sealFailures = 0
+    /// Keyframe requests and their answers (direct-path video only).
+    public var keyframes: KeyframeCounts?
     public var packetsSent: UInt64 = 0
     public var bytesSent: UInt64 = 0
     /// Round-trip time to Janus (RTCP RR), ms; loss Janus reports for what we sent, %.
@@ -47,6 +49,10 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var framesOpened = 0
     /// Of those, video access units (with --video).
     public var videoFramesOpened = 0
+    public var videoFramesReceived = 0
+    /// Pictures decoded and their sizes, for a subscriber that decodes (`decodeEvery`).
+    public var videoPicturesDecoded: Int?
+    public var videoPictureSizes: [String]?
     /// Frames that did not open, by `DropReason` raw value.
     public var decryptFailures: [String: Int] = [:]
     public var packetsReceived: UInt64 = 0

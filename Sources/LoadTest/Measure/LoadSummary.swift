@@ -82,6 +82,7 @@ public struct LoadSummary: Codable, Sendable {
         public var rttMs: Distribution?
         /// Loss Janus reports for what publishers sent (RTCP RR), %.
         public var remoteLossPercent: Distribution?
+        public var keyframes: KeyframeCounts?
     }
 
     public struct Subscribers: Codable, Sendable {
@@ -196,7 +197,8 @@ extension LoadSummary {
         joinPhases = byRole
         publishers = Publishers(framesSealed: pubs.reduce(0) { $0 + $1.framesSealed }, sealFailures: pubs.reduce(0) { $0 + $1.sealFailures },
                                 packetsSent: pubs.reduce(0) { $0 + $1.packetsSent },
-                                rttMs: Distribution(pubs.compactMap(\.rttMs)), remoteLossPercent: Distribution(pubs.compactMap(\.remoteLossPercent)))
+                                rttMs: Distribution(pubs.compactMap(\.rttMs)), remoteLossPercent: Distribution(pubs.compactMap(\.remoteLossPercent)),
+                                keyframes: KeyframeCounts.total(pubs.compactMap(\.keyframes)))
         // A subscriber should receive every joined publisher, or `limit` of them.
         let joinedPublishers = pubs.filter { $0.state == .joined }.count
         let expected = min(joinedPublishers, r.subscribeLimit ?? Int.max)

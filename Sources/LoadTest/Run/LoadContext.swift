@@ -32,6 +32,8 @@ struct LoadContext: Sendable {
     let directFallbacks = SharedCount()
     /// How subscribers take received packets in.
     var receivePath: LoadPlan.ReceivePath
+    /// 1 in N subscribers decodes its video (nil: none).
+    var decodeEvery: Int?
     /// Packets subscribers' nicesrc gave past the queue and through it (`ReceiveInline`),
     /// added when an attempt ends.
     let receivedPastQueue = SharedCount()

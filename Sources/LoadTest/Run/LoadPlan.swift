@@ -10,6 +10,11 @@ public struct LoadPlan: Sendable {
     public var publishers: Int
     public var subscribers: Int
     public var video = false
+    /// What video publishers send (`video`): size, rate, bitrate, keyframe interval.
+    public var videoSettings = VideoSettings.phone
+    /// Subscribers 0, N, 2N … decode the video they open (avdec_h264), to check the pictures;
+    /// nil: none decodes (the others only open frames).
+    public var decodeEvery: Int?
     /// Audio file to send (encoded once, looped); nil: a 440 Hz tone.
     public var media: String?
     /// How long the room runs once every bot has joined or given up; nil: until cancelled.
@@ -62,7 +67,9 @@ public struct LoadPlan: Sendable {
     /// handed to the same ICE agent by the payloader's thread (`DirectRTPSender`). Direct gives
     /// up the sender reports, so the publishers' RTT is not measured; loss still is (read from
     /// Janus's receiver reports by the sender itself). Video
-    /// always goes through webrtcbin (it answers Janus's NACKs with RTX).
+    /// goes the same way (sealed once per frame before the payloader), but nothing answers
+    /// Janus's NACKs (no RTX); its PLIs are counted and answered by the shared stream's next
+    /// keyframe.
     public enum SendPath: String, Sendable, Codable, CaseIterable {
         case direct, webrtcbin
     }

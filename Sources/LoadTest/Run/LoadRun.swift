@@ -59,7 +59,7 @@ public final class LoadRun: Sendable {
         let log = plan.logger
         let started = Date()
         let groups = plan.fanOutGroups ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let source = try await LoadSource(file: plan.media, video: plan.video, groups: groups, library: plan.library)
+        let source = try await LoadSource(file: plan.media, video: plan.video ? plan.videoSettings : nil, groups: groups, library: plan.library)
         let baseline = ProcessSample.now()
         let watcher: RoomWatcher
         do {
@@ -73,7 +73,7 @@ public final class LoadRun: Sendable {
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
                                   rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath,
-                                  receivePath: plan.receivePath)
+                                  receivePath: plan.receivePath, decodeEvery: plan.decodeEvery)
         // Per-sender keys: the participant id (before the colon) names the publisher's keys.
         let perSender = if case .perSender = plan.protection { true } else { false }
         let publishers = plan.shard.indices(of: plan.publishers).map {

@@ -15,11 +15,11 @@ final class LoadSource: Sendable {
     /// For files: where the loop seeks go.
     private let pace: Pad?
 
-    init(file: String?, video: Bool, groups: Int, library: PipelineLibrary) async throws {
+    init(file: String?, video: VideoSettings?, groups: Int, library: PipelineLibrary) async throws {
         var description = try file.map { try library.description("load-source-file", ["file": $0]) } ?? library.description("load-source")
         var kinds: [Kind] = [.audio]
-        if video {
-            description += " " + (try library.description("load-source-video"))
+        if let video {
+            description += " " + (try library.description("load-source-video", video.pipelineValues))
             kinds.append(.video)
         }
         for kind in kinds {

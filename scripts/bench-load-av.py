@@ -1,0 +1,78 @@
+"""scripts/bench-load's A/V part: figures of the av-* runs, direct paths beside webrtcbin's.
+
+Per-packet figures are process CPU over RTP packets in the steady window. The shared H.264
+encoder (one per process, x264 at the preset) is inside the publishers' CPU. "µs per video
+packet" takes the audio packets (50/s per publisher, 20 ms Opus) out at the audio-only run's
+µs per packet when that run is in the same output folder, else it is the A/V mix's figure.
+"""
+import json, os, sys
+
+out, P, SP, S, J, uptime = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+
+
+def load(d):
+    return json.load(open(f"{out}/{d}/summary.json"))
+
+
+def janus(d):
+    return float(open(f"{out}/{d}.janus-cores").read())
+
+
+audio_us = None
+if os.path.exists(f"{out}/publishers/summary.json"):
+    audio_us = {"direct": load("publishers")["process"][0]["cpuMicrosecondsPerPacket"]}
+    if os.path.exists(f"{out}/publishers-webrtcbin/summary.json"):
+        audio_us["webrtcbin"] = load("publishers-webrtcbin")["process"][0]["cpuMicrosecondsPerPacket"]
+
+print(f"A/V at the phone preset (640x360, 15 fps, 600 kbit/s + Opus 32 kbit/s); {uptime.strip()}")
+for name in ("av-publishers", "av-publishers-webrtcbin", "av-base", "av-subscribers", "av-subscribers-webrtcbin", "av-burst"):
+    s = load(name)
+    if not s["held"]:
+        print(f"  note: run '{name}' did not hold: {'; '.join(s['problems'])}")
+
+for run, path in (("av-publishers", "direct"), ("av-publishers-webrtcbin", "webrtcbin")):
+    r = load(run)
+    p, window, joined = r["process"][0], r["steady"]["seconds"], r["bots"]["joined"]
+    sent = p.get("packetsSent") or 0
+    audio_packets = 50 * joined * window
+    video_packets = max(1, sent - audio_packets)
+    us_mix = p["cpuMicrosecondsPerPacket"]
+    if audio_us and path in audio_us:
+        us_video = (us_mix * sent - audio_us[path] * audio_packets) / video_packets
+        video = f"{us_video:.1f} µs per video packet sent (target ≤ 30; audio's {audio_us[path]:.1f} taken out)"
+    else:
+        video = f"{us_mix:.1f} µs per packet sent, audio and video mixed (no audio-only run to take audio out)"
+    k = r["publishers"].get("keyframes") or {}
+    print(f"{run}: {joined}/{P} joined; sfubot CPU {p['cpuCores']:.3f} cores → {joined / p['cpuCores']:.0f} A/V publishers per core "
+          f"(target ≥ 250, send path {path}); Janus {janus(run):.3f} cores")
+    print(f"  {video}; {us_mix:.1f} µs per packet for the mix ({p.get('kernelMicrosecondsPerPacket') or float('nan'):.1f} in the kernel); "
+          f"{sent} packets in {window:.0f} s, ≈{video_packets / max(1, joined) / window:.0f} video packets/s per publisher")
+    print(f"  RSS {p['rssPerBotMB']:.2f} MB per bot; {p['threadsPerBot']:.1f} threads per bot"
+          + (f"; keyframe requests {k['requests']}, answered {k['answered']}, IDRs {k['sent']}, slowest answer {k['slowestAnswerMs']:.0f} ms" if k else ""))
+
+b = load("av-base")["process"][0]
+for run, path in (("av-subscribers", "direct"), ("av-subscribers-webrtcbin", "webrtcbin")):
+    r = load(run)
+    s, window = r["process"][0], r["steady"]["seconds"]
+    received = s.get("packetsReceived") or 0
+    extra = s["cpuCores"] - b["cpuCores"]
+    subs = r["subscribers"]
+    print(f"{run}: {S} × {SP} A/V feeds, {subs['receivingEveryFeed']}/{S} received every feed, {subs['framesOpened']} frames decrypted, "
+          f"{subs['decryptFailuresTotal']} failed; receive path {path}")
+    print(f"  {received} packets received in {window:.0f} s; CPU {s['cpuCores']:.3f} cores with subscribers, {b['cpuCores']:.3f} without "
+          f"→ {1e6 * extra * window / max(1, received):.1f} µs per packet received (target ≤ 30), "
+          f"{S / extra if extra > 0 else float('nan'):.0f} A/V subscribers (of {SP} feeds) per core; RSS {s['rssPerBotMB']:.2f} MB per bot; "
+          f"Janus {janus(run):.3f} cores")
+
+r = load("av-burst")
+j = r["joinPhases"].get("subscriber", {})
+fd = j.get("first_decrypted", {}).get("at")
+print(f"av-burst: {r['bots']['joined']}/{J + 2} joined at 100/s (2 A/V publishers); join → first decrypted frame "
+      + (f"p50 {fd['p50']:.3f} p95 {fd['p95']:.3f} p99 {fd['p99']:.3f} s (target p95 ≤ 0.5)" if fd else "–") + f"; Janus {janus('av-burst'):.3f} cores")
+print("  each phase alone, ms    p50    p95    p99   (reached at p95)")
+for name in ["websocket", "session", "attached", "joined", "negotiated", "ice_connected", "dtls_connected", "first_rtp", "first_decrypted"]:
+    t = j.get(name)
+    if not t or not t.get("took"):
+        continue
+    took, at = t["took"], t["at"]
+    print(f"  {name:<20} {took['p50'] * 1000:6.0f} {took['p95'] * 1000:6.0f} {took['p99'] * 1000:6.0f}   ({at['p95'] * 1000:.0f})")
