@@ -22,6 +22,11 @@ public struct Spool<Entry: Codable & Sendable>: Sendable {
         } catch {
             throw SpoolError(what, directory.path, .cannotCreate("\(error)"))
         }
+        // Temporary files of writes a crash interrupted. Only here, at the start: removed in
+        // `load`, they would race with a `put` of this process between its write and rename.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            unlink(directory.appendingPathComponent(name).path)
+        }
     }
 
     /// Whether `id` can name an entry: a plain file name, nothing a path could hide in.
@@ -67,17 +72,14 @@ public struct Spool<Entry: Codable & Sendable>: Sendable {
         Self.syncDirectory(directory.path)
     }
 
-    /// Every entry, by id. Temporary files of an interrupted `put` are ignored (and removed); an
-    /// entry that cannot be decoded is reported in `unreadable`, never deleted: a person decides.
+    /// Every entry, by id. Temporary files (a `put` under way, or one a crash interrupted) are
+    /// ignored; an entry that cannot be decoded is reported in `unreadable`, never deleted: a
+    /// person decides.
     public func load() -> (entries: [(id: String, entry: Entry)], unreadable: [String]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var entries: [(id: String, entry: Entry)] = [], unreadable: [String] = []
         for name in names.sorted() {
-            if name.hasPrefix("."), name.hasSuffix(".tmp") {
-                unlink(directory.appendingPathComponent(name).path)
-                continue
-            }
-            guard name.hasSuffix(".json") else { continue }
+            guard !name.hasPrefix("."), name.hasSuffix(".json") else { continue }
             let id = String(name.dropLast(5))
             do {
                 if let entry = try get(id) { entries.append((id, entry)) }

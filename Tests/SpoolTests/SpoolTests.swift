@@ -47,7 +47,7 @@ private func temporary() throws -> URL {
         }
     }
 
-    @Test("a half-written entry (temporary file of a crash) is ignored and cleaned; an unreadable one is reported, kept")
+    @Test("a temporary file is never read as an entry, and left alone while this process runs (a put may be under way); a restart removes it; an unreadable entry is reported, kept")
     func crashLeftovers() throws {
         let dir = try temporary()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -58,6 +58,8 @@ private func temporary() throws -> URL {
         let loaded = spool.load()
         #expect(loaded.entries.map(\.id) == ["ok"])
         #expect(loaded.unreadable == ["broken.json"])
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(".ok.1234.tmp").path))
+        _ = try Spool<Item>(directory: dir, what: "test spool")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(".ok.1234.tmp").path))
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("broken.json").path))
     }
