@@ -204,6 +204,8 @@ let package = Package(
             name: "Service",
             dependencies: ["Locking", 
                 "Bot", "FrameCrypto", "Janus", "Proof", "PrivateIO",
+                // A finished recording uploaded, webhooks sent (JobPublishing.swift).
+                "ObjectStore", "Webhooks", "Spool", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -223,6 +225,8 @@ let package = Package(
             name: "sfubot",
             dependencies: ["Locking",
                 "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
+                // serve's --storage and --webhook-url (Options/PublishingOptions.swift).
+                "ObjectStore", "Webhooks",
                 // The media commands opt in to the OpenSSL libsrtp2 (SRTPLibrary.preload), nothing else.
                 "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -273,7 +277,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Bot", "Janus", "TestSupport",
+                "Service", "Bot", "Janus", "TestSupport", "ObjectStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),

@@ -41,7 +41,8 @@ public final class UploadQueue: Sendable {
     }
 
     public typealias Uploaded = @Sendable (UploadEntry, UploadedObject) async -> Void
-    public typealias Failed = @Sendable (UploadEntry, String) async -> Void
+    /// A failed try: the entry, why, and whether it was given up (its file is gone: never retried).
+    public typealias Failed = @Sendable (UploadEntry, String, Bool) async -> Void
 
     let runner: SpoolRunner<UploadEntry>
     let client: S3Client
@@ -55,7 +56,7 @@ public final class UploadQueue: Sendable {
     public init(directory: URL, client: S3Client, sizes: UploadSizes = UploadSizes(),
                 schedule: RetrySchedule = RetrySchedule(first: .seconds(5), maximum: .seconds(600)),
                 logger: Logger = Logger(label: "sfubot.upload"),
-                uploaded: @escaping Uploaded = { _, _ in }, failed: @escaping Failed = { _, _ in }) throws(SpoolError) {
+                uploaded: @escaping Uploaded = { _, _ in }, failed: @escaping Failed = { _, _, _ in }) throws(SpoolError) {
         let spool = try Spool<UploadEntry>(directory: directory, what: "the upload queue")
         let counts = self.counts
         runner = SpoolRunner(spool: spool, schedule: schedule, logger: logger) { depth in
@@ -90,7 +91,8 @@ public final class UploadQueue: Sendable {
         await runner.run { id, entry in await self.attempt(id, entry) }
     }
 
-    static func id(key: String) -> String {
+    /// The queue entry id of an object key (readable tail, hash for uniqueness).
+    public static func id(key: String) -> String {
         let readable = String(key.suffix(60).map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." ? $0 : "_" })
         let digest = SHA256.hash(data: Data(key.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
         return "\(digest)-\(readable)"
@@ -134,9 +136,9 @@ public final class UploadQueue: Sendable {
             if mismatch { $0.checksumMismatches += 1 }
         }
         Counter(label: "sfubot_upload_failures_total").increment()
-        await failed(entry, why)
         // A file that is gone cannot be uploaded; any other failure keeps the entry and the file.
-        if !retryable, !FileManager.default.fileExists(atPath: entry.file) { return .giveUp(why) }
-        return .retry(why)
+        let givenUp = !retryable && !FileManager.default.fileExists(atPath: entry.file)
+        await failed(entry, why, givenUp)
+        return givenUp ? .giveUp(why) : .retry(why)
     }
 }

@@ -2,7 +2,7 @@
 
 Usage: webhook_receiver.py PORT SECRET_FILE LOG. Each POST is checked with
 standardwebhooks.Webhook(secret).verify (signature and timestamp tolerance); a valid one is
-answered 204 and appended to LOG as a JSON line {"id", "type", "valid": true}; an invalid one
+answered 204 and appended to LOG as a JSON line {"id", "type", "data", "valid": true}; an invalid one
 is answered 400 and logged with "valid": false, so the test sees every bad signature.
 """
 import json
@@ -23,7 +23,7 @@ class Receiver(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             payload = hook.verify(body, headers)
-            line, status = {"id": headers["webhook-id"], "type": payload.get("type"), "valid": True}, 204
+            line, status = {"id": headers["webhook-id"], "type": payload.get("type"), "data": payload.get("data"), "valid": True}, 204
         except Exception as error:  # the library's WebhookVerificationError and malformed input alike
             line, status = {"id": headers.get("webhook-id"), "valid": False, "error": str(error)}, 400
         with open(LOG, "a") as log:
