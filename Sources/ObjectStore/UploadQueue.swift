@@ -131,6 +131,8 @@ public final class UploadQueue: Sendable {
     }
 
     private func failure(_ entry: UploadEntry, _ why: String, retryable: Bool, mismatch: Bool) async -> RetryOutcome {
+        // Cut short by a shutdown: not the store's failure (the runner keeps the entry as it was).
+        if Task.isCancelled { return .retry("cancelled") }
         counts.update {
             $0.failures += 1
             if mismatch { $0.checksumMismatches += 1 }

@@ -56,6 +56,8 @@ public actor SpoolRunner<Entry: Retrying> {
                 continue
             }
             let outcome = await attempt(id, entry)
+            // A try cut short by cancellation (a shutdown) is no failure: the entry stays as it was.
+            if Task.isCancelled, outcome != .done { return nil }
             entry.attempts += 1
             switch outcome {
             case .done:

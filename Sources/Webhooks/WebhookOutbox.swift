@@ -104,6 +104,8 @@ public final class WebhookOutbox: Sendable {
         } catch {
             why = "cannot reach \(url.absoluteString): \(error)"
         }
+        // Cut short by a shutdown: not the receiver's failure (the runner keeps the event as it was).
+        if Task.isCancelled { return .retry("cancelled") }
         counts.update { $0.failures += 1 }
         Counter(label: "sfubot_webhook_failures_total").increment()
         return .retry(why)

@@ -99,6 +99,26 @@ private func temporary() throws -> URL {
         #expect(seen.value == 1)
     }
 
+    @Test("a try cut short by cancellation (a shutdown) is not counted: the entry stays as it was")
+    func cancelledTryNotCounted() async throws {
+        let dir = try temporary()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let spool = try Spool<Item>(directory: dir, what: "test spool")
+        let runner = SpoolRunner(spool: spool, schedule: RetrySchedule(first: .seconds(1), maximum: .seconds(1)), logger: Logger(label: "test"))
+        try runner.add("slow", Item(name: "slow"))
+        let started = Counter()
+        let task = Task { await runner.run { _, _ in
+            started.bump()
+            try? await Task.sleep(for: .seconds(30))
+            return .retry("interrupted")
+        } }
+        #expect(await waitFor { started.value == 1 })
+        task.cancel()
+        await task.value
+        let kept = try #require(try spool.get("slow"))
+        #expect(kept.attempts == 0 && kept.lastError == nil)
+    }
+
     @Test("an entry added while the runner sleeps is tried at once, not after the long wait")
     func wakesOnAdd() async throws {
         let dir = try temporary()
