@@ -14,25 +14,34 @@ extension MediaScene {
     func recordingUploadedAndAnnounced() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
         let dir = try Scene.tempDirectory("serve-publish")
-        let key = String(repeating: "5a", count: 32)
-        let tone = try await Audio.tone(440, seconds: 2, in: dir)
         let moto = try await LocalServer.moto(port: 18631)
-        defer { Task { await moto.stop() } }
-        let credentials = dir.appendingPathComponent("s3.credentials"), secret = dir.appendingPathComponent("whsec")
-        _ = FileManager.default.createFile(atPath: credentials.path, contents: Data("AWS_ACCESS_KEY_ID=AKIDSERVE\nAWS_SECRET_ACCESS_KEY=serve-secret\n".utf8),
-                                           attributes: [.posixPermissions: 0o600])
+        let secret = dir.appendingPathComponent("whsec"), log = dir.appendingPathComponent("received.jsonl")
         _ = FileManager.default.createFile(atPath: secret.path, contents: Data(("whsec_" + Data(repeating: 42, count: 32).base64EncodedString()).utf8),
                                            attributes: [.posixPermissions: 0o600])
-        let log = dir.appendingPathComponent("received.jsonl")
-        let receiver = try await LocalServer.python("webhook_receiver.py", ["18632", secret.path, log.path], port: 18632)
-        defer { Task { await receiver.stop() } }
+        let receiver: LocalServer
+        do { receiver = try await LocalServer.python("webhook_receiver.py", ["18632", secret.path, log.path], port: 18632) } catch {
+            await moto.stop()
+            throw error
+        }
+        // Stopped whatever happens: a server left running would outlive the test process.
+        do { try await run(dir, moto: moto, secret: secret, log: log) } catch { Issue.record(error) }
+        await receiver.stop()
+        await moto.stop()
+    }
+
+    func run(_ dir: URL, moto: LocalServer, secret: URL, log: URL) async throws {
+        let key = String(repeating: "5a", count: 32)
+        let tone = try await Audio.tone(440, seconds: 2, in: dir)
+        let credentials = dir.appendingPathComponent("s3.credentials")
+        _ = FileManager.default.createFile(atPath: credentials.path, contents: Data("AWS_ACCESS_KEY_ID=AKIDSERVE\nAWS_SECRET_ACCESS_KEY=serve-secret\n".utf8),
+                                           attributes: [.posixPermissions: 0o600])
         let client = S3Client(location: try S3Location(storage: "s3://sfubot-serve/site", endpoint: moto.endpoint, environment: [:]),
                               credentials: S3Credentials(accessKeyID: "AKIDSERVE", secretAccessKey: "serve-secret"))
         try await client.createBucket()
 
         let serve = try await ServeProcess.start(port: 18633, in: dir, extra: [
             "--storage", "s3://sfubot-serve/site", "--s3-endpoint", moto.endpoint, "--s3-credentials-file", credentials.path,
-            "--webhook-url", receiver.endpoint + "/hooks", "--webhook-secret-file", secret.path, "-v",
+            "--webhook-url", "http://127.0.0.1:18632/hooks", "--webhook-secret-file", secret.path, "-v",
         ])
         defer { serve.process.signal(SIGKILL) }
         let room = try await Scene.createRoom()

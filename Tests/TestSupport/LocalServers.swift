@@ -34,7 +34,7 @@ public final class LocalServer: Sendable {
     public static func start(_ executable: URL, _ arguments: [String], port: Int, environment: [String: String]? = nil) async throws -> LocalServer {
         let process = try ChildProcess(executable, arguments, environment: environment)
         let server = LocalServer(port: port, process: process)
-        guard await eventually(within: 30, { Faults.isListening(port: port) || !process.isRunning }), process.isRunning else {
+        guard await eventually(within: 60, { Faults.isListening(port: port) || !process.isRunning }), process.isRunning else {
             await server.stop()
             let output = await process.finished()
             throw NotListening(description: "\(executable.lastPathComponent) did not listen on 127.0.0.1:\(port): \(output.errText.suffix(2000))")
@@ -57,13 +57,16 @@ public final class LocalServer: Sendable {
 
     init(port: Int, process: ChildProcess) { (self.port, self.process) = (port, process) }
 
+    /// A test that threw before `stop` leaves no server behind (it would outlive the test
+    /// process, holding its port).
+    deinit { if process.isRunning { process.signal(SIGKILL) } }
+
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
+    /// SIGKILL: these servers keep nothing worth a clean exit (moto is in memory), and a child
+    /// of the test process inherits its blocked SIGTERM (it would wait for nothing).
     public func stop() async {
-        process.signal(SIGTERM)
-        if await process.exit(within: .seconds(10)) == nil {
-            process.signal(SIGKILL)
-            _ = await process.exit()
-        }
+        process.signal(SIGKILL)
+        _ = await process.exit()
     }
 }
