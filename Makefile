@@ -18,6 +18,7 @@ demo: build
 test: build
 	scripts/validate-k8s
 	scripts/schemathesis-venv
+	scripts/s3-venv
 	swift build --build-tests
 	@# The failures again at the end, where a CI log's tail shows them.
 	@set -o pipefail; SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build 2>&1 | tee .build/test.log \

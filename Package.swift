@@ -171,11 +171,41 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // Durable work kept in a directory (one JSON file per entry, written atomically) and the
+        // retry schedule: the upload queue and the webhook outbox survive restarts through it.
+        .target(name: "Spool", dependencies: ["Locking", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // S3-compatible object storage: our own SigV4 signer (no AWS SDK), PUT and multipart
+        // uploads verified against the store's checksums, and the durable upload queue.
+        .target(
+            name: "ObjectStore",
+            dependencies: ["Locking", "Spool", "PrivateIO",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // Standard Webhooks: signed events delivered from a durable outbox.
+        .target(
+            name: "Webhooks",
+            dependencies: ["Locking", "Spool", "PrivateIO",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // `sfubot serve`: recordings and playbacks as jobs behind an HTTP API.
         .target(
             name: "Service",
             dependencies: ["Locking", 
                 "Bot", "FrameCrypto", "Janus", "Proof", "PrivateIO",
+                // A finished recording uploaded, webhooks sent (JobPublishing.swift).
+                "ObjectStore", "Webhooks", "Spool", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -195,6 +225,8 @@ let package = Package(
             name: "sfubot",
             dependencies: ["Locking",
                 "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
+                // serve's --storage and --webhook-url (Options/PublishingOptions.swift).
+                "ObjectStore", "Webhooks",
                 // The media commands opt in to the OpenSSL libsrtp2 (SRTPLibrary.preload), nothing else.
                 "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -245,13 +277,21 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Bot", "Janus", "TestSupport",
+                "Service", "Bot", "Janus", "TestSupport", "ObjectStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict),
+        // The spool, the signer against botocore's, uploads against moto's S3 server (scripts/s3-venv).
+        .testTarget(name: "SpoolTests", dependencies: ["Spool"], swiftSettings: strict),
+        .testTarget(
+            name: "ObjectStoreTests",
+            dependencies: ["ObjectStore", "Spool", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        // Signatures against the spec's vector and its Python library; the outbox against a receiver.
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Spool", "TestSupport"], swiftSettings: strict),
         // The ECall client, STOMP (parsers, races, and against the local RabbitMQ).
         .testTarget(name: "ECallTests", dependencies: ["Locking", "ECall", "ECallStandIn", "FrameCrypto", "TestSupport"], swiftSettings: strict),
         // `sfubot agent` as an ECall participant (stand-in backend, RabbitMQ, Janus).

@@ -213,6 +213,7 @@ actor JobManager: Service {
         order.append(id)
         persist(job)
         log.info("job \(id): \(spec.kind.rawValue) of room \(spec.room)\(resumes > 0 ? " resumed (\(resumes))" : "")")
+        config.publishing?.started(job: id, kind: spec.kind.rawValue, room: spec.room, resumes: resumes)
         Task { [weak self] in
             await job.wait()
             await self?.ended(job)
@@ -236,6 +237,8 @@ actor JobManager: Service {
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
         // Stopped by the shutdown: left "running" on disk, to be resumed.
         if shuttingDown && outcome.state == .done && job.stopRequested { return }
+        config.publishing?.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room,
+                                 failed: outcome.state == .failed ? outcome.error ?? "failed" : nil, directory: job.spec.out)
         persist(job)
     }
 

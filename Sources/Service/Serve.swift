@@ -36,7 +36,8 @@ public enum Serve {
             logger: quiet)
         var groupConfig = ServiceGroupConfiguration(
             // Shut down in reverse order: the server first (no new jobs), then the jobs.
-            services: [.init(service: jobs), .init(service: TokenReloader(tokens: config.tokens)), .init(service: app)],
+            services: (config.publishing.map { [.init(service: PublishingService(publishing: $0))] } ?? [])
+                + [.init(service: jobs), .init(service: TokenReloader(tokens: config.tokens)), .init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: quiet)

@@ -68,6 +68,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var log: LogOptions
     // Also on the API's own port; --metrics-port adds a listener without the API on it.
     @OptionGroup var metricsOptions: MetricsOptions
+    @OptionGroup var publishing: PublishingOptions
 
     func validate() throws {
         _ = try Self.address(listen)
@@ -117,6 +118,7 @@ struct Serve: AsyncParsableCommand {
             config.keepFinished = keepFinished
             config.signingKey = try Self.signer(signingKey, stateDir: stateDir, logger: logger)
             config.rejoinTimeout = comeback.duration
+            config.publishing = try publishing.make(stateDirectory: stateDir, logger: logger)
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
             }

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import ObjectStore
+
+/// A recording's files on their way to the store: `job.finished` waits for all of them.
+struct UploadBatch: Codable, Sendable {
+    var job: String
+    var kind: String
+    var room: Int64
+    var failed: Bool
+    var files: [BatchFile]
+    var objects: [String: UploadedObject] = [:]
+    /// Keys given up: their file vanished before it could be uploaded.
+    var missing: Set<String> = []
+}
+
+struct BatchFile: Codable, Sendable {
+    var key: String
+    /// Its path in the recording's folder.
+    var name: String
+}
+
+/// The `data` of every job event; fields that do not apply are left out.
+struct JobEvent: Encodable, Sendable {
+    var job: String
+    var kind: String
+    var room: Int64
+    var resumes: Int?
+    var reason: String?
+    var files: [FileEvent]?
+    /// Files of the folder that vanished before they could be uploaded.
+    var missing: [String]?
+
+    init(job: String, kind: String, room: Int64, resumes: Int? = nil, reason: String? = nil, files: [FileEvent]? = nil, missing: [String]? = nil) {
+        (self.job, self.kind, self.room, self.resumes, self.reason, self.files, self.missing) = (job, kind, room, resumes, reason, files, missing)
+    }
+}
+
+/// One file of `job.finished`: its name in the recording, size, SHA-256, and where it is (the
+/// object's URL with storage, else its local path).
+struct FileEvent: Encodable, Sendable {
+    var name: String
+    var size: Int
+    var sha256: String
+    var url: String?
+    var path: String?
+
+    init(name: String, object: UploadedObject) {
+        (self.name, size, sha256, url, path) = (name, object.size, object.sha256, object.url, nil)
+    }
+
+    init(local: JobPublishing.LocalFile) {
+        (name, size, sha256, url, path) = (local.relative, local.size, local.sha256, nil, local.path)
+    }
+}
+
+struct UploadFailedEvent: Encodable, Sendable {
+    var job: String?
+    var file: String
+    var key: String
+    var attempts: Int
+    var reason: String
+}
+
+extension JobPublishing {
+    struct LocalFile {
+        var path: String
+        var relative: String
+        var size = 0
+        var sha256 = ""
+    }
+
+    /// Every regular file below a recording's folder (manifest and proof included), sorted;
+    /// hashed when `hash` (the upload queue hashes what it uploads itself).
+    static func localFiles(_ directory: String, hash: Bool) -> [LocalFile] {
+        let root = URL(fileURLWithPath: directory).standardizedFileURL
+        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
+        var files: [LocalFile] = []
+        for case let url as URL in walker where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+            let path = url.standardizedFileURL.path
+            var file = LocalFile(path: path, relative: String(path.dropFirst(root.path.count).drop { $0 == "/" }))
+            if hash {
+                guard let (size, sha256) = Self.hash(path) else { continue }
+                (file.size, file.sha256) = (size, sha256)
+            }
+            files.append(file)
+        }
+        return files.sorted { $0.relative < $1.relative }
+    }
+
+    static func hash(_ path: String) -> (Int, String)? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        var digest = SHA256(), size = 0
+        while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            digest.update(data: chunk)
+            size += chunk.count
+        }
+        return (size, digest.finalize().map { String(format: "%02x", $0) }.joined())
+    }
+}

@@ -1,0 +1,130 @@
+public import Foundation
+public import Logging
+public import ObjectStore
+public import Webhooks
+import ServiceLifecycle
+import Spool
+
+/// What serve tells the world about its jobs beyond its API: a finished recording's folder
+/// (files, manifest, proof) uploaded to object storage (`--storage`), and Standard Webhooks
+/// (`--webhook-url`). Both go through durable queues in the state directory, so a restart loses
+/// neither. A recording's `job.finished` with storage waits until every file is uploaded and
+/// verified, and names the objects; the job's upload batch waits in the state directory meanwhile.
+public final class JobPublishing: Sendable {
+    let uploads: UploadQueue?
+    let location: S3Location?
+    let webhooks: WebhookOutbox?
+    let batches: Spool<UploadBatch>
+    let logger: Logger
+    /// Hashing a recording reads all of it: off Swift's cooperative pool.
+    private let files = DispatchQueue(label: "sfubot.publishing.files")
+
+    /// `storage` nil: nothing uploaded; `webhook` nil: nothing sent.
+    public init(stateDirectory: URL, storage: S3Client?, webhook: (url: URL, secret: WebhookSecret)?, logger: Logger) throws {
+        let webhooks = try webhook.map { try WebhookOutbox(directory: stateDirectory.appendingPathComponent("webhooks"), url: $0.url, secret: $0.secret, logger: logger) }
+        let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
+        (self.webhooks, self.batches, self.logger, location) = (webhooks, batches, logger, storage?.location)
+        uploads = try storage.map { client in
+            try UploadQueue(directory: stateDirectory.appendingPathComponent("uploads"), client: client, logger: logger,
+                            uploaded: { entry, object in Self.settled(entry, object, batches: batches, webhooks: webhooks, logger: logger) },
+                            failed: { entry, why, givenUp in
+                                Self.uploadFailed(entry, why, webhooks: webhooks, logger: logger)
+                                if givenUp { Self.settled(entry, nil, batches: batches, webhooks: webhooks, logger: logger) }
+                            })
+        }
+    }
+
+    /// Runs the upload queue and the webhook outbox until cancelled; what is left waits on disk
+    /// for the next start.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            if let uploads { group.addTask { await uploads.run() } }
+            if let webhooks { group.addTask { await webhooks.run() } }
+        }
+    }
+
+    // MARK: - Hooks (JobManager)
+
+    func started(job: String, kind: String, room: Int64, resumes: Int) {
+        send(.jobStarted, JobEvent(job: job, kind: kind, room: room, resumes: resumes), id: "\(job).started.\(resumes)")
+    }
+
+    /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
+    /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
+    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
+        if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
+        guard let directory else {
+            if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
+            return
+        }
+        files.async { [self] in
+            let found = Self.localFiles(directory, hash: uploads == nil)
+            guard let uploads, let location else {
+                if error == nil {
+                    send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map(FileEvent.init(local:))), id: "\(job).finished")
+                }
+                return
+            }
+            let entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
+            do {
+                // The batch first: an upload that finishes at once finds it.
+                try batches.add(job, UploadBatch(job: job, kind: kind, room: room, failed: error != nil, files: entries))
+                for (file, entry) in zip(found, entries) { try uploads.enqueue(file: file.path, key: entry.key, context: ["job": job]) }
+                logger.info("job \(job): \(found.count) file(s) queued for \(location)")
+            } catch {
+                logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(directory)")
+            }
+        }
+    }
+
+    // MARK: - Upload results
+
+    /// A file of a job's batch is uploaded (`object`), or given up (nil: the file vanished before
+    /// it could be sent); once every file is one or the other, `job.finished` names them.
+    static func settled(_ entry: UploadEntry, _ object: UploadedObject?, batches: Spool<UploadBatch>, webhooks: WebhookOutbox?, logger: Logger) {
+        guard let job = entry.context["job"] else { return }
+        do {
+            guard var batch = try batches.get(job) else { return }
+            if let object { batch.objects[object.key] = object } else { batch.missing.insert(entry.key) }
+            guard batch.files.allSatisfy({ batch.objects[$0.key] != nil || batch.missing.contains($0.key) }) else {
+                try batches.put(job, batch)
+                return
+            }
+            if !batch.failed, let webhooks {
+                let files = batch.files.compactMap { f in batch.objects[f.key].map { FileEvent(name: f.name, object: $0) } }
+                let missing = batch.files.filter { batch.missing.contains($0.key) }.map(\.name)
+                try webhooks.send(WebhookEvent(.jobFinished, data: JobEvent(job: job, kind: batch.kind, room: batch.room, files: files,
+                                                                            missing: missing.isEmpty ? nil : missing), id: "\(job).finished"))
+            }
+            try batches.remove(job)
+        } catch {
+            logger.error("job \(job): \(error)")
+        }
+    }
+
+    static func uploadFailed(_ entry: UploadEntry, _ why: String, webhooks: WebhookOutbox?, logger: Logger) {
+        // On a file's first failure and every tenth after: a store down for hours does not
+        // flood the receiver.
+        guard let webhooks, entry.attempts % 10 == 0 else { return }
+        let event = UploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, attempts: entry.attempts + 1, reason: why)
+        do {
+            try webhooks.send(WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: entry.key)).failed.\(entry.attempts)"))
+        } catch {
+            logger.error("webhook upload.failed: \(error)")
+        }
+    }
+
+    private func send(_ type: WebhookEventType, _ data: some Encodable & Sendable, id: String) {
+        guard let webhooks else { return }
+        do { try webhooks.send(WebhookEvent(type, data: data, id: id)) } catch { logger.error("webhook \(type.rawValue): \(error)") }
+    }
+}
+
+/// The publishing queues as a service of serve's group, listed before the jobs so that it
+/// stops after them (their ends are queued first).
+struct PublishingService: Service {
+    let publishing: JobPublishing
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await publishing.run() }
+    }
+}
