@@ -7,6 +7,7 @@ import Logging
 /// it holds taken up again at start.
 extension JobManager {
     func persist(_ job: Job) {
+        if let cluster { return clusterPersist(job, cluster) }
         store?.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome))
     }
 
