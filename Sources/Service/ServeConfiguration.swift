@@ -41,6 +41,8 @@ public struct ServeConfiguration: Sendable {
     /// `--database`: jobs, owners and leases in PostgreSQL, shared with other instances
     /// (the state folder then keeps no jobs); nil: one instance, jobs in the state folder.
     public var cluster: ClusterOptions?
+    /// Told of each change of a job's state (uploads, webhooks); nil: nobody.
+    public var events: (any JobEvents)?
     /// Signs every recording (checkpoints and the final manifest's proof); nil: nothing is signed.
     public var signingKey: SigningKey?
 
