@@ -26,6 +26,8 @@ struct ClusterStore: Sendable {
         var owner: String?
         var outcome: Job.Outcome?
         var status: JobStatus?
+        /// Its owner's lease ran out and nobody has taken it yet.
+        var orphaned = false
     }
 
     /// A job this instance just took: new, or another's whose lease ran out.
@@ -188,17 +190,19 @@ struct ClusterStore: Sendable {
     }
 
     private func rows(_ condition: PostgresQuery) async throws -> [Row] {
-        var query: PostgresQuery = "SELECT id, spec::text, created, resumes, owner, final_state, ended, error, status::text FROM jobs "
+        var query: PostgresQuery = "SELECT id, spec::text, created, resumes, owner, final_state, ended, error, status::text, "
+        query.sql += "coalesce(lease_until < now(), false) FROM jobs "
         query.sql += condition.sql
         query.binds = condition.binds
         var out: [Row] = []
         let rows = try await client.query(query, logger: log)
-        for try await (id, json, created, resumes, owner, state, ended, error, status) in
-            rows.decode((String, String, Date, Int, String?, String?, Date?, String?, String?).self) {
+        for try await (id, json, created, resumes, owner, state, ended, error, status, expired) in
+            rows.decode((String, String, Date, Int, String?, String?, Date?, String?, String?, Bool).self) {
             let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
             let outcome = state.flatMap(Job.State.init(rawValue:)).map { Job.Outcome(state: $0, ended: ended ?? created, error: error) }
             let shown = status.flatMap { try? Self.decoder.decode(JobStatus.self, from: Data($0.utf8)) }
-            out.append(Row(id: id, spec: spec, created: created, resumes: resumes, owner: owner, outcome: outcome, status: shown))
+            out.append(Row(id: id, spec: spec, created: created, resumes: resumes, owner: owner, outcome: outcome, status: shown,
+                           orphaned: owner != nil && outcome == nil && expired))
         }
         return out
     }

@@ -92,6 +92,8 @@ extension JobManager {
             status = JobStatus(job)
         } else if var published = row.status {
             if row.owner == nil, row.outcome == nil { published.state = Job.State.starting.rawValue }
+            // Its owner is gone; another instance takes it within a claim tick.
+            if row.orphaned { published.state = Job.State.reconnecting.rawValue }
             status = published
         } else {
             status = JobStatus(Job(id: row.id, spec: row.spec, created: row.created, resumes: row.resumes, live: LiveStatus(), sent: nil))
