@@ -206,7 +206,8 @@ actor JobManager: Service {
 
     // MARK: - Running
 
-    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int) throws(RequestProblem) -> Job {
+    /// `startAt`: a playback goes on from there in its file (taken over from another instance).
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int, startAt: Double? = nil) throws(RequestProblem) -> Job {
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {
@@ -232,8 +233,10 @@ actor JobManager: Service {
                 if manifest.lostSomething { throw .incomplete(manifest.errors.map(\.error).joined(separator: "; ")) }
             } }
         case .playback:
-            let player = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats))
+            var configured = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
+            configured.startAt = startAt
+            let player = configured
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats), played: player.played)
             job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await player.run() } }
         }
         jobs[id] = job

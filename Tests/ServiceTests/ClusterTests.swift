@@ -62,8 +62,8 @@ extension MediaScene {
             _ = try await a.waitFor("/v1/playbacks/\(playID)") { $0["owner"] as? String == "a" && $0["state"] as? String == "running" }
             let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
             pair.b = b
-            let migrations = try await pg.psql("SELECT string_agg(version::text, ',') FROM schema_migrations")
-            #expect(migrations == "1", "each step once, though two instances started")
+            let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
+            #expect(migrations == "1,2", "each step once, though two instances started")
 
             let out = dir.appendingPathComponent("rec")
             let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
@@ -136,6 +136,45 @@ extension MediaScene {
             #expect(hole <= 5.0, "target: at most 5 s missing after a SIGKILL of the owner")
             let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json"))) as! [String: Any]
             #expect(((manifest["gaps"] as? [[String: Any]]) ?? []).count >= 1, "the time away is a gap in the manifest")
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
+    @Test("a playback taken over after a SIGKILL goes on from where it was in its file")
+    func playbackResumesAtItsPosition() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-play")
+        let pg = try await LocalPostgres.start(port: 15434)
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18527, dir: dir, database: pg.url()))
+        do {
+            let a = pair.a
+            let b = try await Self.serve("b", port: 18528, dir: dir, database: pg.url(), token: a.token)
+            pair.b = b
+            let tone = try await Audio.tone(Self.tone, seconds: 30, in: dir)
+            let play = try await a.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "display": "9:Tone"])
+            let id = try #require(try play.json()["id"] as? String)
+            func position() async throws -> Double? { Double(try await pg.psql("SELECT position_seconds FROM jobs WHERE id = '\(id)'")) }
+            let deadline = ContinuousClock.now + .seconds(40)
+            while (try await position() ?? 0) < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(300)) }
+            let first = try await pg.psql("SELECT owner FROM jobs WHERE id = '\(id)'")
+            let (owner, other) = first == "a" ? (a, b) : (b, a)
+            owner.process.signal(SIGKILL)
+            _ = await owner.process.exit(within: .seconds(10))
+            let before = try #require(try await position())
+            #expect(before >= 5)
+            // The first position the next owner reports: past where the first one was, not near 0.
+            var next: Double?
+            while next == nil, ContinuousClock.now < deadline + .seconds(20) {
+                if let p = try await position(), p != before { next = p }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            print("cluster: playback at \(String(format: "%.2f", before)) s when its owner was killed; the next owner's first position \(next.map { String(format: "%.2f", $0) } ?? "none")")
+            #expect((next ?? 0) >= before - 1, "the playback went on from its position")
+            let status = try await other.request("GET", "/v1/playbacks/\(id)").json()
+            #expect(status["owner"] as? String != first && Self.owners(status).count == 2, "\(status)")
         } catch {
             await pair.stop()
             throw error

@@ -42,6 +42,8 @@ enum ClusterMigrations {
             )
             """,
         ]),
+        // Where a playback is in its file, kept with each renewal: the next owner starts there.
+        (2, ["ALTER TABLE jobs ADD COLUMN position_seconds double precision"]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

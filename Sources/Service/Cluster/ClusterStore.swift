@@ -28,6 +28,8 @@ struct ClusterStore: Sendable {
         var status: JobStatus?
         /// Its owner's lease ran out and nobody has taken it yet.
         var orphaned = false
+        /// Playback: seconds into its file at the last renewal.
+        var position: Double?
     }
 
     /// A job this instance just took: new, or another's whose lease ran out.
@@ -80,12 +82,12 @@ struct ClusterStore: Sendable {
                 UPDATE jobs j SET owner = \(instance), lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     resumes = j.resumes + CASE WHEN EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id) THEN 1 ELSE 0 END
                 FROM next WHERE j.id = next.id
-                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous
+                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds
                 """, logger: log)
             var claim: Claim?
-            for try await (id, json, created, resumes, previous) in rows.decode((String, String, Date, Int, String?).self) {
+            for try await (id, json, created, resumes, previous, position) in rows.decode((String, String, Date, Int, String?, Double?).self) {
                 let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
-                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance), previous: previous)
+                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, position: position), previous: previous)
             }
             guard let claim else { return nil }
             // The one before ends where its lease did (it stopped writing before that).
@@ -117,10 +119,10 @@ struct ClusterStore: Sendable {
     }
 
     /// What the owner shows of a running job, for the other instances' GET.
-    func publish(_ status: JobStatus) async throws {
+    func publish(_ status: JobStatus, position: Double? = nil) async throws {
         let json = String(decoding: try Self.encoder.encode(status), as: UTF8.self)
         try await client.query("""
-            UPDATE jobs SET status = \(json)::jsonb WHERE id = \(status.id) AND owner = \(instance) AND final_state IS NULL
+            UPDATE jobs SET status = \(json)::jsonb, position_seconds = coalesce(\(position), position_seconds) WHERE id = \(status.id) AND owner = \(instance) AND final_state IS NULL
             """, logger: log)
     }
 

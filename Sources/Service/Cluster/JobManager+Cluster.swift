@@ -101,7 +101,8 @@ extension JobManager {
             defer { reserved[row.id] = nil }
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
-            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: row.created, resumes: row.resumes)
+            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: row.created, resumes: row.resumes,
+                       startAt: row.spec.kind == .playback ? row.position : nil)
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
@@ -133,7 +134,9 @@ extension JobManager {
             }
         }
         for id in answer.stopAsked { Task { _ = try? await self.stop(id) } }
-        for id in answer.kept { if let job = jobs[id], job.isActive { try? await store.publish(JobStatus(job)) } }
+        for id in answer.kept {
+            if let job = jobs[id], job.isActive { try? await store.publish(JobStatus(job), position: job.played?.seconds) }
+        }
     }
 
     private func fenceDue() {
