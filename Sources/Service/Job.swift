@@ -28,16 +28,19 @@ final class Job: Sendable {
     let live: LiveStatus
     /// Playback: the player's frame counters (audio, video).
     let sent: (audio: FrameStats, video: FrameStats)?
+    /// Playback: where in its file it is (kept with the lease, for the next owner).
+    let played: PlayedPosition?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
-    init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?) {
+    init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil) {
         self.id = id
         self.spec = spec
         self.created = created
         self.resumes = resumes
         self.live = live
         self.sent = sent
+        self.played = played
     }
 
     var outcome: Outcome? { ending.withLock { $0.outcome } }

@@ -7,6 +7,12 @@ import Logging
 /// it holds taken up again at start.
 extension JobManager {
     func persist(_ job: Job) {
+        if let events = config.events, !fenced.contains(job.id) {
+            var status = JobStatus(job)
+            status.owner = cluster?.instance
+            events.jobChanged(status, ended: job.outcome != nil)
+        }
+        if let cluster { return clusterPersist(job, cluster) }
         store?.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome))
     }
 

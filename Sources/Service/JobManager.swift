@@ -17,21 +17,32 @@ actor JobManager: Service {
     var order: [String] = []
     /// Output paths of jobs being prepared (between their check and their start).
     var reserved: [String: [String]] = [:]
-    private var shuttingDown = false
+    var shuttingDown = false
     let log: Logger
+    /// With `--database` (Cluster/): the jobs' store instead of the state folder, the leases
+    /// held and the jobs fenced (stopped for want of a lease).
+    let cluster: ClusterStore?
+    nonisolated let clusterOptions: ClusterOptions
+    var fence: LeaseFence<ContinuousClock.Instant>
+    var fenced: Set<String> = []
+    var claiming = false
 
-    init(config: ServeConfiguration) throws(ServeError) {
+    init(config: ServeConfiguration, cluster: ClusterStore? = nil) throws(ServeError) {
         self.config = config
         var log = config.logger
         log[metadataKey: "component"] = "serve"
         self.log = log
-        store = try config.stateDirectory.map { dir throws(ServeError) in JobStoreWriter(store: try JobStore(stateDirectory: dir), log: log) }
+        self.cluster = cluster
+        clusterOptions = config.cluster ?? ClusterOptions(database: "", instanceID: "single")
+        fence = LeaseFence(lease: clusterOptions.lease, margin: clusterOptions.margin)
+        store = cluster != nil ? nil : try config.stateDirectory.map { dir throws(ServeError) in JobStoreWriter(store: try JobStore(stateDirectory: dir), log: log) }
     }
 
     // MARK: - Service
 
     func run() async throws {
         await resumeStored()
+        let clusterLoops = cluster.map { store in Task { await self.runCluster(store) } }
         // Until the group shuts down gracefully; the job gauges meanwhile.
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [weak self] in
@@ -48,22 +59,30 @@ actor JobManager: Service {
             try? await gracefulShutdown()
             group.cancelAll()
         }
-        await stopAll()
+        let stopped = await stopAll()
+        if let cluster {
+            // Free for the other instances at once rather than when their leases run out.
+            do { try await cluster.release(stopped) } catch { log.warning("cluster: cannot release \(stopped.count) job(s); others take them when their leases end: \(error)") }
+        }
+        clusterLoops?.cancel()
+        await clusterLoops?.value
         publishGauges()
         await store?.flush()
     }
 
-    /// Every running job stopped at once, each finishing its files.
-    private func stopAll() async {
+    /// Every running job stopped at once, each finishing its files; answers their ids.
+    @discardableResult
+    private func stopAll() async -> [String] {
         shuttingDown = true
-        let active = jobs.values.filter(\.isActive)
-        guard !active.isEmpty else { return }
+        let active = jobs.values.filter { $0.isActive && !fenced.contains($0.id) }
+        guard !active.isEmpty else { return [] }
         log.info("stopping \(active.count) job(s): finishing their files")
         let started = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             for job in active { group.addTask { await job.stop() } }
         }
         log.info("every job stopped in \(ContinuousClock.now - started)")
+        return active.map(\.id)
     }
 
     // MARK: - Jobs
@@ -72,7 +91,8 @@ actor JobManager: Service {
     /// both take one folder across the `await`), then prepared off the cooperative pool.
     func create(_ body: Data, kind: JobSpec.Kind) async throws(RequestProblem) -> JobStatus {
         guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
-        guard freeCapacity > 0 else {
+        // With --database a job waits for whichever instance has room.
+        guard cluster != nil || freeCapacity > 0 else {
             throw RequestProblem(status: 429, message: "the service runs \(config.maxJobs) jobs (--max-jobs): try again once one has ended")
         }
         let spec = try JobSpec.parse(body, kind: kind)
@@ -82,7 +102,9 @@ actor JobManager: Service {
         let roots = config.roots
         let paths = try JobPaths(spec, roots: roots)
         let claims = paths.claims(roots)
-        try checkClaims(claims, room: spec.room)
+        var others: [(String, Int64?, [String])] = []
+        if let cluster { others = try await clusterHeld(cluster) }
+        try checkClaims(claims, room: spec.room, others: others)
         let id = Self.newID(kind)
         reserved[id] = claims
         defer { reserved[id] = nil }
@@ -99,6 +121,7 @@ actor JobManager: Service {
                 }
             }
             guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
+            if let cluster { return try await enqueue(id: id, spec: canonical, cluster) }
             let job = try launch(id: id, spec: canonical, protection: prepared.protection, created: Date(), resumes: 0)
             return JobStatus(job)
         } catch {
@@ -112,9 +135,9 @@ actor JobManager: Service {
 
     /// One recording per folder, and no folder inside another's: two would write the same
     /// manifest.json, or one would write among the other's files.
-    private func checkClaims(_ claims: [String], room: Int64) throws(RequestProblem) {
-        let held = jobs.values.filter(\.isActive).map { ($0.id, $0.spec.room, [$0.spec.out, $0.spec.mix].compactMap { $0 }) }
-            + reserved.map { ($0.key, Int64?.none, $0.value) }
+    private func checkClaims(_ claims: [String], room: Int64, others: [(String, Int64?, [String])]) throws(RequestProblem) {
+        let held = jobs.values.filter(\.isActive).map { ($0.id, Optional($0.spec.room), [$0.spec.out, $0.spec.mix].compactMap { $0 }) }
+            + reserved.map { ($0.key, Int64?.none, $0.value) } + others
         for claim in claims {
             for (other, otherRoom, paths) in held {
                 guard let path = paths.first(where: { JobPaths.overlap($0, claim) }) else { continue }
@@ -129,7 +152,8 @@ actor JobManager: Service {
 
     /// Jobs of `kind`, oldest first: at most `limit` after the job `after`, and the id to pass as
     /// `after` for the next page (nil: this was the last).
-    func page(_ kind: JobSpec.Kind, limit: Int, after: String?) throws(RequestProblem) -> (jobs: [JobStatus], next: String?) {
+    func page(_ kind: JobSpec.Kind, limit: Int, after: String?) async throws(RequestProblem) -> (jobs: [JobStatus], next: String?) {
+        if let cluster { return try await clusterPage(kind, limit: limit, after: after, cluster) }
         let ofKind = order.compactMap { jobs[$0] }.filter { $0.spec.kind == kind }
         var start = 0
         if let after {
@@ -145,8 +169,9 @@ actor JobManager: Service {
 
     /// Forgets finished jobs that ended more than `keepFinished` ago: their records, in memory and
     /// in the state folder. Their recordings stay where they are.
-    private func pruneFinished() {
+    private func pruneFinished() async {
         let cutoff = Date().addingTimeInterval(-config.keepFinished)
+        if let cluster { try? await cluster.prune(before: cutoff) }
         let old = jobs.values.filter { ($0.outcome?.ended).map { $0 < cutoff } ?? false }.map(\.id)
         guard !old.isEmpty else { return }
         for id in old {
@@ -158,13 +183,15 @@ actor JobManager: Service {
         log.info("forgot \(old.count) job(s) finished more than \(Int(config.keepFinished)) s ago (--keep-finished)")
     }
 
-    func status(_ id: String) throws(RequestProblem) -> JobStatus {
+    func status(_ id: String) async throws(RequestProblem) -> JobStatus {
+        if let cluster { return try await clusterStatus(id, cluster) }
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
         return JobStatus(job)
     }
 
     /// Stops a job and answers with its final state (also for a job that had ended).
     func stop(_ id: String) async throws(RequestProblem) -> JobStatus {
+        if let cluster { return try await clusterStop(id, cluster) }
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
         if job.isActive {
             log.info("stopping job \(id) (asked)")
@@ -179,7 +206,8 @@ actor JobManager: Service {
 
     // MARK: - Running
 
-    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int) throws(RequestProblem) -> Job {
+    /// `startAt`: a playback goes on from there in its file (taken over from another instance).
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int, startAt: Double? = nil) throws(RequestProblem) -> Job {
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {
@@ -205,8 +233,10 @@ actor JobManager: Service {
                 if manifest.lostSomething { throw .incomplete(manifest.errors.map(\.error).joined(separator: "; ")) }
             } }
         case .playback:
-            let player = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats))
+            var configured = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
+            configured.startAt = startAt
+            let player = configured
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats), played: player.played)
             job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await player.run() } }
         }
         jobs[id] = job
@@ -234,6 +264,11 @@ actor JobManager: Service {
 
     private func ended(_ job: Job) {
         guard let outcome = job.outcome else { return }
+        if fenced.remove(job.id) != nil {
+            // Not this instance's to end: whoever takes the job next carries on.
+            log.info("job \(job.id) stopped writing (fenced); its outcome is left to the next owner")
+            return
+        }
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
         // Stopped by the shutdown: left "running" on disk, to be resumed.
         if shuttingDown && outcome.state == .done && job.stopRequested { return }

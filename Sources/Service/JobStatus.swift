@@ -31,6 +31,20 @@ public struct JobStatus: Codable, Sendable {
     public var resumes: Int
     public var lastError: String?
     public var lastErrorTime: Date?
+    /// With `--database`: the instance running the job now (absent while it waits for one).
+    public var owner: String?
+    /// With `--database`: every instance that ran the job, in order, and why each began and ended.
+    public var owners: [Owner]?
+
+    public struct Owner: Codable, Sendable {
+        public var instance: String
+        /// `new`, `failover` (the one before lost its lease) or `released` (it shut down).
+        public var cause: String
+        public var since: Date
+        public var until: Date?
+        /// `finished`, `lease expired`, `released`, `fenced`.
+        public var endCause: String?
+    }
 
     public struct Feed: Codable, Sendable {
         public var feedId: Int64

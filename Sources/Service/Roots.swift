@@ -1,3 +1,7 @@
+// `stat` is defined, for MemberImportVisibility, by the first module that included sys/stat.h;
+// since PostgresNIO joined Service that is CDispatch.
+import Dispatch
+internal import CDispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc

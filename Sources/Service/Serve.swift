@@ -17,7 +17,10 @@ public enum Serve {
         var logger = config.logger
         logger[metadataKey: "component"] = "serve"
         let log = logger
-        let jobs = try JobManager(config: config)
+        var database: ClusterDatabase?
+        if let options = config.cluster { database = try await ClusterDatabase.open(options, logger: log) }
+        defer { database?.close() }
+        let jobs = try JobManager(config: config, cluster: database?.store)
         let routes = ServiceRoutes(config: config, jobs: jobs, readiness: Readiness(url: config.janus, options: config.janusOptions, logger: log))
         var quiet = log
         quiet.logLevel = max(log.logLevel, .notice)

@@ -38,6 +38,11 @@ public struct ServeConfiguration: Sendable {
     public var maxBodyBytes = 64 * 1024
     /// Renders the process's metrics (Prometheus text) for `/metrics`; nil: none.
     public var metrics: (@Sendable () -> String)?
+    /// `--database`: jobs, owners and leases in PostgreSQL, shared with other instances
+    /// (the state folder then keeps no jobs); nil: one instance, jobs in the state folder.
+    public var cluster: ClusterOptions?
+    /// Told of each change of a job's state (uploads, webhooks); nil: nobody.
+    public var events: (any JobEvents)?
     /// Signs every recording (checkpoints and the final manifest's proof); nil: nothing is signed.
     public var signingKey: SigningKey?
     /// Uploads finished recordings (`--storage`) and sends webhooks (`--webhook-url`); nil: neither.

@@ -1,4 +1,6 @@
 import PrivateIO
+// `stat` comes from CDispatch for MemberImportVisibility (see Roots.swift).
+internal import CDispatch
 public import Foundation
 public import Logging
 import ServiceLifecycle

@@ -42,6 +42,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
 
+    @Option(help: ArgumentHelp("PostgreSQL holding the jobs, their owners and leases, shared by every instance given the same URL (docs/cluster.md): postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Any instance answers for any job; a job runs on one with room; when its owner dies another takes it over. Without it, jobs are kept in --state-dir for this instance alone.", valueName: "url"))
+    var database: String?
+
+    @Option(help: ArgumentHelp("This instance's name among those sharing --database (default: the host name and a random suffix).", valueName: "name"))
+    var instanceID: String?
+
+    @Option(help: ArgumentHelp("With --database: how long a job stays this instance's without a renewal. Renewed every quarter of it; a job whose renewals fail stops writing when 3/8 of it are left, and another instance takes it once it has run out.", valueName: "seconds"))
+    var leaseSeconds: Double = 4
+
     @Option(help: ArgumentHelp("Sign every recording with this key (PKCS#8 PEM, P-256 or Ed25519, 0600): checkpoints in proof.jsonl, a signed proof in manifest.json (`sfubot verify`). Default with --state-dir: <state-dir>/signing.key, made (P-256, 0600) on first start; its fingerprint is logged at start. Without either, nothing is signed.", valueName: "file"))
     var signingKey: String?
 
@@ -74,6 +83,9 @@ struct Serve: AsyncParsableCommand {
         _ = try Self.address(listen)
         do { _ = try JanusAllowList([server.janus] + janusAllow) } catch { throw ValidationError(error.description) }
         try OptionCheck.seconds(keepFinished, "--keep-finished", zeroAllowed: true)
+        if instanceID != nil, database == nil { throw ValidationError("--instance-id names an instance sharing --database: give --database too") }
+        if let instanceID, instanceID.isEmpty || instanceID.count > 100 { throw ValidationError("--instance-id takes 1 to 100 characters") }
+        guard leaseSeconds >= 1, leaseSeconds <= 600 else { throw ValidationError("--lease-seconds takes 1 to 600, got \(leaseSeconds)") }
         if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs takes 1 or more, got \(maxJobs)") }
         if outputRoot == nil || mediaRoot == nil, stateDir == nil {
             throw ValidationError("give --output-root and --media-root, or --state-dir (whose recordings/ and media/ become them): jobs only use files below them")
@@ -116,6 +128,11 @@ struct Serve: AsyncParsableCommand {
                 }
             }
             config.keepFinished = keepFinished
+            if let database {
+                var cluster = ClusterOptions(database: database, instanceID: instanceID)
+                cluster.lease = .milliseconds(Int64(leaseSeconds * 1000))
+                config.cluster = cluster
+            }
             config.signingKey = try Self.signer(signingKey, stateDir: stateDir, logger: logger)
             config.rejoinTimeout = comeback.duration
             config.publishing = try publishing.make(stateDirectory: stateDir, logger: logger)

@@ -34,6 +34,10 @@ public struct Player: Sendable {
     public let status = LiveStatus()
     /// Pause and resume while it plays; start it paused to keep a paused job paused.
     public var pauses = PlaybackPauses()
+    /// Seconds into the file of the last frame sealed (serve keeps it with a job's lease).
+    public let played = PlayedPosition()
+    /// Where in the file the first play starts (a playback another instance had begun).
+    public var startAt: Double?
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
@@ -101,7 +105,7 @@ public struct Player: Sendable {
         log.info("joined room \(config.room) as publisher \(joined.id)")
         progress.joined(joined.id)
         status.set(.running)
-        var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt: Double?
+        var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt = startAt
         while true {
             let outcome: Outcome
             do { (outcome, end) = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {

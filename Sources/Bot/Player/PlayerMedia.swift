@@ -1,6 +1,8 @@
 import FrameCrypto
 import Foundation
 import GStreamerKit
+import Locking
+import Synchronization
 import Logging
 
 /// The player's pipeline: which graph a source gets, its seal/gate probes, and how media
@@ -61,7 +63,8 @@ extension Player {
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
             probes.append(sealPad.onEndOfStream { ended.yield() })
             let position = MediaTimes()
-            probes.append(sealPad.addTimedBufferObserver { _, pts in if let pts { position.mark(pts) } })
+            let played = self.played
+            probes.append(sealPad.addTimedBufferObserver { _, pts in if let pts { position.mark(pts); played.mark(pts) } })
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
             probes.append(audioGateProbe)
@@ -146,4 +149,12 @@ extension Player {
         media.videoGate?.openAfterNextFlush()
         return pace.seekUpstream(to: position, flush: true, segment: loop)
     }
+}
+
+/// The file position a player has reached, read from any thread.
+public final class PlayedPosition: Sendable {
+    private let last = Locked<Double?>(nil)
+    public init() {}
+    func mark(_ seconds: Double) { last.withLock { $0 = seconds } }
+    public var seconds: Double? { last.withLock { $0 } }
 }

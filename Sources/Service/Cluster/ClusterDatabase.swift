@@ -1,0 +1,31 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL client of `--database`, running for the process's life, with the schema
+/// brought up to date before the service takes a request.
+struct ClusterDatabase: Sendable {
+    let store: ClusterStore
+    private let running: Task<Void, Never>
+
+    static func open(_ options: ClusterOptions, logger: Logger) async throws(ServeError) -> ClusterDatabase {
+        var logger = logger
+        logger[metadataKey: "component"] = "cluster"
+        let log = logger
+        let client = PostgresClient(configuration: try options.clientConfiguration(), backgroundLogger: log)
+        let running = Task { await client.run() }
+        let shown = ClusterOptions.redacted(options.database)
+        do {
+            let applied = try await JobManager.within(.seconds(15)) { try await ClusterMigrations.run(client, logger: log) }
+            guard let applied else { throw ServeError("the database at \(shown) did not answer within 15 s: check --database and that PostgreSQL runs") }
+            log.info("cluster: instance \(options.instanceID) on \(shown)\(applied.isEmpty ? "" : ", schema steps \(applied.map(String.init).joined(separator: ", ")) applied")")
+        } catch {
+            running.cancel()
+            if let e = error as? ServeError { throw e }
+            throw ServeError("cannot use the database at \(shown) (\(String(reflecting: error).prefix(300))): check --database, the user's rights and that PostgreSQL runs")
+        }
+        return ClusterDatabase(store: ClusterStore(client: client, instance: options.instanceID, lease: options.lease, log: log), running: running)
+    }
+
+    func close() { running.cancel() }
+}

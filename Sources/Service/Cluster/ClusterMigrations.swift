@@ -1,0 +1,68 @@
+import Logging
+import PostgresNIO
+
+/// The cluster's schema, one numbered step at a time (docs/cluster.md shows the result). A
+/// step is never edited once released: a change is a new step. Each runs in a transaction with
+/// its row in `schema_migrations`, under an advisory lock so that instances starting together
+/// apply each step once.
+enum ClusterMigrations {
+    static let steps: [(version: Int, sql: [String])] = [
+        (1, [
+            """
+            CREATE TABLE jobs (
+                id text PRIMARY KEY,
+                kind text NOT NULL,
+                spec jsonb NOT NULL,
+                out_folder text,
+                created timestamptz NOT NULL,
+                resumes integer NOT NULL DEFAULT 0,
+                owner text,
+                lease_until timestamptz,
+                stop_requested boolean NOT NULL DEFAULT false,
+                final_state text,
+                ended timestamptz,
+                error text,
+                status jsonb
+            )
+            """,
+            // The claim's scan: active jobs, oldest first.
+            "CREATE INDEX jobs_active ON jobs (created) WHERE final_state IS NULL",
+            // One active recording per folder, across every instance.
+            "CREATE UNIQUE INDEX jobs_out_active ON jobs (out_folder) WHERE final_state IS NULL AND out_folder IS NOT NULL",
+            """
+            CREATE TABLE job_owners (
+                job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                seq integer NOT NULL,
+                owner text NOT NULL,
+                cause text NOT NULL,
+                started timestamptz NOT NULL,
+                ended timestamptz,
+                end_cause text,
+                PRIMARY KEY (job_id, seq)
+            )
+            """,
+        ]),
+        // Where a playback is in its file, kept with each renewal: the next owner starts there.
+        (2, ["ALTER TABLE jobs ADD COLUMN position_seconds double precision"]),
+    ]
+
+    /// Brings the database to the newest step; returns the steps applied now.
+    static func run(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        var applied: [Int] = []
+        for step in steps {
+            let done = try await client.withTransaction(logger: logger) { connection -> Bool in
+                // Held to the transaction's end: a second instance waits, then sees the row.
+                try await connection.query("SELECT pg_advisory_xact_lock(727274)", logger: logger)
+                // Under the lock: two CREATE TABLE IF NOT EXISTS at once can still collide.
+                try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", logger: logger)
+                let rows = try await connection.query("SELECT 1 FROM schema_migrations WHERE version = \(step.version)", logger: logger).collect()
+                guard rows.isEmpty else { return false }
+                for sql in step.sql { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                try await connection.query("INSERT INTO schema_migrations (version) VALUES (\(step.version))", logger: logger)
+                return true
+            }
+            if done { applied.append(step.version) }
+        }
+        return applied
+    }
+}

@@ -1,0 +1,181 @@
+import Bot
+import Foundation
+import Locking
+import PostgresNIO
+import Synchronization
+import Logging
+import Metrics
+
+/// `--database`: the jobs this instance runs are the ones it claimed; the database holds all
+/// of them. Four loops run beside the jobs: LISTEN (new jobs, stops), claiming, renewing the
+/// leases (publishing each job's status with it), and the fence that stops a job whose lease
+/// could not be renewed in time (`LeaseFence`, docs/cluster.md).
+extension JobManager {
+    func runCluster(_ store: ClusterStore) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.listen(store) }
+            group.addTask {
+                // New jobs come by NOTIFY; expired leases only show by looking.
+                while !Task.isCancelled {
+                    await self.claimAvailable(store)
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    await self.renew(store)
+                    try? await Task.sleep(for: self.clusterOptions.renewEvery)
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    await self.fenceDue()
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            await group.waitForAll()
+        }
+    }
+
+    private func listen(_ store: ClusterStore) async {
+        while !Task.isCancelled {
+            do {
+                try await store.client.withConnection { connection in
+                    try await connection.listen(on: ClusterStore.channel) { notifications in
+                        for try await note in notifications { await self.notified(note.payload, store) }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                log.warning("cluster: LISTEN failed (\(error)); again in 1 s")
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func notified(_ payload: String, _ store: ClusterStore) async {
+        if payload.hasPrefix("stop ") {
+            let id = String(payload.dropFirst(5))
+            guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
+            log.info("job \(id): stop asked through another instance")
+            Task { _ = try? await self.stop(id) }
+        } else {
+            await claimAvailable(store)
+        }
+    }
+
+    /// Takes waiting jobs (and those whose owner's lease ran out) while there is room.
+    func claimAvailable(_ store: ClusterStore) async {
+        guard !claiming else { return }
+        claiming = true
+        defer { claiming = false }
+        while freeCapacity > 0, !shuttingDown, !Task.isCancelled {
+            let sent = ContinuousClock.now
+            let claim: ClusterStore.Claim?
+            do { claim = try await store.claim() } catch {
+                log.warning("cluster: cannot look for jobs to take: \(error)")
+                return
+            }
+            guard let claim else { return }
+            fence.renewed(claim.row.id, sentAt: sent)
+            if let previous = claim.previous {
+                Counter(label: "sfubot_cluster_failovers_total").increment()
+                log.warning("job \(claim.row.id): taken over from \(previous), whose lease ran out")
+            }
+            await take(claim.row, store)
+        }
+    }
+
+    /// Starts a claimed job as a restart does: its folder keeps its files, a recording goes on
+    /// in new segment files with the time away as a gap in its manifest.
+    private func take(_ row: ClusterStore.Row, _ store: ClusterStore) async {
+        // This instance's earlier run of it (fenced) must be over before the next one writes.
+        if let earlier = jobs[row.id] { await earlier.wait() }
+        jobs[row.id] = nil
+        order.removeAll { $0 == row.id }
+        fenced.remove(row.id)
+        let roots = config.roots
+        do throws(RequestProblem) {
+            let paths = try JobPaths(row.spec, roots: roots)
+            reserved[row.id] = paths.claims(roots)
+            defer { reserved[row.id] = nil }
+            let spec = row.spec
+            let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
+            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: row.created, resumes: row.resumes,
+                       startAt: row.spec.kind == .playback ? row.position : nil)
+        } catch {
+            log.error("job \(row.id) cannot start here: \(error.message)")
+            fence.forget(row.id)
+            try? await store.finish(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
+        }
+    }
+
+    /// One renewal of every lease held, each job's status published with it.
+    private func renew(_ store: ClusterStore) async {
+        let ids = fence.held
+        guard !ids.isEmpty else { return }
+        let sent = ContinuousClock.now
+        let answer: (kept: Set<String>, stopAsked: Set<String>)?
+        do {
+            // A query on a connection whose packets are dropped waits for TCP; the fence does not.
+            answer = try await Self.within(clusterOptions.lease) { try await store.renew(ids) }
+        } catch {
+            answer = nil
+            log.warning("cluster: lease renewal failed: \(error)")
+        }
+        guard let answer else {
+            Counter(label: "sfubot_cluster_lease_renewals_missed_total").increment(by: Int64(ids.count))
+            return
+        }
+        for id in ids where fence.deadline(id) != nil {
+            if answer.kept.contains(id) { fence.renewed(id, sentAt: sent) } else {
+                fence.forget(id)
+                stopWriting(id, because: "its lease is no longer this instance's")
+            }
+        }
+        for id in answer.stopAsked { Task { _ = try? await self.stop(id) } }
+        for id in answer.kept {
+            if let job = jobs[id], job.isActive { try? await store.publish(JobStatus(job), position: job.played?.seconds) }
+        }
+    }
+
+    private func fenceDue() {
+        for id in fence.due(at: .now) {
+            stopWriting(id, because: "its lease was not renewed for \(clusterOptions.lease - clusterOptions.margin)")
+        }
+    }
+
+    /// Stops a job this instance may no longer write; its outcome is not written (another
+    /// instance takes it once the lease has run out).
+    private func stopWriting(_ id: String, because why: String) {
+        guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
+        fenced.insert(id)
+        Counter(label: "sfubot_cluster_jobs_fenced_total").increment()
+        log.error("job \(id): stops writing (fenced): \(why)")
+        Task { await job.stop() }
+    }
+
+    /// `body`, or nil once `limit` has passed. Not a task group: a group would wait for a
+    /// query stuck on a connection whose packets are dropped, which cancellation does not end;
+    /// that one is cancelled and left to end by itself.
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        let answered = Locked(false)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
+            let finish: @Sendable (Result<T?, any Error>) -> Void = { result in
+                let first = answered.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(with: result) }
+            }
+            let work = Task {
+                do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                work.cancel()
+                finish(.success(nil))
+            }
+        }
+    }
+}

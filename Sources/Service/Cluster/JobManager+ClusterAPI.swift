@@ -1,0 +1,130 @@
+import Bot
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The API with `--database`: any instance answers for any job, from the database; the owner
+/// answers its own jobs from memory (fresher), with their owners from the database.
+extension JobManager {
+    static func unreachable(_ error: any Error) -> RequestProblem {
+        RequestProblem(status: 503, message: "the job database cannot be reached (\(String(reflecting: error).prefix(200))): try again shortly")
+    }
+
+    /// A new job, written for whichever instance has room to take (this one first, if it can).
+    func enqueue(id: String, spec: JobSpec, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        do { try await store.insert(id: id, spec: spec, created: Date()) } catch {
+            if let e = error as? PSQLError, e.serverInfo?[.sqlState] == "23505" {
+                throw RequestProblem(status: 409, message: "\(spec.out ?? "its folder") is already being recorded into by another job")
+            }
+            throw Self.unreachable(error)
+        }
+        log.info("job \(id): \(spec.kind.rawValue) of room \(spec.room) queued for an instance with room")
+        // Its paths are in the database now; the reservation would keep this instance from taking it.
+        reserved[id] = nil
+        await claimAvailable(store)
+        return try await clusterStatus(id, store)
+    }
+
+    /// Active jobs' folders across the cluster, for the overlap check.
+    func clusterHeld(_ store: ClusterStore) async throws(RequestProblem) -> [(String, Int64?, [String])] {
+        do { return try await store.activePaths().map { ($0.id, Optional($0.room), $0.paths) } } catch { throw Self.unreachable(error) }
+    }
+
+    func clusterStatus(_ id: String, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        let row: ClusterStore.Row?
+        do { row = try await store.row(id) } catch {
+            guard let job = jobs[id] else { throw Self.unreachable(error) }
+            var status = JobStatus(job)
+            status.owner = store.instance
+            return status
+        }
+        guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        var status = shown(row, store)
+        status.owners = try? await store.owners([id])[id]
+        return status
+    }
+
+    func clusterPage(_ kind: JobSpec.Kind, limit: Int, after: String?, _ store: ClusterStore) async throws(RequestProblem) -> (jobs: [JobStatus], next: String?) {
+        let found: (rows: [ClusterStore.Row], more: Bool)?
+        let owners: [String: [JobStatus.Owner]]
+        do {
+            found = try await store.page(kind, limit: limit, after: after)
+            owners = try await store.owners(found?.rows.map(\.id) ?? [])
+        } catch { throw Self.unreachable(error) }
+        guard let found else { throw .field("after", "no \(kind.rawValue) \(after ?? "") (give the id of the last job of the page before)") }
+        let statuses = found.rows.map { row in
+            var status = shown(row, store)
+            status.owners = owners[row.id]
+            return status
+        }
+        return (statuses, found.more ? found.rows.last?.id : nil)
+    }
+
+    /// DELETE: a job of this instance stops here; another's owner is told (NOTIFY) and the
+    /// answer waits for its outcome.
+    func clusterStop(_ id: String, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        if let job = jobs[id], job.isActive, !fenced.contains(id) {
+            log.info("stopping job \(id) (asked)")
+            await job.stop()
+            return try await clusterStatus(id, store)
+        }
+        let asked: ClusterStore.StopAsked
+        do { asked = try await store.requestStop(id) } catch { throw Self.unreachable(error) }
+        switch asked {
+        case .noSuchJob: throw RequestProblem(status: 404, message: "no job \(id)")
+        case .ended, .settled: return try await clusterStatus(id, store)
+        case .owner(let owner):
+            log.info("job \(id): stop passed to its owner \(owner)")
+            // Its files take a few seconds to finish; past a minute, the state so far.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if let row = try? await store.row(id), row.outcome != nil { break }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return try await clusterStatus(id, store)
+        }
+    }
+
+    /// A row as the API shows it: the owner's last published status, the outcome over it.
+    private func shown(_ row: ClusterStore.Row, _ store: ClusterStore) -> JobStatus {
+        var status: JobStatus
+        if let job = jobs[row.id], row.owner == store.instance, !fenced.contains(row.id) {
+            status = JobStatus(job)
+        } else if var published = row.status {
+            if row.owner == nil, row.outcome == nil { published.state = Job.State.starting.rawValue }
+            // Its owner is gone; another instance takes it within a claim tick.
+            if row.orphaned { published.state = Job.State.reconnecting.rawValue }
+            status = published
+        } else {
+            status = JobStatus(Job(id: row.id, spec: row.spec, created: row.created, resumes: row.resumes, live: LiveStatus(), sent: nil))
+        }
+        if let outcome = row.outcome {
+            status.state = outcome.state.rawValue
+            status.ended = outcome.ended
+            if let error = outcome.error { status.lastError = JobStatus.withoutConnectReason(error) }
+        }
+        status.resumes = row.resumes
+        status.owner = row.owner
+        return status
+    }
+
+    /// The state of a job of this instance, written for the others.
+    func clusterPersist(_ job: Job, _ store: ClusterStore) {
+        guard !fenced.contains(job.id) else { return }
+        let status = JobStatus(job)
+        if let outcome = job.outcome {
+            fence.forget(job.id)
+            // Retried: a job whose end is not written would be taken up again once its lease ran out.
+            Task { [log] in
+                for attempt in 1...300 {
+                    do { return try await store.finish(job.id, outcome, status: status) } catch {
+                        if attempt == 1 { log.error("cluster: cannot write the end of job \(job.id) (\(error)); trying again every second") }
+                    }
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+        } else {
+            Task { try? await store.publish(status) }
+        }
+    }
+}

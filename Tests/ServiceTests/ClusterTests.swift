@@ -1,0 +1,236 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `sfubot serve --database`: two instances on one PostgreSQL (the test's own, `LocalPostgres`).
+/// A job runs on whichever has room, either answers for it, a DELETE reaches the owner, the
+/// owner's death or its cut-off from the database hands the job to the other.
+extension MediaScene {
+@Suite struct ClusterTests {
+    let key = String(repeating: "d4", count: 32)
+    static let tone = 440.0
+
+    struct Pair {
+        let pg: LocalPostgres
+        let dir: URL
+        var a: ServeProcess
+        var b: ServeProcess?
+
+        func stop() async {
+            a.process.signal(SIGKILL)
+            b?.process.signal(SIGKILL)
+            _ = await a.process.exit(within: .seconds(10))
+            if let b { _ = await b.process.exit(within: .seconds(10)) }
+            await pg.stop()
+        }
+    }
+
+    /// Instance `name`; every one after "a" signs with a's key, as a cluster's instances share one
+    /// (a recording's proof chain goes on across a failover).
+    static func serve(_ name: String, port: Int, dir: URL, database: String, token: String? = nil, maxJobs: Int = 4) async throws -> ServeProcess {
+        let key = name == "a" ? [] : ["--signing-key", dir.appendingPathComponent("state-a/signing.key").path]
+        return try await ServeProcess.start(port: port, in: dir, stateDir: dir.appendingPathComponent("state-\(name)"), token: token,
+                                            extra: ["--database", database, "--instance-id", name, "--max-jobs", "\(maxJobs)"] + key)
+    }
+
+    static func owners(_ status: [String: Any]) -> [[String: Any]] { status["owners"] as? [[String: Any]] ?? [] }
+
+    static func live(_ s: [String: Any], frames: Int) -> Bool {
+        ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["live"] as? Bool == true) && ($0["framesOpened"] as? Int ?? 0) > frames }
+    }
+
+    /// A player of the tone outside both instances, so that killing one does not silence it.
+    func player(room: Int64, dir: URL) async throws -> ChildProcess {
+        let tone = try await Audio.tone(Self.tone, seconds: 3, in: dir)
+        return try SfubotProcess.start(["play", tone.path, "--loop", "--janus", Scene.janusURL!, "--room", "\(room)",
+                                        "--key-hex", key, "--display", "9:Tone", "--duration", "90"])
+    }
+
+    @Test("a job POSTed to a full instance runs on the other; both show its owner; a DELETE to the non-owner stops it")
+    func anyInstanceAnswers() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-any")
+        let pg = try await LocalPostgres.start(port: 15431)
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18521, dir: dir, database: pg.url(), maxJobs: 1))
+        do {
+            let a = pair.a
+            let tone = try await Audio.tone(Self.tone, seconds: 3, in: dir)
+            // Alone, A takes the playback and is full.
+            let play = try await a.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "loop": true, "display": "9:Tone"])
+            #expect(play.status == 201, "\(play.text)")
+            let playID = try #require(try play.json()["id"] as? String)
+            _ = try await a.waitFor("/v1/playbacks/\(playID)") { $0["owner"] as? String == "a" && $0["state"] as? String == "running" }
+            let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
+            pair.b = b
+            let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
+            #expect(migrations == "1,2", "each step once, though two instances started")
+
+            let out = dir.appendingPathComponent("rec")
+            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+            #expect(rec.status == 201, "\(rec.text)")
+            let id = try #require(try rec.json()["id"] as? String)
+            let onB = try await b.waitFor("/v1/recordings/\(id)") { Self.live($0, frames: 100) }
+            #expect(onB["owner"] as? String == "b", "\(onB)")
+            let onA = try await a.request("GET", "/v1/recordings/\(id)").json()
+            #expect(onA["owner"] as? String == "b" && Self.owners(onA).map { $0["instance"] as? String } == ["b"], "\(onA)")
+            #expect(Self.owners(onA).first?["cause"] as? String == "new")
+            let list = try await b.request("GET", "/v1/playbacks").list()
+            #expect(list.map { $0["owner"] as? String } == ["a"], "\(list)")
+
+            let asked = Date()
+            let stopped = try await a.request("DELETE", "/v1/recordings/\(id)")
+            #expect(stopped.status == 200, "\(stopped.text)")
+            let final = try stopped.json()
+            #expect(final["state"] as? String == "done", "\(final)")
+            // When B ended the job, by the database's clock (one machine: the same clock).
+            let endedAt = try await pg.psql("SELECT extract(epoch FROM ended) FROM job_owners WHERE job_id = '\(id)'")
+            let took = (Double(endedAt) ?? 0) - asked.timeIntervalSince1970
+            print("cluster: DELETE sent to the non-owner: the owner had finished the recording's files \(String(format: "%.2f", took)) s later")
+            #expect(Self.owners(final).first?["endCause"] as? String == "finished", "\(final)")
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json"))) as! [String: Any]
+            #expect(manifest["ended"] != nil, "the owner finished the recording")
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
+    @Test("the owner SIGKILLed mid-recording: the other takes the job over, the recording goes on in a new segment")
+    func failoverAfterSigkill() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-kill")
+        let pg = try await LocalPostgres.start(port: 15432)
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18523, dir: dir, database: pg.url()))
+        let player = try await player(room: room, dir: dir)
+        defer { player.signal(SIGKILL) }
+        do {
+            let a = pair.a
+            let b = try await Self.serve("b", port: 18524, dir: dir, database: pg.url(), token: a.token)
+            pair.b = b
+            let out = dir.appendingPathComponent("rec")
+            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+            let id = try #require(try rec.json()["id"] as? String)
+            let running = try await a.waitFor("/v1/recordings/\(id)") { Self.live($0, frames: 150) }
+            let first = try #require(running["owner"] as? String)
+            let (owner, other) = first == "a" ? (a, b) : (b, a)
+            let killed = Date()
+            owner.process.signal(SIGKILL)
+            _ = await owner.process.exit(within: .seconds(10))
+            let taken = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { s in
+                s["owner"] as? String != first && Self.live(s, frames: 100)
+            }
+            let history = Self.owners(taken)
+            #expect(history.map { $0["instance"] as? String } == [first, taken["owner"] as? String], "\(taken)")
+            #expect(history.last?["cause"] as? String == "failover" && history.first?["endCause"] as? String == "lease expired", "\(history)")
+            #expect(taken["resumes"] as? Int == 1)
+            let failovers = try await other.metric("sfubot_cluster_failovers_total")
+            #expect(failovers == 1)
+            try await Task.sleep(for: .seconds(2))
+            let final = try await other.request("DELETE", "/v1/recordings/\(id)").json()
+            #expect(final["state"] as? String == "done", "\(final)")
+
+            let coverage = try await Gaps.measure(out, userID: "9", frequency: Self.tone)
+            let hole = coverage.longestHole(after: killed.addingTimeInterval(-1), until: try #require(coverage.last))
+            print("cluster: SIGKILL of the owner → \(String(format: "%.2f", hole)) s of the tone missing (holes \(coverage.holes))")
+            #expect(hole <= 5.0, "target: at most 5 s missing after a SIGKILL of the owner")
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json"))) as! [String: Any]
+            #expect(((manifest["gaps"] as? [[String: Any]]) ?? []).count >= 1, "the time away is a gap in the manifest")
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
+    @Test("a playback taken over after a SIGKILL goes on from where it was in its file")
+    func playbackResumesAtItsPosition() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-play")
+        let pg = try await LocalPostgres.start(port: 15434)
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18527, dir: dir, database: pg.url()))
+        do {
+            let a = pair.a
+            let b = try await Self.serve("b", port: 18528, dir: dir, database: pg.url(), token: a.token)
+            pair.b = b
+            let tone = try await Audio.tone(Self.tone, seconds: 30, in: dir)
+            let play = try await a.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "display": "9:Tone"])
+            let id = try #require(try play.json()["id"] as? String)
+            func position() async throws -> Double? { Double(try await pg.psql("SELECT position_seconds FROM jobs WHERE id = '\(id)'")) }
+            let deadline = ContinuousClock.now + .seconds(40)
+            while (try await position() ?? 0) < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(300)) }
+            let first = try await pg.psql("SELECT owner FROM jobs WHERE id = '\(id)'")
+            let (owner, other) = first == "a" ? (a, b) : (b, a)
+            owner.process.signal(SIGKILL)
+            _ = await owner.process.exit(within: .seconds(10))
+            let before = try #require(try await position())
+            #expect(before >= 5)
+            // The first position the next owner reports: past where the first one was, not near 0.
+            var next: Double?
+            while next == nil, ContinuousClock.now < deadline + .seconds(20) {
+                if let p = try await position(), p != before { next = p }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            print("cluster: playback at \(String(format: "%.2f", before)) s when its owner was killed; the next owner's first position \(next.map { String(format: "%.2f", $0) } ?? "none")")
+            #expect((next ?? 0) >= before - 1, "the playback went on from its position")
+            let status = try await other.request("GET", "/v1/playbacks/\(id)").json()
+            #expect(status["owner"] as? String != first && Self.owners(status).count == 2, "\(status)")
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
+    @Test("the owner cut off from the database (iptables): it stops writing before its lease ends, then the other carries on")
+    func fencedWhenCutOff() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-cut")
+        // A reaches the database on 127.0.0.2, B on 127.0.0.1: the rule cuts A alone.
+        let pg = try await LocalPostgres.start(port: 15433, addresses: ["127.0.0.1", "127.0.0.2"])
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18525, dir: dir, database: pg.url(address: "127.0.0.2")))
+        let player = try await player(room: room, dir: dir)
+        defer { player.signal(SIGKILL) }
+        let rule = ["INPUT", "-p", "tcp", "-d", "127.0.0.2", "--dport", "15433", "-j", "DROP"]
+        do {
+            let a = pair.a
+            let out = dir.appendingPathComponent("rec")
+            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+            let id = try #require(try rec.json()["id"] as? String)
+            _ = try await a.waitFor("/v1/recordings/\(id)") { $0["owner"] as? String == "a" && Self.live($0, frames: 100) }
+            let b = try await Self.serve("b", port: 18526, dir: dir, database: pg.url(), token: a.token)
+            pair.b = b
+            // A's files so far: none of them may change once B holds the job (manifest.json and
+            // proof.jsonl are the job's, continued by whoever holds it).
+            let mine = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.json" && $0 != "proof.jsonl" && !$0.hasPrefix(".") }
+            #expect(!mine.isEmpty)
+            let cut = try await ChildProcess.run("/usr/sbin/iptables", ["-I"] + rule)
+            #expect(cut.status == 0, "\(cut.errText)")
+            let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { $0["owner"] as? String == "b" && Self.live($0, frames: 50) }
+            _ = try await ChildProcess.run("/usr/sbin/iptables", ["-D"] + rule)
+            #expect(Self.owners(taken).last?["cause"] as? String == "failover")
+            // When B took it, by the database's clock (one machine: the files' clock too).
+            let since = try await pg.psql("SELECT extract(epoch FROM started) FROM job_owners WHERE job_id = '\(id)' AND owner = 'b'")
+            let bStarted = Date(timeIntervalSince1970: try #require(Double(since)))
+            for name in mine {
+                let attributes = try FileManager.default.attributesOfItem(atPath: out.appendingPathComponent(name).path)
+                let written = try #require(attributes[.modificationDate] as? Date)
+                print("cluster: A's \(name) last written \(String(format: "%.2f", bStarted.timeIntervalSince(written))) s before B took the job")
+                #expect(written < bStarted, "\(name) written by A after B took the job")
+            }
+            #expect(try await a.metric("sfubot_cluster_jobs_fenced_total") == 1)
+            #expect(try await a.metric("sfubot_cluster_lease_renewals_missed_total") >= 1)
+            // Back on the database, A sees the job as B's.
+            let seen = try await a.waitFor("/v1/recordings/\(id)", within: .seconds(20)) { $0["owner"] as? String == "b" }
+            #expect(Self.owners(seen).map { $0["instance"] as? String } == ["a", "b"], "\(seen)")
+            let final = try await a.request("DELETE", "/v1/recordings/\(id)").json()
+            #expect(final["state"] as? String == "done", "\(final)")
+        } catch {
+            _ = try? await ChildProcess.run("/usr/sbin/iptables", ["-D"] + rule)
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+}
+}
