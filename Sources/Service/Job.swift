@@ -30,10 +30,14 @@ final class Job: Sendable {
     let sent: (audio: FrameStats, video: FrameStats)?
     /// Playback: where in its file it is (kept with the lease, for the next owner).
     let played: PlayedPosition?
+    /// Pause and resume; nil for a job that ended before this process.
+    let pause: JobPause?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
-    init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil) {
+    init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
+         pause: JobPause? = nil) {
+        self.pause = pause
         self.id = id
         self.spec = spec
         self.created = created

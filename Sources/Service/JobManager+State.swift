@@ -13,7 +13,7 @@ extension JobManager {
             events.jobChanged(status, ended: job.outcome != nil)
         }
         if let cluster { return clusterPersist(job, cluster) }
-        store?.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome))
+        store?.save(.init(id: job.id, spec: job.spec, created: job.created, resumes: job.resumes, outcome: job.outcome, pauses: job.pause?.all))
     }
 
     /// Jobs the state folder holds: ended ones are listed, running ones taken up again.
@@ -43,7 +43,7 @@ extension JobManager {
                 let spec = record.spec
                 let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
                 _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection,
-                               created: record.created, resumes: record.resumes + 1)
+                               created: record.created, resumes: record.resumes + 1, pauses: record.pauses)
             } catch {
                 log.error("job \(record.id) cannot be resumed: \(error.message)")
                 let job = Job(id: record.id, spec: record.spec, created: record.created, resumes: record.resumes, live: LiveStatus(), sent: nil)

@@ -200,6 +200,20 @@ actor JobManager: Service {
         return JobStatus(job)
     }
 
+    /// Pauses or resumes a running job and answers with its state; a job that ended is a 409.
+    func setPaused(_ id: String, _ paused: Bool) async throws(RequestProblem) -> JobStatus {
+        if let cluster { return try await clusterSetPaused(id, paused, cluster) }
+        guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        guard job.isActive, !job.stopRequested, let pause = job.pause else {
+            throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")")
+        }
+        if pause.set(paused: paused) {
+            log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
+            persist(job)
+        }
+        return JobStatus(job)
+    }
+
     private static func newID(_ kind: JobSpec.Kind) -> String {
         (kind == .recording ? "rec-" : "play-") + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
     }
@@ -207,7 +221,9 @@ actor JobManager: Service {
     // MARK: - Running
 
     /// `startAt`: a playback goes on from there in its file (taken over from another instance).
-    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int, startAt: Double? = nil) throws(RequestProblem) -> Job {
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int, startAt: Double? = nil,
+                pauses: [RecordingManifest.Pause]? = nil) throws(RequestProblem) -> Job {
+        let pause = JobPause(spec.kind, resuming: pauses)
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {
@@ -225,7 +241,8 @@ actor JobManager: Service {
                 mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
             recorder.resume = resumes > 0
             recorder.signingKey = config.signingKey
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil)
+            if case .recording(let pauses) = pause { recorder.pauses = pauses }
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause)
             let configured = recorder
             job.start { await Self.outcome(of: job) { () async throws(BotError) in
                 // Whatever ended it, a recording that lost something is a failed job.
@@ -235,8 +252,10 @@ actor JobManager: Service {
         case .playback:
             var configured = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
             configured.startAt = startAt
+            if case .playback(let pauses) = pause { configured.pauses = pauses }
             let player = configured
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats), played: player.played)
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
+                      played: player.played, pause: pause)
             job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await player.run() } }
         }
         jobs[id] = job

@@ -1,5 +1,5 @@
 public import Foundation
-import Bot
+public import Bot
 import FrameCrypto
 
 /// A job as the API shows it (GET, POST and DELETE answers). Never the key.
@@ -31,6 +31,9 @@ public struct JobStatus: Codable, Sendable {
     public var resumes: Int
     public var lastError: String?
     public var lastErrorTime: Date?
+    /// Whether it is paused now, and its pauses (wall clock).
+    public var paused: Bool?
+    public var pauses: [RecordingManifest.Pause]?
     /// With `--database`: the instance running the job now (absent while it waits for one).
     public var owner: String?
     /// With `--database`: every instance that ran the job, in order, and why each began and ended.
@@ -85,6 +88,8 @@ public struct JobStatus: Codable, Sendable {
         ended = outcome?.ended
         reconnects = live.comebacks
         resumes = job.resumes
+        paused = job.pause.map { $0.isPaused && job.isActive }
+        pauses = job.pause.map(\.all)
         lastError = (outcome?.error ?? live.lastError).map(Self.withoutConnectReason)
         lastErrorTime = outcome?.error != nil ? outcome?.ended : live.lastErrorTime
         if spec.kind == .recording {

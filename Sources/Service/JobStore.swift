@@ -1,3 +1,4 @@
+import Bot
 import Foundation
 import Logging
 
@@ -11,6 +12,8 @@ struct JobStore: Sendable {
         var created: Date
         var resumes: Int
         var outcome: Job.Outcome?
+        /// Its pauses, the last one open while it is paused (absent in records of older versions).
+        var pauses: [RecordingManifest.Pause]? = nil
     }
 
     let folder: URL

@@ -61,6 +61,15 @@ struct ServiceRoutes: Sendable {
                 let id = context.parameters.get("id") ?? ""
                 return try await Self.answer(status: .ok) { () async throws(RequestProblem) in try await Self.ofKind(kind, jobs.status(id)) }
             }
+            for (action, paused) in [("pause", true), ("resume", false)] {
+                v1.post(RouterPath(stringLiteral: kind.rawValue + "s/:id/" + action)) { _, context in
+                    let id = context.parameters.get("id") ?? ""
+                    return try await Self.answer(status: .ok) { () async throws(RequestProblem) in
+                        _ = try Self.ofKind(kind, await jobs.status(id))
+                        return try await jobs.setPaused(id, paused)
+                    }
+                }
+            }
             v1.delete(RouterPath(stringLiteral: kind.rawValue + "s/:id")) { _, context in
                 let id = context.parameters.get("id") ?? ""
                 return try await Self.answer(status: .ok) { () async throws(RequestProblem) in

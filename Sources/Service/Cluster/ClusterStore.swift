@@ -174,6 +174,11 @@ struct ClusterStore: Sendable {
         return .noSuchJob
     }
 
+    /// Tells every instance (the job's owner acts on it).
+    func notify(_ payload: String) async throws {
+        try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: log)
+    }
+
     func row(_ id: String) async throws -> Row? {
         try await rows("WHERE id = \(id)").first
     }

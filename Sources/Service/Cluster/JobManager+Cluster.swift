@@ -59,9 +59,21 @@ extension JobManager {
             guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
             log.info("job \(id): stop asked through another instance")
             Task { _ = try? await self.stop(id) }
+        } else if let (id, paused) = Self.pauseNote(payload) {
+            guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
+            log.info("job \(id): \(paused ? "pause" : "resume") asked through another instance")
+            Task { _ = try? await self.setPaused(id, paused) }
         } else {
             await claimAvailable(store)
         }
+    }
+
+    /// `pause <id>` / `resume <id>`.
+    static func pauseNote(_ payload: String) -> (String, Bool)? {
+        for (word, paused) in [("pause ", true), ("resume ", false)] where payload.hasPrefix(word) {
+            return (String(payload.dropFirst(word.count)), paused)
+        }
+        return nil
     }
 
     /// Takes waiting jobs (and those whose owner's lease ran out) while there is room.
@@ -102,7 +114,7 @@ extension JobManager {
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
             _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: row.created, resumes: row.resumes,
-                       startAt: row.spec.kind == .playback ? row.position : nil)
+                       startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses)
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)

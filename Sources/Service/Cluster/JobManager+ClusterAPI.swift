@@ -85,6 +85,32 @@ extension JobManager {
         }
     }
 
+    /// Pause or resume: here if this instance runs the job, else its owner is told (NOTIFY)
+    /// and the answer is its state once the owner published the change (at most 5 s).
+    func clusterSetPaused(_ id: String, _ paused: Bool, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        if let job = jobs[id], job.isActive, !fenced.contains(id), let pause = job.pause {
+            if pause.set(paused: paused) {
+                log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
+                persist(job)
+            }
+            return JobStatus(job)
+        }
+        let row: ClusterStore.Row?
+        do { row = try await store.row(id) } catch { throw Self.unreachable(error) }
+        guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        guard row.outcome == nil else { throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")") }
+        guard row.owner != nil, !row.orphaned else {
+            throw RequestProblem(status: 503, message: "job \(id) has no running owner right now (being taken over): ask again in a few seconds")
+        }
+        do { try await store.notify((paused ? "pause " : "resume ") + id) } catch { throw Self.unreachable(error) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if let status = try? await store.row(id)?.status, status.paused == paused { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return try await clusterStatus(id, store)
+    }
+
     /// A row as the API shows it: the owner's last published status, the outcome over it.
     private func shown(_ row: ClusterStore.Row, _ store: ClusterStore) -> JobStatus {
         var status: JobStatus
