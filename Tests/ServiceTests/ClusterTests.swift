@@ -143,6 +143,51 @@ extension MediaScene {
         await pair.stop()
     }
 
+    @Test("paused through the non-owner, the owner SIGKILLed: the job stays paused on the other, resumed there, one pause in the manifest")
+    func pauseSurvivesAFailover() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("cluster-pause")
+        let pg = try await LocalPostgres.start(port: 15435)
+        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18525, dir: dir, database: pg.url()))
+        let player = try await player(room: room, dir: dir)
+        defer { player.signal(SIGKILL) }
+        do {
+            let a = pair.a
+            let b = try await Self.serve("b", port: 18526, dir: dir, database: pg.url(), token: a.token)
+            pair.b = b
+            let out = dir.appendingPathComponent("rec")
+            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+            let id = try #require(try rec.json()["id"] as? String)
+            let running = try await a.waitFor("/v1/recordings/\(id)") { Self.live($0, frames: 100) }
+            let first = try #require(running["owner"] as? String)
+            let (owner, other) = first == "a" ? (a, b) : (b, a)
+            // Asked of the instance that does not run it: passed on by NOTIFY.
+            let paused = try await other.request("POST", "/v1/recordings/\(id)/pause").json()
+            #expect(paused["paused"] as? Bool == true, "\(paused)")
+            owner.process.signal(SIGKILL)
+            _ = await owner.process.exit(within: .seconds(10))
+            let taken = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { s in
+                s["owner"] as? String != first && s["state"] as? String == "running"
+            }
+            #expect(taken["paused"] as? Bool == true, "still paused on the new owner: \(taken)")
+            try await Task.sleep(for: .seconds(1))
+            let resumed = try await other.request("POST", "/v1/recordings/\(id)/resume").json()
+            #expect(resumed["paused"] as? Bool == false, "\(resumed)")
+            _ = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(20)) { Self.live($0, frames: 100) }
+            let final = try await other.request("DELETE", "/v1/recordings/\(id)").json()
+            #expect(final["state"] as? String == "done", "\(final)")
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json"))) as! [String: Any]
+            let pauses = (manifest["pauses"] as? [[String: Any]]) ?? []
+            #expect(pauses.count == 1 && pauses[0]["end"] != nil, "one pause across the failover, closed by the resume: \(pauses)")
+            let dropped = ((manifest["feeds"] as? [[String: Any]]) ?? []).reduce(0) { $0 + ($1["paused_frames"] as? Int ?? 0) }
+            #expect(dropped > 0, "the new owner opened and dropped frames while paused")
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
     @Test("a playback taken over after a SIGKILL goes on from where it was in its file")
     func playbackResumesAtItsPosition() async throws {
         let room = try await Scene.createRoom()

@@ -82,12 +82,15 @@ struct ClusterStore: Sendable {
                 UPDATE jobs j SET owner = \(instance), lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     resumes = j.resumes + CASE WHEN EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id) THEN 1 ELSE 0 END
                 FROM next WHERE j.id = next.id
-                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds
+                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text
                 """, logger: log)
             var claim: Claim?
-            for try await (id, json, created, resumes, previous, position) in rows.decode((String, String, Date, Int, String?, Double?).self) {
+            for try await (id, json, created, resumes, previous, position, status) in rows.decode((String, String, Date, Int, String?, Double?, String?).self) {
                 let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
-                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, position: position), previous: previous)
+                // The last status its previous owner published: a paused job is taken up paused.
+                let shown = status.flatMap { try? Self.decoder.decode(JobStatus.self, from: Data($0.utf8)) }
+                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, status: shown, position: position),
+                              previous: previous)
             }
             guard let claim else { return nil }
             // The one before ends where its lease did (it stopped writing before that).
