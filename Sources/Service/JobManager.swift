@@ -210,6 +210,8 @@ actor JobManager: Service {
         if pause.set(paused: paused) {
             log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
             persist(job)
+            // Answered once on disk: a crash right after must not undo what was answered.
+            await store?.flush()
         }
         return JobStatus(job)
     }

@@ -61,13 +61,18 @@ extension MediaScene {
         let feeds = ((manifest["feeds"] as? [[String: Any]]) ?? []).filter { ($0["user_id"] as? String) == "7" }
         let dropped = feeds.reduce(0) { $0 + ($1["paused_frames"] as? Int ?? 0) }
         #expect(dropped >= 50, "frames opened and dropped while paused: \(dropped)")
-        // Every segment decodes to the tone; before and after the pause only.
+        // Every segment holds what was read back from it (the killed process's counts are those of
+        // its last manifest), and the one after the resume holds what was written after it.
         for feed in feeds {
             let samples = try await Audio.decode(out.appendingPathComponent(feed["file"] as! String))
-            let written = feed["written"] as? Int ?? 0
-            let decodedSeconds: Double = Double(samples.count) / 48000, writtenSeconds: Double = Double(written) * 0.02
-            #expect(abs(decodedSeconds - writtenSeconds) < 0.3, "decoded \(decodedSeconds) s, \(written) frames written")
+            let onDisk = (feed["on_disk"] as? [String: Any])?["frames"] as? Int ?? 0
+            let decodedSeconds: Double = Double(samples.count) / 48000, diskSeconds: Double = Double(onDisk) * 0.02
+            #expect(onDisk > 0 && abs(decodedSeconds - diskSeconds) < 0.1, "decoded \(decodedSeconds) s, \(onDisk) frames on disk")
+            let frequency = Audio.dominantFrequency(samples) ?? 0
+            #expect(samples.count < 48000 || abs(frequency - 660) < 10, "\(frequency) Hz")
         }
+        let after = try #require(feeds.last)
+        #expect((after["written"] as? Int ?? 0) >= 100, "after the resume: \(after["written"] ?? 0) frames written")
     }
 }
 }

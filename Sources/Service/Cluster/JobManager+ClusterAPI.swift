@@ -92,6 +92,8 @@ extension JobManager {
             if pause.set(paused: paused) {
                 log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
                 persist(job)
+                // Answered once in the database, where a next owner reads it.
+                do { try await store.publish(JobStatus(job)) } catch { throw Self.unreachable(error) }
             }
             return JobStatus(job)
         }
