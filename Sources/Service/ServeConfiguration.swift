@@ -40,6 +40,8 @@ public struct ServeConfiguration: Sendable {
     public var metrics: (@Sendable () -> String)?
     /// Signs every recording (checkpoints and the final manifest's proof); nil: nothing is signed.
     public var signingKey: SigningKey?
+    /// STUN/TURN servers and ICE policy of every job (`--ice-server`…); never in a job's status.
+    public var ice = ICEServers()
 
     public init(host: String, port: Int, tokens: TokenFile, roots: Roots, janus: String, janusAllowed: JanusAllowList,
                 janusOptions: JanusSession.Options = .init(), stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {

@@ -132,6 +132,7 @@ struct LoadRunCommand: AsyncParsableCommand {
                             protection: try loadProtection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
+        plan.ice = try connection.ice.servers()
         plan.video = video
         plan.media = media
         plan.duration = try duration > 0 ? OptionCheck.seconds(duration, "--duration") : nil

@@ -45,7 +45,7 @@ extension Player {
                 links.append(dec.followDecodedPads("audio/", into: try conv.staticPad("sink")))
             }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-            for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+            try config.configureICE(webrtc)
             let seal = try pipeline.element(named: "seal")
             let sealPad = try seal.staticPad("src")
             var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]

@@ -67,7 +67,7 @@ extension RoomRecording {
             let element = try media.pipeline.addElement(description: config.pipelines.description("subscribe"), name: "webrtc\(peers)")
             webrtc = try WebRTCBin(element)
         }
-        for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+        try config.configureICE(webrtc)
         let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers, failed = NegotiationFlag()
         webrtc.onIncomingPad { incoming in
             guard let mid = incoming.mid else { return }
@@ -109,6 +109,15 @@ extension RoomRecording {
         branches.note(.init(time: Date(), error: text))
         startRejoin("negotiation failed: \(error)", rejoinSession: false)
     }
+
+    /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats); logged
+    /// when it changes, e.g. `relay/udp→host` when media goes through the TURN server.
+    func readCandidatePair() async {
+        guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }
+        guard pair != candidatePair else { return }
+        candidatePair = pair
+        log.info("media over ICE candidate pair \(pair.summary)")
+    }
 }
 
 /// Set from the subscription's actor when a PeerConnection's negotiation failed, before the
@@ -123,4 +132,5 @@ final class NegotiationFlag: Sendable {
 struct NegotiationReported: Error, CustomStringConvertible {
     let error: any Error
     var description: String { "\(error)" }
+
 }
