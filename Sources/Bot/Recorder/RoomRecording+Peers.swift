@@ -86,6 +86,8 @@ extension RoomRecording {
                 switch event {
                 // A session that ended is the roster's to report (once for both handles).
                 case .lost(.sessionEnded): return
+                // A refused TURN allocation fails again at once: come back with backoff.
+                case .lost(.turnFailed): await self?.turnFailed()
                 case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
                 case .ice, .connection: break
                 }
@@ -110,10 +112,20 @@ extension RoomRecording {
         startRejoin("negotiation failed: \(error)", rejoinSession: false)
     }
 
+    /// Relay only, and the TURN server gave no relay candidate (credentials refused, or it is
+    /// unreachable): rejoins after 0.5 s, doubling to 30 s while it keeps failing, so a wrong
+    /// password is a few gaps naming TURN, not a PeerConnection torn down every 100 ms.
+    func turnFailed() {
+        let pause = Duration.milliseconds(min(30_000, 500 << min(turnFailures, 6)))
+        turnFailures += 1
+        startRejoin(PeerLoss.turnFailed.description, rejoinSession: false, pause: pause)
+    }
+
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats); logged
     /// when it changes, e.g. `relay/udp→host` when media goes through the TURN server.
     func readCandidatePair() async {
         guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }
+        turnFailures = 0
         guard pair != candidatePair else { return }
         candidatePair = pair
         log.info("media over ICE candidate pair \(pair.summary)")

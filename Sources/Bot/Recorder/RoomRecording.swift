@@ -54,6 +54,8 @@ actor RoomRecording {
     var peers = 0
     /// The latest PeerConnection's selected ICE candidate pair, for the manifest.
     var candidatePair: CandidatePair?
+    /// Relay-only TURN failures in a row (reset once a candidate pair works): their backoff.
+    var turnFailures = 0
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?

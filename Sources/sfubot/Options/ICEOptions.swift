@@ -9,7 +9,7 @@ import PrivateIO
 /// in `--help`, a log line or an error.
 struct ICEOptions: ParsableArguments {
     @Option(name: .customLong("ice-server"), help: ArgumentHelp(
-        "A STUN or TURN server, as WebRTC's iceServers: stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp]. Repeatable. turns: is refused: libnice cannot do TLS to a TURN server (docs/operations.md).",
+        "A STUN or TURN server, as WebRTC's iceServers: stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] (without a transport webrtcbin tries both). Repeatable. turns: is refused: libnice cannot do TLS to a TURN server (docs/operations.md).",
         valueName: "url"))
     var iceServers: [String] = []
 
