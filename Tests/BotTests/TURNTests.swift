@@ -27,6 +27,9 @@ extension MediaScene {
             var firewall: RelayOnlyFirewall.Counts
             var tone: Double?
             var toneSeconds: Double
+            /// What `fault` did, and the tone's coverage in the recording (set with a fault).
+            var struck: (at: Date, restored: Date)?
+            var coverage: Gaps.Coverage?
         }
 
         static func password(_ ice: [String], _ policy: ICEServers.Policy, user: String = "sfubot-test", password: String = "correct-horse") throws -> ICEServers {
@@ -36,6 +39,7 @@ extension MediaScene {
         /// `recorderICE`: the recorder's own servers (e.g. a wrong password), the player keeps `ice`'s.
         static func scene(_ name: String, auth: OwnCoturn.Auth, recordFor: Duration = recordFor,
                           recorderICE: ((OwnCoturn) throws -> ICEServers)? = nil,
+                          fault: ((OwnCoturn) async throws -> (at: Date, restored: Date))? = nil,
                           ice: @escaping (OwnCoturn) throws -> ICEServers) async throws -> Outcome {
             let dir = try Scene.tempDirectory("turn-\(name)")
             return try await OwnJanus.with(port: 8221, in: dir, rtpPorts: janusRTP) { janus in
@@ -65,6 +69,11 @@ extension MediaScene {
                             try await Task.sleep(for: recordFor + .seconds(60))
                             recorder.cancel()
                         }
+                        var struck: (at: Date, restored: Date)?
+                        if let fault {
+                            try await Task.sleep(for: .seconds(5))
+                            struck = try await fault(coturn)
+                        }
                         let recorderError = await recorder.value
                         watchdog.cancel()
                         player.cancel()
@@ -78,7 +87,9 @@ extension MediaScene {
                             frequency = Audio.dominantFrequency(samples)
                             seconds = Double(samples.count) / 48000
                         }
-                        return Outcome(manifest: manifest, recorderError: recorderError, firewall: counts, tone: frequency, toneSeconds: seconds)
+                        let coverage = fault == nil ? nil : try await Gaps.measure(out, userID: "4")
+                        return Outcome(manifest: manifest, recorderError: recorderError, firewall: counts, tone: frequency, toneSeconds: seconds,
+                                       struck: struck, coverage: coverage)
                     } catch {
                         await firewall.remove()
                         throw error
@@ -152,6 +163,30 @@ extension MediaScene {
             #expect(o.manifest.candidatePair == nil)
             // Backoff from 0.5 s doubling: a handful of attempts in 8 s, not one every 100 ms.
             #expect((1...8).contains(o.manifest.gaps.count), "\(o.manifest.gaps.count) gaps in 8 s")
+        }
+
+        @Test("coturn SIGKILLed mid-call and back 2 s later: recorder and player come back through the relay; the gap is measured")
+        func coturnKilled() async throws {
+            let o = try await Self.scene("coturn-killed", auth: Self.user, recordFor: .seconds(30), fault: { coturn in
+                let at = Date()
+                try await coturn.kill9()
+                try await Task.sleep(for: .seconds(2))
+                try await coturn.restart()
+                return (at, Date())
+            }) { try Self.password([$0.url()], .relay) }
+            Self.report("coturn-killed", o)
+            let coverage = try #require(o.coverage), struck = try #require(o.struck)
+            let end = o.manifest.started.addingTimeInterval(29)
+            let back = coverage.resumed(atOrAfter: struck.restored)
+            let gap = back.map { $0.timeIntervalSince(struck.restored) } ?? end.timeIntervalSince(struck.restored)
+            print("turn coturn-killed: the tone was back \(String(format: "%.1f", gap)) s after coturn (down \(String(format: "%.1f", struck.restored.timeIntervalSince(struck.at))) s); longest hole after the kill \(String(format: "%.1f", coverage.longestHole(after: struck.at, until: end))) s; reconnection \(o.manifest.reconnection)")
+            #expect(o.recorderError == nil, "the recorder lived through it: \(o.recorderError.map { "\($0)" } ?? "")")
+            #expect(back != nil, "the tone came back after coturn did")
+            // A relayed path dies with coturn's allocations: both bots notice the lost media
+            // (4 s) and set up new PeerConnections with new allocations. 15 s: generous.
+            #expect(gap <= 15, "the tone was back \(gap) s after coturn")
+            #expect(o.manifest.candidatePair?.local == "relay", "still relayed afterwards")
+            #expect(o.firewall.directIn == 0 && o.firewall.directOut == 0, "never direct, not even while coturn was away: \(o.firewall)")
         }
 
         @Test("libnice speaks no TLS to a turns: server: its first bytes there are a TURN Allocate in the clear (why sfubot refuses turns:)")
