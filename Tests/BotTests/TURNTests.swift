@@ -18,7 +18,9 @@ extension MediaScene {
     @Suite struct TURNTests {
         static let recordFor: Duration = .seconds(12)
         static let janusRTP = 13100...13199
-        static let relayPorts = 49160...49259
+        /// Below the kernel's ephemeral ports (32768-60999), where the bots' own sockets are:
+        /// a bot port inside this range would pass the firewall as relayed.
+        static let relayPorts = 14100...14199
         static let user = OwnCoturn.Auth.user("sfubot-test", password: "correct-horse")
 
         struct Outcome {
