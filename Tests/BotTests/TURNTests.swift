@@ -167,6 +167,29 @@ extension MediaScene {
             #expect((1...8).contains(o.manifest.gaps.count), "\(o.manifest.gaps.count) gaps in 8 s")
         }
 
+        @Test("a player with a wrong TURN password backs off: a few attempts in 10 s, its status names TURN")
+        func playerBacksOff() async throws {
+            let dir = try Scene.tempDirectory("turn-player-wrong")
+            try await OwnJanus.with(port: 8221, in: dir, rtpPorts: Self.janusRTP) { janus in
+                try await OwnCoturn.with(port: 3478, relayPorts: Self.relayPorts, auth: Self.user, in: dir) { coturn in
+                    let room = try await Scene.createPermanentRoom(janus.url)
+                    var config = try Scene.config(room: room, display: "4:Tone", protection: .e2ee(KeyRing(current: .random())))
+                    config.janusURL = janus.url
+                    config.ice = try Self.password([coturn.url()], .relay, password: "wrong")
+                    let player = Player(config: config, file: try await Audio.tone(440, seconds: 3, in: dir).path, loop: true)
+                    let run = Task { _ = try? await player.run() }
+                    try await Task.sleep(for: .seconds(10))
+                    let status = player.status.snapshot
+                    run.cancel()
+                    _ = await run.value
+                    print("turn player-wrong: \(status.comebacks) comebacks in 10 s; last error: \(status.lastError ?? "none")")
+                    #expect(status.lastError?.contains("TURN") == true, "\(status.lastError ?? "none")")
+                    // 0.5 + 1 + 2 + 4 s of backoff fit in 10 s with the attempts: at most about 5.
+                    #expect(status.comebacks <= 6, "\(status.comebacks) attempts in 10 s")
+                }
+            }
+        }
+
         @Test("coturn SIGKILLed mid-call and back 2 s later: recorder and player come back through the relay; the gap is measured")
         func coturnKilled() async throws {
             let o = try await Self.scene("coturn-killed", auth: Self.user, recordFor: .seconds(30), fault: { coturn in
