@@ -60,6 +60,8 @@ extension RoomRecording {
         guard let session else { throw BotError.janus(.disconnected) }
         let media = try self.media ?? startMedia()
         peers += 1
+        // The new PeerConnection's pair is read anew (at once, not in 10 s).
+        candidatePair = nil
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -89,6 +91,7 @@ extension RoomRecording {
                 // A refused TURN allocation fails again at once: come back with backoff.
                 case .lost(.turnFailed): await self?.turnFailed()
                 case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
+                case .ice(let s) where s == "connected" || s == "completed": await self?.readCandidatePair(now: true)
                 case .ice, .connection: break
                 }
             }
@@ -121,9 +124,13 @@ extension RoomRecording {
         startRejoin(PeerLoss.turnFailed.description, rejoinSession: false, pause: pause)
     }
 
-    /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats); logged
-    /// when it changes, e.g. `relay/udp→host` when media goes through the TURN server.
-    func readCandidatePair() async {
+    /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE
+    /// connects (`now`), then every 10 s; not while it negotiates (get-stats queues behind and
+    /// ahead of the descriptions on webrtcbin's thread). Logged when it changes, e.g.
+    /// `relay→host` when media goes through the TURN server.
+    func readCandidatePair(now: Bool = false) async {
+        candidateReads += 1
+        guard now || candidateReads % 10 == 0 else { return }
         guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }
         turnFailures = 0
         guard pair != candidatePair else { return }

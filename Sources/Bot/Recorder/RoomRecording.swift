@@ -56,6 +56,7 @@ actor RoomRecording {
     var candidatePair: CandidatePair?
     /// Relay-only TURN failures in a row (reset once a candidate pair works): their backoff.
     var turnFailures = 0
+    var candidateReads = 0
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?
