@@ -143,6 +143,8 @@ let package = Package(
                 "GStreamerKit", "FrameCrypto", "Janus", "Proof", "Mjr",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // HMAC-SHA1 for coturn's REST API TURN credentials (ICE/TURNSharedSecret).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

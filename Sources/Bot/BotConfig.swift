@@ -19,6 +19,9 @@ public struct BotConfig: Sendable {
     public var onKeyMissing: (@Sendable (Int64) -> Void)?
     /// TURN servers for ICE (`turn(s)://user:password@host:port`), e.g. from ECall's `/credentials`.
     public var turnServers: [String] = []
+    /// STUN/TURN servers, TURN credentials and the ICE transport policy (`--ice-server` and its
+    /// options); applied to every webrtcbin the participant makes.
+    public var ice = ICEServers()
     /// How long a participant that lost Janus (its WebSocket, the session, or its media path)
     /// keeps trying to come back before it gives up: long enough for Janus to restart and a
     /// network to heal, short enough that a room that is gone ends the job.

@@ -1,4 +1,5 @@
 public import Foundation
+import GStreamerKit
 import Synchronization
 import Locking
 
@@ -28,6 +29,8 @@ public final class LiveStatus: Sendable {
         public var feeds: [RecordingManifest.Feed] = []
         /// Times the participant lost Janus or its media path and came back.
         public var comebacks = 0
+        /// Recorder: the selected ICE candidate pair, e.g. `relay/udp→host`.
+        public var candidatePair: String?
     }
 
     private let value = Locked(Snapshot())
@@ -59,6 +62,7 @@ public final class LiveStatus: Sendable {
         let newest = problems.max { $0.0 < $1.0 }
         value.withLock { s in
             s.feeds = manifest.feeds
+            s.candidatePair = manifest.candidatePair?.summary
             if let newest, newest.0 > s.lastErrorTime ?? .distantPast {
                 s.lastError = newest.1
                 s.lastErrorTime = newest.0

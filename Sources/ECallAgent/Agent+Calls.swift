@@ -56,6 +56,7 @@ extension Agent {
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
         bot.turnServers = c.turnServers
+        bot.ice = config.ice
         // Janus's own reconnection (claim, new session) first; past this, the call is rejoined
         // through the backend (request-rejoin), which may move it to another room.
         bot.rejoinTimeout = Self.mediaRejoinTimeout

@@ -39,7 +39,8 @@ extension Agent {
         }
         do { try await stomp.start() } catch { throw .stomp(error.description) }
         log.info("agent up: user \(me.userId), device \(me.deviceId) (\(identity.kind.rawValue) key \(identity.publicKey.hash.prefix(16))…)")
-        return Connections(backend: client, stomp: stomp, identity: identity, me: me, turnServers: Self.turnServers(credentials))
+        return Connections(backend: client, stomp: stomp, identity: identity, me: me, turnServers: Self.turnServers(credentials),
+                           turnRefreshAfter: Self.turnRefreshDelay(username: credentials.turnUsername))
     }
 
     /// `/credentials`' TURN fields as webrtcbin TURN URIs: `turn:host:port` → `turn://user:password@host:port`.
@@ -47,11 +48,11 @@ extension Agent {
         guard let user = c.turnUsername, let password = c.turnPassword, !user.isEmpty else { return [] }
         let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s }
         return [c.noneTlsUrl, c.tlsUrl].compactMap { $0 }.compactMap { url -> String? in
-            for scheme in ["turns", "turn"] where url.hasPrefix(scheme + ":") {
-                let rest = url.dropFirst(scheme.count + 1).drop { $0 == "/" }.split(separator: "?").first.map(String.init) ?? ""
-                return rest.isEmpty ? nil : "\(scheme)://\(escape(user)):\(escape(password))@\(rest)"
-            }
-            return nil
+            // turns: (tlsUrl) is left out: libnice would speak plain TCP to it, no TLS and no
+            // certificate check (see ICEConfigError.turnsUnsupported).
+            guard url.hasPrefix("turn:") else { return nil }
+            let rest = url.dropFirst("turn:".count).drop { $0 == "/" }.split(separator: "?").first.map(String.init) ?? ""
+            return rest.isEmpty ? nil : "turn://\(escape(user)):\(escape(password))@\(rest)"
         }
     }
 }

@@ -50,7 +50,10 @@ public actor Agent {
         let stomp: StompClient?
         let identity: DeviceIdentity
         let me: SessionState
-        let turnServers: [String]
+        /// TURN from `/credentials`, fetched again before its REST credentials expire (`refreshTURN`).
+        var turnServers: [String]
+        /// When to fetch them again (halfway to the expiry in a coturn REST username).
+        var turnRefreshAfter: Duration = .seconds(3600)
     }
 
     /// idle → connecting → running → stopping → stopped. Calls are joined only while running;
@@ -152,6 +155,13 @@ public actor Agent {
                     }
                 }
                 group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+                group.addTask {
+                    var delay = c.turnRefreshAfter
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: delay)
+                        delay = await self.refreshTURN()
+                    }
+                }
                 await group.next()
                 group.cancelAll()
             }

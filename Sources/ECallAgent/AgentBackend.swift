@@ -17,6 +17,8 @@ protocol AgentBackend: Sendable {
     /// `POST /call/{id}/rejoin`, once a participant sent the key: the call's record, with the
     /// Janus room to join.
     func rejoin(callID: Int64) async throws -> CallRecord
+    /// `GET /credentials`: TURN credentials (and the broker token) anew.
+    func credentials() async throws -> Credentials
 }
 
 extension ECallClient: AgentBackend {}

@@ -1,4 +1,5 @@
 import Foundation
+public import Bot
 
 /// `sfubot agent --config FILE`: a JSON file. Relative paths are relative to the file.
 public struct AgentConfig: Codable, Sendable {
@@ -43,6 +44,10 @@ public struct AgentConfig: Codable, Sendable {
             }
         }
     }
+
+    /// STUN/TURN servers from the command line (`--ice-server`…), beside the TURN servers of
+    /// ECall's `/credentials`; not part of the JSON.
+    public var ice = ICEServers()
 
     enum CodingKeys: String, CodingKey {
         case api, apiId = "api_id", apiSecret = "api_secret", identity, session, email, phoneNumber = "phone_number"

@@ -103,7 +103,9 @@ extension ECallStandIn {
         case ("GET", "credentials", 1):
             let token = UUID().uuidString, expires = Date().addingTimeInterval(configuration.rabbitTokenLifetime)
             state.withLock { $0.brokerTokens[token] = (me.deviceId, expires) }
-            return ["tlsUrl": configuration.stompURL, "noneTlsUrl": configuration.stompURL, "turnUsername": "", "turnPassword": "",
+            let turn = turnCredentials(user: "\(me.userId)")
+            return ["tlsUrl": configuration.stompURL, "noneTlsUrl": configuration.turn?.url ?? configuration.stompURL,
+                    "turnUsername": turn?.username ?? "", "turnPassword": turn?.password ?? "",
                     "rabbitmqToken": token, "rabbitmqTokenExpiresAt": expires.timeIntervalSince1970]
         case ("POST", "call", 2) where route[1] == "start":
             guard let room = (json["roomId"] as? NSNumber)?.int64Value else { throw Failure(status: .badRequest, code: "ErrBadRequest", detail: "roomId is required") }

@@ -21,6 +21,11 @@ public final class ECallStandIn: Sendable {
         public var stompURL = "ws://127.0.0.1:15674/ws/"
         /// How long a RabbitMQ token from `/credentials` is good for.
         public var rabbitTokenLifetime: TimeInterval = 3600
+        /// A coturn `turn:` URL for `/credentials`' `noneTlsUrl`, with coturn's shared secret
+        /// (`use-auth-secret`): each answer carries fresh REST API credentials, valid for
+        /// `turnLifetime`. Nil: no TURN (empty username and password, as before).
+        public var turn: (url: String, secret: String)?
+        public var turnLifetime: TimeInterval = 86_400
         public init() {}
     }
 

@@ -32,6 +32,9 @@ public final class WebRTCBin: @unchecked Sendable {
     public let events: AsyncStream<WebRTCEvent>
     private let sink: Sink
     private var connections: [SignalConnection] = []
+    /// TURN servers added and whether only relayed candidates may be used (`useRelayOnly`):
+    /// a participant tells a TURN failure from any other ICE failure with them.
+    private let turn = Locked((servers: 0, relayOnly: false))
 
     public init(_ element: Element) throws(GStreamerError) {
         guard (try? element.get("bundle-policy")) != nil else {
@@ -115,7 +118,17 @@ public final class WebRTCBin: @unchecked Sendable {
         guard sfb_webrtc_add_turn_server(element.pointer, uri) != 0 else {
             throw .badPropertyValue(element: element.name, property: "add-turn-server", value: String(uri.split(separator: "@").last ?? "?"))
         }
+        turn.withLock { $0.servers += 1 }
     }
+
+    /// Only relayed candidates, through the TURN servers (`ice-transport-policy` = relay).
+    public func useRelayOnly() throws(GStreamerError) {
+        try element.set("ice-transport-policy", "relay")
+        turn.withLock { $0.relayOnly = true }
+    }
+
+    /// How many TURN servers were added, and whether only relayed candidates may be used.
+    public var turnSetting: (servers: Int, relayOnly: Bool) { turn.withLock { $0 } }
 
     public enum Direction: Sendable { case sendOnly, receiveOnly, sendReceive }
 

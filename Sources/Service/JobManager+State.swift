@@ -60,6 +60,7 @@ extension JobManager {
             display: spec.display ?? (spec.kind == .recording ? "0:sfubot recorder" : "0:sfubot"),
             protection: protection, janus: config.janusOptions(for: spec.janus ?? config.janus), pipelines: config.pipelines, logger: log)
         bot.rejoinTimeout = config.rejoinTimeout
+        bot.ice = config.ice
         return bot
     }
 }

@@ -31,6 +31,8 @@ public struct JobStatus: Codable, Sendable {
     public var resumes: Int
     public var lastError: String?
     public var lastErrorTime: Date?
+    /// Recording: the ICE candidate pair carrying the media (`relay/udp→host`); no address.
+    public var candidatePair: String?
     /// Whether it is paused now, and its pauses (wall clock).
     public var paused: Bool?
     public var pauses: [RecordingManifest.Pause]?
@@ -100,6 +102,7 @@ public struct JobStatus: Codable, Sendable {
                      dropped: $0.frames.dropped, error: $0.error)
             }
             files = live.feeds.map { dir.appendingPathComponent($0.file).path } + (spec.mix.map { [$0] } ?? [])
+            candidatePair = live.candidatePair
         }
         if let sent = job.sent {
             let a = sent.audio.snapshot, v = sent.video.snapshot

@@ -47,6 +47,8 @@ public struct ServeConfiguration: Sendable {
     public var signingKey: SigningKey?
     /// Uploads finished recordings (`--storage`) and sends webhooks (`--webhook-url`); nil: neither.
     public var publishing: JobPublishing?
+    /// STUN/TURN servers and ICE policy of every job (`--ice-server`…); never in a job's status.
+    public var ice = ICEServers()
 
     public init(host: String, port: Int, tokens: TokenFile, roots: Roots, janus: String, janusAllowed: JanusAllowList,
                 janusOptions: JanusSession.Options = .init(), stateDirectory: URL?, pipelines: PipelineLibrary, logger: Logger) {

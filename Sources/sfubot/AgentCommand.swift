@@ -27,6 +27,7 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
     var config: String
 
+    @OptionGroup var ice: ICEOptions
     @OptionGroup var pipeline: PipelineOptions
     @OptionGroup var logOptions: LogOptions
 
@@ -46,7 +47,8 @@ struct AgentCommand: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: log)
         defer { server?.stop() }
         do {
-            let agentConfig = try AgentConfig.load(config)
+            var agentConfig = try AgentConfig.load(config)
+            agentConfig.ice = try ice.servers()
             let agent = Agent(config: agentConfig, pipelines: try pipeline.library(), logger: log,
                               keyLog: try KeyLogOption.open(keyLog), signingKey: Self.signer(signingKey, config: agentConfig, logger: log))
             // Calls in progress finish their files before it ends.

@@ -131,6 +131,7 @@ struct LoadRunCommand: AsyncParsableCommand {
                             protection: try loadProtection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
+        plan.ice = try connection.ice.servers()
         plan.video = video.video
         plan.videoSettings = try video.settings()
         plan.decodeEvery = video.decodeEvery

@@ -72,6 +72,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Forget finished jobs this long after they ended (their records in memory and in --state-dir; never their recordings).", valueName: "seconds"))
     var keepFinished: Double = 7 * 24 * 3600
 
+    @OptionGroup var ice: ICEOptions
     @OptionGroup var comeback: ComebackOptions
     @OptionGroup var pipeline: PipelineOptions
     @OptionGroup var log: LogOptions
@@ -136,6 +137,7 @@ struct Serve: AsyncParsableCommand {
             config.signingKey = try Self.signer(signingKey, stateDir: stateDir, logger: logger)
             config.rejoinTimeout = comeback.duration
             config.publishing = try publishing.make(stateDirectory: stateDir, logger: logger)
+            config.ice = try ice.servers()
             if host != "127.0.0.1" && host != "localhost" && host != "::1" {
                 logger.warning("listening on \(host), not only on this machine: anyone who can reach it and holds the token can record calls")
             }

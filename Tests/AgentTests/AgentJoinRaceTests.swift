@@ -32,6 +32,7 @@ struct AgentJoinRaceTests {
             return []
         }
         func publicKeys(userIDs: [Int64]) async throws -> [String: String] { [:] }
+        func credentials() async throws -> Credentials { try JSONDecoder().decode(Credentials.self, from: Data(#"{"rabbitmqToken":"t"}"#.utf8)) }
         func join(callID: Int64) async throws -> CallRecord {
             await hold(.join)
             return try JSONDecoder().decode(CallRecord.self, from: Data(#"{"id":\#(callID)}"#.utf8))

@@ -37,6 +37,7 @@ struct AgentRejoinStateTests {
             try JSONDecoder().decode([Participant].self, from: Data(#"[{"userId":9,"deviceId":10,"isHostKey":true,"status":"joined"}]"#.utf8))
         }
         func publicKeys(userIDs: [Int64]) async throws -> [String: String] { ["9_10": caller.publicKey.wire] }
+        func credentials() async throws -> Credentials { try JSONDecoder().decode(Credentials.self, from: Data(#"{"rabbitmqToken":"t"}"#.utf8)) }
         func join(callID: Int64) async throws -> CallRecord { try Self.record(callID) }
         func requestRejoin(callID: Int64) async throws -> CallRecord {
             counts.withLock { $0.requests += 1 }

@@ -31,7 +31,7 @@ struct AgentSignalTests {
     @Test func turnServersFromCredentialsBecomeWebRTCBinURIs() throws {
         func turn(_ json: String) throws -> [String] { Agent.turnServers(try JSONDecoder().decode(Credentials.self, from: Data(json.utf8))) }
         #expect(try turn(#"{"tlsUrl":"turns:turn.example:5349?transport=tcp","noneTlsUrl":"turn:turn.example:3478","turnUsername":"u@x","turnPassword":"p:w/1","rabbitmqToken":"t"}"#)
-                == ["turn://u%40x:p%3Aw%2F1@turn.example:3478", "turns://u%40x:p%3Aw%2F1@turn.example:5349"])
+                == ["turn://u%40x:p%3Aw%2F1@turn.example:3478"])  // turns: is left out: libnice does no TLS to TURN
         // The stand-in's ws: URLs are no TURN servers; without credentials there is none.
         #expect(try turn(#"{"tlsUrl":"ws://127.0.0.1:15674/ws","turnUsername":"u","turnPassword":"p","rabbitmqToken":"t"}"#).isEmpty)
         #expect(try turn(#"{"tlsUrl":"turn:h:1","turnUsername":"","turnPassword":"","rabbitmqToken":"t"}"#).isEmpty)
@@ -43,5 +43,18 @@ struct AgentSignalTests {
         try webrtc.addTurnServer("turn://u%40x:p%3Aw%2F1@127.0.0.1:3478")
         try webrtc.addTurnServer("turns://u:p@127.0.0.1:5349")
         #expect(throws: GStreamerError.self) { try webrtc.addTurnServer("turn://127.0.0.1:3478") }
+    }
+}
+
+/// TURN credentials from ECall's `/credentials`: what the stand-in serves is what coturn's
+/// `use-auth-secret` accepts, and the agent fetches them again halfway to their expiry.
+@Suite struct AgentTURNCredentialTests {
+    @Test("a coturn REST username is renewed halfway to its expiry, at least a minute on; static ones hourly")
+    func refreshDelay() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(Agent.turnRefreshDelay(username: "1700086400:42", now: now) == .seconds(43_200))
+        #expect(Agent.turnRefreshDelay(username: "1700000010:42", now: now) == .seconds(60))
+        #expect(Agent.turnRefreshDelay(username: "recorder", now: now) == .seconds(3600))
+        #expect(Agent.turnRefreshDelay(username: nil, now: now) == .seconds(3600))
     }
 }

@@ -62,3 +62,49 @@ import TestSupport
         #expect(!r.err.contains("Unknown option"), "\(r.err)")
     }
 }
+
+/// The ICE options: one group in every command that runs a participant; no credential default.
+@Suite struct ICEOptionsHelpTests {
+    @Test("record, play, load, serve and agent take the same ICE options; no credential shows a default")
+    func iceOptions() async throws {
+        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["agent"]] {
+            let help = try await SharedOptionsTests.help(command)
+            #expect(SharedOptionsTests.entry("--ice-server", in: help)?.contains("turn:HOST") == true, "\(command)")
+            #expect(SharedOptionsTests.entry("--ice-transport-policy", in: help)?.contains("(default: all)") == true, "\(command)")
+            for option in ["--turn-username", "--turn-password", "--turn-credentials-file", "--turn-secret-file"] {
+                let entry = SharedOptionsTests.entry(option, in: help)
+                #expect(entry != nil && entry?.contains("default:") == false, "\(command) \(option): \(entry ?? "missing")")
+            }
+        }
+    }
+
+    @Test("bad ICE settings are usage errors that never print the TURN password",
+          arguments: [
+              (["--ice-server", "turns:127.0.0.1:5349", "--turn-username", "u", "--turn-password", "hunter2"], "libnice"),
+              (["--ice-server", "turn:127.0.0.1", "--turn-password", "hunter2"], "--turn-username"),
+              (["--ice-server", "turn:127.0.0.1"], "credentials"),
+              (["--ice-transport-policy", "relay"], "TURN server"),
+              (["--ice-transport-policy", "nearest", "--turn-password", "hunter2"], "all or relay"),
+              (["--ice-server", "turn:127.0.0.1", "--turn-credentials-file", "/nonexistent/turn"], "--turn-credentials-file"),
+          ])
+    func badSettings(extra: [String], says: String) async throws {
+        let r = try await SfubotProcess.run(["record", "--no-e2ee", "--out", "/tmp/sfubot-never", "--room", "1", "--janus", "ws://127.0.0.1:1"] + extra)
+        #expect(r.status == 64, "\(extra): \(r.status) \(r.err)")
+        #expect(r.err.contains(says), "\(r.err)")
+        #expect(!r.err.contains("hunter2") && !r.out.contains("hunter2"))
+    }
+
+    @Test("a credentials or secret file others can read is refused")
+    func openFileRefused() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-ice-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("secret").path
+        try Data("hunter2\n".utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o644)
+        let r = try await SfubotProcess.run(["record", "--no-e2ee", "--out", "/tmp/sfubot-never", "--room", "1", "--janus", "ws://127.0.0.1:1",
+                                             "--ice-server", "turn:127.0.0.1", "--turn-secret-file", file])
+        #expect(r.status == 64, "\(r.err)")
+        #expect(r.err.contains("--turn-secret-file") && !r.err.contains("hunter2"), "\(r.err)")
+    }
+}

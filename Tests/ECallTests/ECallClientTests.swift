@@ -4,6 +4,7 @@ import FrameCrypto
 import Foundation
 import Logging
 import Testing
+import TestSupport
 
 /// The REST client against the stand-in backend over real HTTP on 127.0.0.1.
 @Suite(.serialized) struct ECallClientTests {
@@ -56,6 +57,38 @@ import Testing
             // A hash that is not SHA-256 of the key is refused, as the real backend does.
             await #expect(throws: ECallError.self) { try await again.registerDevice(publicKey: key.wire, publicKeyHash: String(repeating: "0", count: 64)) }
         }
+    }
+
+    @Test("with coturn's shared secret, /credentials gives REST API credentials coturn would accept: EXPIRY:USER, base64(HMAC-SHA1)")
+    func turnRESTCredentials() async throws {
+        var configuration = ECallStandIn.Configuration()
+        configuration.turn = (url: "turn:127.0.0.1:3478", secret: "north-wind")
+        let backend = ECallStandIn(configuration: configuration)
+        let url = try await backend.start()
+        do {
+            let key = try DeviceIdentity.generate(.p256).publicKey
+            let c = try client(url)
+            let me = identity("turn", key: key)
+            _ = try await c.login(me)
+            let session = try await c.verifyLogin(code: backend.configuration.otp, me)
+            let before = Date().timeIntervalSince1970
+            let credentials = try await c.credentials()
+            #expect(credentials.noneTlsUrl == "turn:127.0.0.1:3478")
+            let parts = (credentials.turnUsername ?? "").split(separator: ":")
+            #expect(parts.count == 2 && parts.last.map(String.init) == "\(session.userId)", "\(credentials.turnUsername ?? "none")")
+            let expiry = parts.first.flatMap { Double($0) } ?? 0
+            #expect(expiry >= before + 86_400 - 1 && expiry <= before + 86_400 + 60, "valid for the configured day: \(expiry - before) s")
+            // The same HMAC as Python's hmac.new(secret, username, sha1) (the coturn REST API).
+            let expected = try await Self.pythonHMAC(secret: "north-wind", username: credentials.turnUsername ?? "")
+            #expect(credentials.turnPassword == expected)
+        } catch { await backend.stop(); throw error }
+        await backend.stop()
+    }
+
+    static func pythonHMAC(secret: String, username: String) async throws -> String {
+        let script = "import hmac,hashlib,base64,sys; print(base64.b64encode(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), hashlib.sha1).digest()).decode())"
+        let run = try await ChildProcess.run("/usr/bin/python3", ["-c", script, secret, username])
+        return run.outText.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func everyRequestIsSignedAndAWrongSecretIsRefused() async throws {

@@ -17,7 +17,7 @@ public struct ServeProcess: Sendable {
     /// Starts serve and waits until /healthz answers. Its --output-root and --media-root are
     /// `dir` unless given.
     public static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, outputRoot: URL? = nil, mediaRoot: URL? = nil,
-                      extra: [String] = []) async throws -> ServeProcess {
+                      janus: String? = nil, extra: [String] = []) async throws -> ServeProcess {
         let token = token ?? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let tokenFile = dir.appendingPathComponent("token")
         if !FileManager.default.fileExists(atPath: tokenFile.path) {
@@ -25,7 +25,7 @@ public struct ServeProcess: Sendable {
         }
         let state = stateDir ?? dir.appendingPathComponent("state")
         let p = try ChildProcess(SfubotProcess.binary, [
-            "serve", "--listen", "127.0.0.1:\(port)", "--token-file", tokenFile.path, "--janus", Scene.janusURL!,
+            "serve", "--listen", "127.0.0.1:\(port)", "--token-file", tokenFile.path, "--janus", janus ?? Scene.janusURL!,
             "--state-dir", state.path, "--output-root", (outputRoot ?? dir).path, "--media-root", (mediaRoot ?? dir).path,
         ] + extra)
         let serve = ServeProcess(port: port, token: token, tokenFile: tokenFile, stateDir: state, process: p)

@@ -15,6 +15,9 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
     case mediaLost
     /// A peer that answered keepalive pings left two in a row unanswered (`Keepalive`).
     case keepaliveLost
+    /// Only relayed candidates were allowed and the TURN servers gave none: credentials
+    /// refused, or the TURN server unreachable.
+    case turnFailed
 
     /// Short, for load reports and logs.
     public var description: String {
@@ -24,6 +27,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .iceFailed: "ICE failed"
         case .mediaLost: "Janus stopped receiving our media"
         case .keepaliveLost: "two keepalive pings went unanswered"
+        case .turnFailed: Self.turnText
         }
     }
 
@@ -35,8 +39,11 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .iceFailed: .negotiation("ICE failed: no candidate pair works")
         case .mediaLost: .negotiation("Janus stopped receiving our media (the path to it is lost)")
         case .keepaliveLost: .negotiation("two keepalive pings went unanswered (the path to Janus is lost)")
+        case .turnFailed: .negotiation(Self.turnText)
         }
     }
+
+    static let turnText = "the TURN server gave no relay candidate: check the TURN credentials (--turn-username/--turn-password, the credentials or secret file) and that the TURN server is reachable"
 }
 
 /// What a participant's PeerConnection and its Janus handle report, merged in arrival order.
@@ -77,16 +84,24 @@ package struct PeerLink: Sendable {
         let (events, sink) = AsyncStream.makeStream(of: PeerEvent.self)
         let webrtc = self.webrtc, handle = self.handle, logger = self.logger
         let local = Task {
+            var relays = 0
             for await event in webrtc.events {
                 switch event {
                 case .negotiationNeeded:
                     sink.yield(.negotiationNeeded)
                 case .iceCandidate(let mline, let candidate):
+                    if candidate.contains(" typ relay") { relays += 1 }
                     do { try await handle.trickle(mline: mline, candidate: candidate) } catch {
                         logger.warning("trickle to Janus failed: \(error)")
                     }
                 case .iceGatheringState("complete"):
                     try? await handle.trickleCompleted()
+                    // libnice says nothing of a refused TURN allocation: no relay candidate is the sign.
+                    let turn = webrtc.turnSetting
+                    if turn.servers > 0, relays == 0 {
+                        logger.error("\(PeerLoss.turnText)")
+                        if turn.relayOnly { sink.yield(.lost(.turnFailed)) }
+                    }
                 case .iceConnectionState(let s):
                     logger.debug("ICE \(s)")
                     sink.yield(.ice(s))

@@ -105,7 +105,7 @@ public struct Player: Sendable {
         log.info("joined room \(config.room) as publisher \(joined.id)")
         progress.joined(joined.id)
         status.set(.running)
-        var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt = startAt
+        var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt = startAt, turnFailures = 0
         while true {
             let outcome: Outcome
             do { (outcome, end) = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
@@ -128,6 +128,13 @@ public struct Player: Sendable {
             await media.pipeline.stop()
             if sessionGone { await session.close() }
             let lostSession = session, lostAt = ContinuousClock.now
+            // A refused TURN allocation fails again at once: back off, 0.5 s doubling to 30 s.
+            if why == .turnFailed {
+                try? await Task.sleep(for: .milliseconds(min(30_000, 500 << min(turnFailures, 6))))
+                turnFailures += 1
+            } else {
+                turnFailures = 0
+            }
             do {
                 media = try makeMedia(info)
                 (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)

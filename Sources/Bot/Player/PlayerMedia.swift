@@ -52,7 +52,7 @@ extension Player {
             // One decoding thread: memory bounded by the source's picture size, not the cores.
             if let dec = try? pipeline.element(named: "dec") { links.append(dec.limitDecoderThreads(to: 1)) }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-            for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+            try config.configureICE(webrtc)
             let seal = try pipeline.element(named: "seal")
             let sealPad = try seal.staticPad("src")
             var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]

@@ -1,4 +1,5 @@
 public import Foundation
+import GStreamerKit
 
 /// Outages and what a participant's recording is made of across them.
 extension RecordingManifest {
@@ -114,7 +115,7 @@ extension RecordingManifest {
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
         case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, pauses, reconnection, participants
-        case unrecorded, mixOnDisk = "mix_on_disk", proof
+        case unrecorded, mixOnDisk = "mix_on_disk", proof, candidatePair = "candidate_pair"
     }
 
     /// Manifests written before reconnection (no gaps, counters or participants) still read.
@@ -137,5 +138,6 @@ extension RecordingManifest {
         unrecorded = try c.decodeIfPresent([Feed].self, forKey: .unrecorded) ?? []
         mixOnDisk = try c.decodeIfPresent(OnDisk.self, forKey: .mixOnDisk)
         proof = try c.decodeIfPresent(ManifestProof.self, forKey: .proof)
+        candidatePair = try c.decodeIfPresent(CandidatePair.self, forKey: .candidatePair)
     }
 }

@@ -1,4 +1,5 @@
 public import FrameCrypto
+public import GStreamerKit
 public import Foundation
 
 /// `manifest.json` beside the recordings: who was recorded, into which file, when, and
@@ -101,6 +102,9 @@ public struct RecordingManifest: Codable, Sendable {
     public var unrecorded: [Feed] = []
     /// The signing key's proof of the finished recording (`--signing-key`); nil without a key.
     public var proof: ManifestProof? = nil
+    /// The ICE candidate pair the media came over (the latest PeerConnection's, once ICE
+    /// selected one): `local` is `relay` when it went through the TURN server.
+    public var candidatePair: CandidatePair? = nil
 
     /// Whether anything the recorder should have written is missing: each loss is in `errors`.
     public var lostSomething: Bool { !errors.isEmpty }

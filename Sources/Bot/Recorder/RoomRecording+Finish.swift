@@ -12,11 +12,13 @@ extension RoomRecording {
         counters.reclaims += sessionCounts.reclaims
         counters.gapSeconds = gaps.reduce(0) { $0 + ($1.seconds ?? Date().timeIntervalSince($1.start)) }
         let feeds = (finished + branches.liveEntries).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) }
-        return RecordingManifest(
+        var m = RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
             feeds: feeds, timeline: timeline, mix: media?.mix?.file.path ?? mixFile?.path, earlierMixes: earlierMixes,
             errors: branches.errors, gaps: gaps, pauses: pauses.all, reconnection: counters,
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
+        m.candidatePair = candidatePair
+        return m
     }
 
     func readSessionCounters() async {

@@ -60,6 +60,8 @@ extension RoomRecording {
         guard let session else { throw BotError.janus(.disconnected) }
         let media = try self.media ?? startMedia()
         peers += 1
+        // The new PeerConnection's pair is read anew (at once, not in 10 s).
+        candidatePair = nil
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -67,7 +69,7 @@ extension RoomRecording {
             let element = try media.pipeline.addElement(description: config.pipelines.description("subscribe"), name: "webrtc\(peers)")
             webrtc = try WebRTCBin(element)
         }
-        for turn in config.turnServers { try webrtc.addTurnServer(turn) }
+        try config.configureICE(webrtc)
         let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers, failed = NegotiationFlag()
         webrtc.onIncomingPad { incoming in
             guard let mid = incoming.mid else { return }
@@ -86,7 +88,10 @@ extension RoomRecording {
                 switch event {
                 // A session that ended is the roster's to report (once for both handles).
                 case .lost(.sessionEnded): return
+                // A refused TURN allocation fails again at once: come back with backoff.
+                case .lost(.turnFailed): await self?.turnFailed()
                 case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
+                case .ice(let s) where s == "connected" || s == "completed": await self?.readCandidatePair(now: true)
                 case .ice, .connection: break
                 }
             }
@@ -109,6 +114,29 @@ extension RoomRecording {
         branches.note(.init(time: Date(), error: text))
         startRejoin("negotiation failed: \(error)", rejoinSession: false)
     }
+
+    /// Relay only, and the TURN server gave no relay candidate (credentials refused, or it is
+    /// unreachable): rejoins after 0.5 s, doubling to 30 s while it keeps failing, so a wrong
+    /// password is a few gaps naming TURN, not a PeerConnection torn down every 100 ms.
+    func turnFailed() {
+        let pause = Duration.milliseconds(min(30_000, 500 << min(turnFailures, 6)))
+        turnFailures += 1
+        startRejoin(PeerLoss.turnFailed.description, rejoinSession: false, pause: pause)
+    }
+
+    /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE
+    /// connects (`now`), then every 10 s; not while it negotiates (get-stats queues behind and
+    /// ahead of the descriptions on webrtcbin's thread). Logged when it changes, e.g.
+    /// `relay→host` when media goes through the TURN server.
+    func readCandidatePair(now: Bool = false) async {
+        candidateReads += 1
+        guard now || candidateReads % 10 == 0 else { return }
+        guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }
+        turnFailures = 0
+        guard pair != candidatePair else { return }
+        candidatePair = pair
+        log.info("media over ICE candidate pair \(pair.summary)")
+    }
 }
 
 /// Set from the subscription's actor when a PeerConnection's negotiation failed, before the
@@ -123,4 +151,5 @@ final class NegotiationFlag: Sendable {
 struct NegotiationReported: Error, CustomStringConvertible {
     let error: any Error
     var description: String { "\(error)" }
+
 }

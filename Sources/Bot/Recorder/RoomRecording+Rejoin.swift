@@ -18,12 +18,13 @@ extension RoomRecording {
     /// the PeerConnection is replaced, on the same session while it serves. `since`: when the
     /// outage began, if before now (the newest frame, for media that stopped). Runs in a task of
     /// its own: the tasks that notice a loss (the roster's, the peer's) are cancelled by it.
-    func startRejoin(_ cause: String, rejoinSession: Bool, since: Date? = nil) {
+    /// `pause`: wait this long before coming back (after the files are finished).
+    func startRejoin(_ cause: String, rejoinSession: Bool, since: Date? = nil, pause: Duration = .zero) {
         guard state == .recording else { return }
-        rejoining = Task { await self.lost(cause, rejoinSession: rejoinSession, since: since) }
+        rejoining = Task { await self.lost(cause, rejoinSession: rejoinSession, since: since, pause: pause) }
     }
 
-    private func lost(_ cause: String, rejoinSession: Bool, since: Date?) async {
+    private func lost(_ cause: String, rejoinSession: Bool, since: Date?, pause: Duration) async {
         guard state == .recording else { return }
         state = .rejoining
         // A lost session's outage began when its connection dropped (the claim came later).
@@ -34,6 +35,7 @@ extension RoomRecording {
         await finishSegments()
         await dropPeer(announce: !rejoinSession)
         writeManifest()
+        if pause > .zero { try? await Task.sleep(for: pause) }
         guard state == .rejoining, let onNewSession = await comeBack(cause: cause, newSession: rejoinSession) else { return }
         if onNewSession {
             counters.rejoins += 1

@@ -52,6 +52,11 @@ actor RoomRecording {
     var peer: Peer?
     /// webrtcbins made so far (each new one gets the next name).
     var peers = 0
+    /// The latest PeerConnection's selected ICE candidate pair, for the manifest.
+    var candidatePair: CandidatePair?
+    /// Relay-only TURN failures in a row (reset once a candidate pair works): their backoff.
+    var turnFailures = 0
+    var candidateReads = 0
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?
@@ -165,6 +170,7 @@ actor RoomRecording {
                     try await Task.sleep(for: .seconds(1))
                     await self?.readSessionCounters()
                     await self?.resumeAfterDiskFull()
+                    await self?.readCandidatePair()
                     await self?.writeManifest()
                     tick += 1
                     if tick % RecordingProof.interval == 0 { await self?.checkpoint() }

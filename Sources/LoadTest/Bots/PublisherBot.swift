@@ -82,7 +82,10 @@ final class PublisherBot: LoadBot {
             throw error
         }
         let webrtc: WebRTCBin
-        do { webrtc = try WebRTCBin(pipeline.element(named: "webrtc")) } catch {
+        do {
+            webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+            try webrtc.useICE(context.ice)
+        } catch {
             await core.retire(session)
             await session.close()
             throw error

@@ -80,6 +80,7 @@ final class SubscriberBot: LoadBot {
         do {
             pipeline = try Pipeline(description: context.library.description("load-subscriber"))
             webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+            try webrtc.useICE(context.ice)
             if context.plainReceive { try webrtc.withoutJitterBuffers() }
         } catch {
             await core.retire(session)

@@ -12,6 +12,7 @@ import Locking
 struct LoadContext: Sendable {
     var janusURL: String
     var janus: JanusSession.Options
+    var ice = ICEServers()
     var room: Int64
     var protection: FrameProtection
     var library: PipelineLibrary

@@ -6,6 +6,8 @@ public import Logging
 public struct LoadPlan: Sendable {
     public var janusURL: String
     public var janus = JanusSession.Options()
+    /// STUN/TURN servers and the ICE transport policy of every bot.
+    public var ice = ICEServers()
     public var room: Int64
     public var publishers: Int
     public var subscribers: Int

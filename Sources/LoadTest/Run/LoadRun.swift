@@ -69,7 +69,7 @@ public final class LoadRun: Sendable {
             source.stop()
             throw error
         }
-        let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, room: plan.room, protection: plan.protection,
+        let context = LoadContext(janusURL: plan.janusURL, janus: plan.janus, ice: plan.ice, room: plan.room, protection: plan.protection,
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
                                   rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath,

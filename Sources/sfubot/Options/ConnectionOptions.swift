@@ -11,6 +11,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "VideoRoom room id.")
     var room: Int64
 
+    @OptionGroup var ice: ICEOptions
     @OptionGroup var comeback: ComebackOptions
     @OptionGroup var pipeline: PipelineOptions
     @OptionGroup var log: LogOptions
@@ -32,6 +33,7 @@ struct ConnectionOptions: ParsableArguments {
             janusURL: janus, room: room, display: display, protection: protection,
             janus: server.sessionOptions, pipelines: try pipeline.library(), logger: logger(label))
         config.rejoinTimeout = comeback.duration
+        config.ice = try ice.servers()
         return config
     }
 }

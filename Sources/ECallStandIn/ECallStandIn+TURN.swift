@@ -1,0 +1,13 @@
+import Crypto
+import Foundation
+
+extension ECallStandIn {
+    /// coturn's REST API credentials, as a backend with coturn's `static-auth-secret` makes
+    /// them: username `<expiry unix time>:<user>`, password base64(HMAC-SHA1(secret, username)).
+    func turnCredentials(user: String, now: Date = Date()) -> (username: String, password: String)? {
+        guard let turn = configuration.turn else { return nil }
+        let username = "\(Int(now.timeIntervalSince1970 + configuration.turnLifetime)):\(user)"
+        let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(turn.secret.utf8)))
+        return (username, Data(mac).base64EncodedString())
+    }
+}
