@@ -42,7 +42,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Folder where jobs are saved, to take them up again after a restart.", valueName: "dir"))
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("PostgreSQL holding the jobs, their owners and leases, shared by every instance given the same URL (docs/cluster.md): postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Any instance answers for any job; a job runs on one with room; when its owner dies another takes it over. Without it, jobs are kept in --state-dir for this instance alone.", valueName: "url"))
+    @Option(help: ArgumentHelp("PostgreSQL holding the jobs, their owners and leases, shared by every instance given the same URL (docs/cluster.md): postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]; without a password in it, PGPASSWORD's (out of the process list). Any instance answers for any job; a job runs on one with room; when its owner dies another takes it over. Without it, jobs are kept in --state-dir for this instance alone.", valueName: "url"))
     var database: String?
 
     @Option(help: ArgumentHelp("This instance's name among those sharing --database (default: the host name and a random suffix).", valueName: "name"))

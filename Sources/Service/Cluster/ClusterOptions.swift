@@ -5,7 +5,8 @@ import PostgresNIO
 /// `--database` and what goes with it: several `sfubot serve` instances sharing their jobs
 /// through one PostgreSQL (docs/cluster.md).
 public struct ClusterOptions: Sendable {
-    /// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]`.
+    /// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]`; the
+    /// password may come from `PGPASSWORD` instead.
     public var database: String
     /// This instance's name in `owner` and the owners' history; unique per running instance.
     public var instanceID: String
@@ -42,7 +43,10 @@ public struct ClusterOptions: Sendable {
         case "require": tls = .require(.makeClientConfiguration())
         case let other: throw ServeError("--database: sslmode \(other) is not supported: give disable, prefer or require")
         }
-        var config = PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
+        // Without one in the URL, libpq's PGPASSWORD: a password on the command line is in every
+        // process listing (`ps`), one in the environment (a Kubernetes Secret) is not.
+        let password = url.password ?? ProcessInfo.processInfo.environment["PGPASSWORD"]
+        var config = PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: password,
                                                   database: name.isEmpty ? nil : name, tls: tls)
         // A database that does not answer must not hold a renewal past the fence.
         config.options.connectTimeout = lease / 2
