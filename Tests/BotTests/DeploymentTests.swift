@@ -66,6 +66,10 @@ import TestSupport
         "sfubot_load_connection_drops_total", "sfubot_load_claims_total", "sfubot_load_rejoins_total",
         "sfubot_load_media_restarts_total", "sfubot_load_gap_seconds_total", "sfubot_load_chaos_faults_total",
         "sfubot_load_chaos_not_recovered_total", "sfubot_load_cpu_cores", "sfubot_load_resident_bytes", "sfubot_load_threads",
+        "sfubot_cluster_failovers_total", "sfubot_cluster_jobs_fenced_total", "sfubot_cluster_lease_renewals_missed_total",
+        "sfubot_upload_queue_depth", "sfubot_uploads_total", "sfubot_upload_failures_total", "sfubot_upload_bytes_total",
+        "sfubot_webhook_outbox_depth", "sfubot_webhook_attempts_total", "sfubot_webhook_failures_total",
+        "sfubot_webhooks_delivered_total", "sfubot_webhooks_expired_total",
     ]
 
     @Test("deploy/grafana/sfubot.json: valid JSON, schemaVersion 39, ${DS_PROMETHEUS}, unique panel ids, only known metrics, the views the issue asks for")
@@ -101,7 +105,10 @@ import TestSupport
         let wanted: Set<String> = ["sfubot_jobs", "sfubot_frames_opened_total", "sfubot_frames_sealed_total",
                                    "sfubot_decrypt_failures_total", "sfubot_janus_reconnects_total", "sfubot_rejoins_total",
                                    "sfubot_ice_restarts_total", "sfubot_gap_seconds_total", "sfubot_bytes_written_total",
-                                   "sfubot_load_bots", "sfubot_load_bitrate_mbps", "sfubot_load_loss_percent"]
+                                   "sfubot_load_bots", "sfubot_load_bitrate_mbps", "sfubot_load_loss_percent",
+                                   // Issue 27: owners, failovers, the upload queue and webhook delivery.
+                                   "sfubot_cluster_failovers_total", "sfubot_upload_queue_depth", "sfubot_webhook_outbox_depth",
+                                   "sfubot_webhook_failures_total"]
         #expect(wanted.subtracting(used).isEmpty, "no panel shows \(wanted.subtracting(used).sorted())")
     }
 }
