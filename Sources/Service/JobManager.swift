@@ -210,6 +210,7 @@ actor JobManager: Service {
         if pause.set(paused: paused) {
             log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
             persist(job)
+            config.publishing?.paused(job: id, kind: job.spec.kind.rawValue, room: job.spec.room, paused: paused, pause: pause.all.count)
             // Answered once on disk: a crash right after must not undo what was answered.
             await store?.flush()
         }

@@ -49,6 +49,18 @@ public final class JobPublishing: Sendable {
         send(.jobStarted, JobEvent(job: job, kind: kind, room: room, resumes: resumes), id: "\(job).started.\(resumes)")
     }
 
+    /// `job.paused` / `job.resumed`; the pause's number in the job makes the id stable.
+    func paused(job: String, kind: String, room: Int64, paused: Bool, pause number: Int) {
+        send(paused ? .jobPaused : .jobResumed, JobEvent(job: job, kind: kind, room: room),
+             id: "\(job).\(paused ? "paused" : "resumed").\(number)")
+    }
+
+    /// `job.failed_over`: this instance took the job over from `previous`, whose lease ran out.
+    func failedOver(job: String, kind: String, room: Int64, from previous: String, resumes: Int) {
+        send(.jobFailedOver, JobEvent(job: job, kind: kind, room: room, resumes: resumes, reason: "taken over from \(previous), whose lease ran out"),
+             id: "\(job).failed_over.\(resumes)")
+    }
+
     /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
     /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
     func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {

@@ -53,6 +53,9 @@ extension MediaScene {
         _ = try await serve.waitFor("/v1/recordings/\(id)", within: .seconds(60)) { s in
             ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesOpened"] as? Int ?? 0) > 100 }
         }
+        // A pause and a resume, each a signed event.
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/pause").json()["paused"] as? Bool == true)
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/resume").json()["paused"] as? Bool == false)
         #expect(try await serve.request("DELETE", "/v1/recordings/\(id)").json()["state"] as? String == "done")
         _ = try await serve.request("DELETE", "/v1/playbacks/\(playID)")
 
@@ -74,6 +77,8 @@ extension MediaScene {
         #expect(all.allSatisfy { $0["valid"] as? Bool == true }, "\(all)")
         #expect(all.contains { $0["id"] as? String == "\(id).started.0" && $0["type"] as? String == "job.started" })
         #expect(all.contains { $0["id"] as? String == "\(playID).finished" })
+        #expect(all.contains { $0["id"] as? String == "\(id).paused.1" && $0["type"] as? String == "job.paused" }, "\(all.map { $0["id"] ?? "" })")
+        #expect(all.contains { $0["id"] as? String == "\(id).resumed.1" && $0["type"] as? String == "job.resumed" })
         let event = try #require(all.first { $0["id"] as? String == "\(id).finished" })
         let files = try #require((event["data"] as? [String: Any])?["files"] as? [[String: Any]])
         let names = files.compactMap { $0["name"] as? String }

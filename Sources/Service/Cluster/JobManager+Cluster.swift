@@ -95,6 +95,9 @@ extension JobManager {
                 log.warning("job \(claim.row.id): taken over from \(previous), whose lease ran out")
             }
             await take(claim.row, store)
+            if let previous = claim.previous, let job = jobs[claim.row.id] {
+                config.publishing?.failedOver(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, from: previous, resumes: job.resumes)
+            }
         }
     }
 

@@ -92,6 +92,7 @@ extension JobManager {
             if pause.set(paused: paused) {
                 log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
                 persist(job)
+                config.publishing?.paused(job: id, kind: job.spec.kind.rawValue, room: job.spec.room, paused: paused, pause: pause.all.count)
                 // Answered once in the database, where a next owner reads it.
                 do { try await store.publish(JobStatus(job)) } catch { throw Self.unreachable(error) }
             }
