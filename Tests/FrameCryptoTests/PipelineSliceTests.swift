@@ -19,7 +19,10 @@ import Testing
                 .split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }.joined(separator: " ")
             guard let start = text.range(of: "x264enc ") else { return nil }
             let element = text[start.lowerBound...].prefix { $0 != "!" }
-            return (file, element.replacingOccurrences(of: "{video_kbps}", with: "96").trimmingCharacters(in: .whitespaces))
+            // Placeholders as the bot fills them: ECall's 96 kbit/s, the phone preset's 600 kbit/s
+            // and keyframe interval.
+            let filled = ["{video_kbps}": "96", "{kbps}": "600", "{keyint}": "30"].reduce(String(element)) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+            return (file, filled.trimmingCharacters(in: .whitespaces))
         }
     }
 
