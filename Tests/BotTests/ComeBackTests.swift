@@ -19,7 +19,7 @@ import Locking
         var options = JanusSession.Options()
         // What makes the held attach time out; 0.5 s also timed out the joins below on CI's
         // loaded pool (the session closed before the test answered them).
-        options.requestTimeout = .seconds(2)
+        options.requestTimeout = .seconds(3)
         let old = FakeJanus(autoReply: [.create, .keepalive, .trickle, .detach, .destroy], sessionID: 1001)
         let new = FakeJanus(autoReply: [.create, .keepalive, .trickle, .detach, .destroy], sessionID: 2002)
         let first = try await JanusSession.open(over: old, url: "fake://janus", options: options, logger: Scene.logger)
