@@ -63,10 +63,16 @@ extension Player {
             let (endOfFile, ended) = AsyncStream.makeStream(of: Void.self)
             probes.append(sealPad.onEndOfStream { ended.yield() })
             let position = MediaTimes()
-            let played = self.played
-            probes.append(sealPad.addTimedBufferObserver { _, pts in if let pts { position.mark(pts); played.mark(pts) } })
             var tracks = 1
             let (audioGate, audioGateProbe) = try pipeline.element(named: "pay").staticPad("src").addGate()
+            // The position a next owner goes on from: only frames sent, not those encoded before
+            // the start-of-file seek (dropped at the gate), which read as the file's first 0.3 s.
+            let played = self.played
+            probes.append(sealPad.addTimedBufferObserver { _, pts in
+                guard let pts else { return }
+                position.mark(pts)
+                if audioGate.isOpen { played.mark(pts) }
+            })
             probes.append(audioGateProbe)
             // The end is seen at `seal`; EOS into webrtcbin would end its bundle for both tracks.
             probes.append(try pipeline.element(named: "pay").staticPad("src").dropEndOfStream())
