@@ -5,26 +5,19 @@ import Testing
 
 /// The session's lifecycle against the scripted fake: each test forces one interleaving of
 /// replies, close(), Janus's timeout and a lost connection, with no network.
-@Suite struct JanusSessionLifecycleTests {
+/// Requests never time out within the suite's time limit: whatever fails here failed at once,
+/// not by a timeout, so a loaded pool (CI's TSan run) cannot turn a slow reply into a failure.
+@Suite(.timeLimit(.minutes(1))) struct JanusSessionLifecycleTests {
     let log = Logger(label: "test.janus")
 
-    /// Short, so that a request wrongly left waiting fails the test instead of hanging it.
     var options: JanusSession.Options {
         var o = JanusSession.Options(apiSecret: "s3cret")
-        o.requestTimeout = .seconds(2)
+        o.requestTimeout = .seconds(3600)
         return o
     }
 
     func open(_ fake: FakeJanus) async throws -> JanusSession {
         try await JanusSession.open(over: fake, url: "fake", options: options, logger: log)
-    }
-
-    /// A session whose requests never time out within a test's time limit: whatever fails in
-    /// it failed at once, not by a timeout, and no wall-clock bound is needed to tell.
-    func openWithoutTimeouts(_ fake: FakeJanus) async throws -> JanusSession {
-        var o = options
-        o.requestTimeout = .seconds(3600)
-        return try await JanusSession.open(over: fake, url: "fake", options: o, logger: log)
     }
 
     /// Race: an attach whose reply arrives after close() began must not register a handle
@@ -33,7 +26,7 @@ import Testing
         let fake = FakeJanus(autoReply: .create)
         // No timeout: the race is with close(), and a test starved for 2 s on a loaded pool saw
         // the attach time out first (CI).
-        let session = try await openWithoutTimeouts(fake)
+        let session = try await open(fake)
         let attaching = Task { try await session.attach(plugin: VideoRoom.plugin) }
         let attach = try await fake.nextRequest("attach")  // held back
         let closing = Task { await session.close() }
@@ -64,9 +57,9 @@ import Testing
         await closing.value
     }
 
-    @Test(.timeLimit(.minutes(1))) func requestsAfterCloseFailAtOnce() async throws {
+    @Test func requestsAfterCloseFailAtOnce() async throws {
         let fake = FakeJanus(autoReply: .lifecycle)
-        let session = try await openWithoutTimeouts(fake)
+        let session = try await open(fake)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         await session.close()
         #expect(await session.id == 0)
@@ -107,9 +100,9 @@ import Testing
         #expect(!fake.received.contains { $0.janus == "destroy" }, "Janus already dropped the session")
     }
 
-    @Test(.timeLimit(.minutes(1))) func pendingRequestsFailWhenTheConnectionDrops() async throws {
+    @Test func pendingRequestsFailWhenTheConnectionDrops() async throws {
         let fake = FakeJanus(autoReply: .lifecycle)
-        let session = try await openWithoutTimeouts(fake)
+        let session = try await open(fake)
         let handle = try await session.attach(plugin: VideoRoom.plugin)
         let pending = Task { try await handle.message(["request": "join"]) }
         _ = try await fake.nextRequest("message")
@@ -168,7 +161,7 @@ import Testing
 
     /// On a manual clock: a keepalive goes out when the interval has passed, none before, and
     /// the loop is gone after close (nothing left sleeping to send one).
-    @Test(.timeLimit(.minutes(1))) func keepalivesCarryTheSessionAndStopAtClose() async throws {
+    @Test func keepalivesCarryTheSessionAndStopAtClose() async throws {
         let fake = FakeJanus(autoReply: [.create, .destroy]), clock = ManualClock()
         var o = options
         o.keepaliveInterval = .seconds(25)
