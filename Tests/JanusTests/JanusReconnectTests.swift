@@ -44,7 +44,7 @@ import Locking
     func open(_ far: Far, window: Duration = .seconds(5), clock: (any Clock<Duration>)? = nil) async throws -> JanusSession {
         var o = JanusSession.Options(apiSecret: "s3cret")
         if let clock { o.clock = clock }
-        o.requestTimeout = .seconds(2)
+        o.requestTimeout = .seconds(30)  // replies are scripted: a loaded pool must not time them out
         o.reclaimWindow = window
         o.backoff = Backoff(initial: .milliseconds(20), cap: .milliseconds(200))
         return try await JanusSession.open(over: far.first, url: "fake", options: o, logger: log, reconnect: far.connector)
