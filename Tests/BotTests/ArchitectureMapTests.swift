@@ -69,4 +69,18 @@ import TestSupport
             #expect(words.contains(t.name), "the diagram does not show \(t.name)")
         }
     }
+
+    /// Small files (STYLE.md): a reader takes one in at a glance. Literal documents count too.
+    @Test("no file under Sources is over 300 lines")
+    func sourcesStaySmall() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+        var read = 0
+        for file in files where ["swift", "c", "h", "json", "md"].contains(file.pathExtension) {
+            let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count - 1
+            read += 1
+            #expect(lines <= 300, "\(file.path.dropFirst(sources.path.count + 1)) has \(lines) lines")
+        }
+        #expect(read > 100, "read \(read) files under \(sources.path)")
+    }
 }
