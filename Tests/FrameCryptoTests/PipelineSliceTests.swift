@@ -43,12 +43,12 @@ import Testing
         return [UInt8](try Data(contentsOf: out))
     }
 
-    @Test func sendingPipelinesEncodeOneSlicePerPictureThatLibWebRTCReadsAfterSealing() throws {
+    @Test func sendingPipelinesEncodeOneSlicePerPictureThatLibWebRTCReadsAfterSealing() async throws {
         let encoders = try Self.encoders()
         #expect(encoders.map(\.file) == ["load-source-video.pipeline", "play-av.pipeline", "play-test-pattern.pipeline"])
         let frames = VideoFrameTests()
         for (file, element) in encoders {
-            let stream = try Self.encode(element)
+            let stream = try await OpenSSLTool.offPool { try Self.encode(element) }
             let nals = stream.withUnsafeBytes { NALUnits.annexB($0) }.map { Array(stream[$0]) }
             let slices = nals.filter { NALUnits.isSlice($0[0]) }
             let headers = slices.compactMap { LibWebRTCSliceParser.parse(nal: $0) }
