@@ -122,7 +122,7 @@ actor JobManager: Service {
             }
             guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
             if let cluster { return try await enqueue(id: id, spec: canonical, cluster) }
-            let job = try launch(id: id, spec: canonical, protection: prepared.protection, created: Date(), resumes: 0)
+            let job = try launch(id: id, spec: canonical, protection: prepared.protection, media: prepared.media, created: Date(), resumes: 0)
             return JobStatus(job)
         } catch {
             prepared.discard()
@@ -189,7 +189,8 @@ actor JobManager: Service {
     // MARK: - Running
 
     /// `startAt`: a playback goes on from there in its file (taken over from another instance).
-    func launch(id: String, spec: JobSpec, protection: FrameProtection, created: Date, resumes: Int, startAt: Double? = nil,
+    /// `media`: a playback's file, held open since its check (read through it, not by name).
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, media: HeldFile?, created: Date, resumes: Int, startAt: Double? = nil,
                 pauses: [RecordingManifest.Pause]? = nil) throws(RequestProblem) -> Job {
         let pause = JobPause(spec.kind, resuming: pauses)
         let botConfig = botConfig(for: spec, id: id, protection: protection)
@@ -218,13 +219,17 @@ actor JobManager: Service {
                 if manifest.lostSomething { throw .incomplete(manifest.errors.map(\.error).joined(separator: "; ")) }
             } }
         case .playback:
-            var configured = Player(config: botConfig, source: .file(spec.file!), loop: spec.loop, duration: duration)
+            var configured = Player(config: botConfig, source: .file(media?.path ?? spec.file!), loop: spec.loop, duration: duration)
             configured.startAt = startAt
             if case .playback(let pauses) = pause { configured.pauses = pauses }
             let player = configured
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
                       played: player.played, pause: pause)
-            job.start { await Self.outcome(of: job) { () async throws(BotError) in _ = try await player.run() } }
+            let named = media.map { ($0.path, spec.file!) }  // errors name the file the job gave
+            job.start { await Self.outcome(of: job, naming: named) { () async throws(BotError) in
+                _ = try await player.run()
+                withExtendedLifetime(media) {}  // open until the player is done with it
+            } }
         }
         jobs[id] = job
         order.append(id)
@@ -238,14 +243,15 @@ actor JobManager: Service {
         return job
     }
 
-    private static func outcome(of job: Job, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
+    private static func outcome(of job: Job, naming: (String, String)? = nil, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
         do {
             try await body()
             return .init(state: .done, ended: Date(), error: nil)
         } catch {
             // A stop asked for is a clean end, whatever the step it interrupted said.
             if job.stopRequested && !error.isLoss && (error.isStopped || Task.isCancelled) { return .init(state: .done, ended: Date(), error: nil) }
-            return .init(state: .failed, ended: Date(), error: error.description)
+            let said = naming.map { error.description.replacingOccurrences(of: $0.0, with: $0.1) } ?? error.description
+            return .init(state: .failed, ended: Date(), error: said)
         }
     }
 

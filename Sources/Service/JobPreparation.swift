@@ -12,6 +12,9 @@ struct JobPreparation: Sendable {
     let protection: FrameProtection
     /// The mix file this preparation created (empty), removed again if the job does not start.
     let createdMix: String?
+    /// A playback's file, held open from the check on: GStreamer reads it through this
+    /// descriptor, so a path swapped for a symlink after the check cannot redirect it.
+    let media: HeldFile?
 
     /// `fresh`: a new job (its folder new or empty, its mix a new file); else a job taken up
     /// again after a restart, whose folder holds its earlier files.
@@ -25,7 +28,7 @@ struct JobPreparation: Sendable {
             defer { close(fd) }
             protection = .e2ee(KeyRing(current: try KeyFile.read(fd: fd, shown: roots.media.canonical(paths.keyFile ?? []))))
         }
-        if let file = paths.file { try RootFiles.checkReadable(file, in: roots.media, field: "file") }
+        media = try paths.file.map { file throws(RequestProblem) in HeldFile(try RootFiles.openRegular(file, in: roots.media, field: "file")) }
         if let out = paths.out {
             createdMix = try RootFiles.prepareOutputs(out: out, mix: paths.mix, in: roots.output, fresh: fresh)
         } else {
@@ -37,4 +40,15 @@ struct JobPreparation: Sendable {
     func discard() {
         if let createdMix { unlink(createdMix) }
     }
+}
+
+/// A descriptor owned for as long as a job may read it, closed with the last reference.
+final class HeldFile: Sendable {
+    let fd: Int32
+    init(_ fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
+
+    /// A path that opens this very file again (the kernel's link to the open descriptor),
+    /// whatever now sits at the name it was opened by.
+    var path: String { "/proc/self/fd/\(fd)" }
 }

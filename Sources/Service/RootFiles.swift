@@ -75,12 +75,6 @@ enum RootFiles {
         return fd
     }
 
-    /// Checks a regular file can be read below `root` (a playback's file; GStreamer opens it
-    /// by the canonical path, which no symlink can redirect once this walk passed).
-    static func checkReadable(_ parts: [String], in root: Root, field: String) throws(RequestProblem) {
-        close(try openRegular(parts, in: root, field: field))
-    }
-
     /// A fresh recording's outputs: `out` created (0700) or found empty, and the mix created
     /// empty with `O_EXCL`. Returns the mix's path if it created one (removed again should the
     /// job not start). A resumed recording's folder holds its earlier files: only walked.

@@ -42,6 +42,27 @@ import Testing
         #expect(throws: ServeError.self) { try Root(dir.appendingPathComponent("missing/sub").path, use: .media, create: true) }
     }
 
+    @Test("a playback's file is read through what its check opened: its name swapped afterwards for a symlink out of the media root still reads the checked file")
+    func playbackFileHeldFromItsCheck() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-held-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let media = dir.appendingPathComponent("media"), outside = dir.appendingPathComponent("outside")
+        for d in [media, outside] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
+        try Data("the file the check passed\n".utf8).write(to: media.appendingPathComponent("tone.opus"))
+        try Data("a secret outside the root\n".utf8).write(to: outside.appendingPathComponent("secret"))
+        let roots = Roots(output: try Root(dir.appendingPathComponent("out").path, use: .output, create: true),
+                          media: try Root(media.path, use: .media, create: false))
+        let spec = JobSpec(kind: .playback, room: 1, janus: nil, key: .none, out: nil, mix: nil, file: "tone.opus", display: nil, loop: false, durationSeconds: nil)
+        let prepared = try JobPreparation(spec, paths: try JobPaths(spec, roots: roots), roots: roots, fresh: true)
+        let held = try #require(prepared.media)
+
+        // Between the check and GStreamer's open, the name now leads out of the root.
+        try FileManager.default.removeItem(at: media.appendingPathComponent("tone.opus"))
+        try FileManager.default.createSymbolicLink(at: media.appendingPathComponent("tone.opus"), withDestinationURL: outside.appendingPathComponent("secret"))
+        #expect(String(decoding: try Data(contentsOf: URL(fileURLWithPath: held.path)), as: UTF8.self) == "the file the check passed\n")
+        #expect(String(decoding: try Data(contentsOf: URL(fileURLWithPath: held.path)), as: UTF8.self) == "the file the check passed\n", "read again (a loop, a rejoin)")
+    }
+
     @Test("overlap: the same folder, one inside the other; not two beside each other sharing a prefix")
     func overlap() {
         #expect(JobPaths.overlap("/r/a", "/r/a"))

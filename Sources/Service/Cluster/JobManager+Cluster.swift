@@ -116,7 +116,7 @@ extension JobManager {
             defer { reserved[row.id] = nil }
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
-            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, created: row.created, resumes: row.resumes,
+            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media, created: row.created, resumes: row.resumes,
                        startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses)
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
