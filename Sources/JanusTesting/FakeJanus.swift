@@ -110,9 +110,14 @@ public final class FakeJanus: JanusTransport {
 
     // MARK: - The test's side
 
+    /// How long a test waits for the session's next request by default: long, because a pool
+    /// starved by parallel suites (under TSan, on 2 cores) can take seconds to run the step that
+    /// sends it; a test that fails still fails, only later.
+    public static let requestWait: Duration = .seconds(20)
+
     /// The next request not answered automatically, waiting up to `timeout` for it. Throws
     /// when none came in time, or when the transport closed with none left.
-    public func nextRequest(timeout: Duration = .seconds(5)) async throws(FakeJanusError) -> Request {
+    public func nextRequest(timeout: Duration = FakeJanus.requestWait) async throws(FakeJanusError) -> Request {
         let id = state.withLock { s in s.nextWaiter += 1; return s.nextWaiter }
         let timer = Task {
             try? await Task.sleep(for: timeout)
@@ -139,7 +144,7 @@ public final class FakeJanus: JanusTransport {
     }
 
     /// `nextRequest()`, failing unless it is a `verb` request (e.g. "attach", "message").
-    public func nextRequest(_ verb: String, timeout: Duration = .seconds(5)) async throws(FakeJanusError) -> Request {
+    public func nextRequest(_ verb: String, timeout: Duration = FakeJanus.requestWait) async throws(FakeJanusError) -> Request {
         let r = try await nextRequest(timeout: timeout)
         guard r.janus == verb else { throw .unexpected(expected: verb, got: r.janus) }
         return r

@@ -32,7 +32,8 @@ import Testing
 
         await session.close()
         #expect(fake.isClosed)
-        #expect(fake.received.map(\.janus) == ["create", "attach", "message", "destroy"])
+        // Keepalives may come between, on a slow machine: the requests that matter, in order.
+        #expect(fake.received.map(\.janus).filter { $0 != "keepalive" } == ["create", "attach", "message", "destroy"])
         #expect(await events.next() == nil, "the handle's events end with the session")
     }
 

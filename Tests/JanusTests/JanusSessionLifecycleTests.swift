@@ -7,7 +7,7 @@ import Testing
 /// replies, close(), Janus's timeout and a lost connection, with no network.
 /// Requests never time out within the suite's time limit: whatever fails here failed at once,
 /// not by a timeout, so a loaded pool (CI's TSan run) cannot turn a slow reply into a failure.
-@Suite(.timeLimit(.minutes(1))) struct JanusSessionLifecycleTests {
+@Suite(.timeLimit(.minutes(3))) struct JanusSessionLifecycleTests {
     let log = Logger(label: "test.janus")
 
     var options: JanusSession.Options {

@@ -113,6 +113,7 @@ import Webhooks
         running.cancel()
         await running.value
         #expect(expired)
-        #expect(outbox.stats.depth == 0 && outbox.stats.failures >= 2)
+        // Tried (once or more: a slow machine fits fewer tries in 600 ms), then dropped.
+        #expect(outbox.stats.depth == 0 && outbox.stats.failures >= 1)
     }
 }
