@@ -50,7 +50,7 @@ actor JobManager: Service {
                 let pruneEvery = Int(min(60, max(1, self?.config.keepFinished ?? 60)))
                 var tick = 0
                 while !Task.isCancelled {
-                    await self?.publishGauges()
+                    await self?.everySecond()
                     if tick % pruneEvery == 0 { await self?.pruneFinished() }
                     tick += 1
                     try? await Task.sleep(for: .seconds(1))
@@ -179,6 +179,7 @@ actor JobManager: Service {
             store?.remove(id)
         }
         let gone = Set(old)
+        config.publishing?.forget(old)
         order.removeAll { gone.contains($0) }
         log.info("forgot \(old.count) job(s) finished more than \(Int(config.keepFinished)) s ago (--keep-finished)")
     }
@@ -186,7 +187,7 @@ actor JobManager: Service {
     func status(_ id: String) async throws(RequestProblem) -> JobStatus {
         if let cluster { return try await clusterStatus(id, cluster) }
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        return JobStatus(job)
+        return JobStatus(job, uploads: config.publishing?.uploads(of: id))
     }
 
     /// Stops a job and answers with its final state (also for a job that had ended).
@@ -305,5 +306,4 @@ actor JobManager: Service {
         order.append(job.id)
         persist(job)
     }
-
 }
