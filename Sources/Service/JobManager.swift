@@ -295,8 +295,7 @@ actor JobManager: Service {
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
         // Stopped by the shutdown: left "running" on disk, to be resumed.
         if shuttingDown && outcome.state == .done && job.stopRequested { return }
-        config.publishing?.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room,
-                                 failed: outcome.state == .failed ? outcome.error ?? "failed" : nil, directory: job.spec.out)
+        publishEnded(job, outcome)
         persist(job)
     }
 

@@ -17,6 +17,8 @@ public final class JobPublishing: Sendable {
     let batches: Spool<UploadBatch>
     /// Each recording's uploads as GET shows them (from the batches at start, then kept here).
     let progress: Tally<[String: JobStatus.Uploads]>
+    /// Merged manifests waiting for their upload (JobPublishing+Merged).
+    let mergedDirectory: URL
     /// `job.reconnecting` announced so far, by job (JobPublishing+Reconnects).
     let reconnects = Tally([String: ReconnectWatch]())
     let logger: Logger
@@ -25,6 +27,7 @@ public final class JobPublishing: Sendable {
 
     /// `storage` nil: nothing uploaded; `webhook` nil: nothing sent.
     public init(stateDirectory: URL, storage: S3Client?, webhook: (url: URL, secret: WebhookSecret)?, logger: Logger) throws {
+        mergedDirectory = stateDirectory.appendingPathComponent("merged")
         let webhooks = try webhook.map { try WebhookOutbox(directory: stateDirectory.appendingPathComponent("webhooks"), url: $0.url, secret: $0.secret, logger: logger) }
         let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
         let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
@@ -68,27 +71,36 @@ public final class JobPublishing: Sendable {
 
     /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
     /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
-    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
+    /// `owners` (with `--database`): every instance that held the job, for the merged manifest
+    /// (`recording.json`) queued with the files.
+    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?, owners: [JobStatus.Owner]? = nil) {
         if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
         guard let directory else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
         }
         files.async { [self] in
-            let found = Self.localFiles(directory, hash: uploads == nil)
+            let merging = owners.map { !$0.isEmpty } ?? false
+            let found = Self.localFiles(directory, hash: uploads == nil || merging)
             guard let uploads, let location else {
                 if error == nil {
                     send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map(FileEvent.init(local:))), id: "\(job).finished")
                 }
                 return
             }
-            let entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
+            var entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
+            var queued = zip(found.map(\.path), entries).map { ($0, $1) }
+            if merging, let owners, let merged = merged(job: job, directory: directory, owners: owners, found: found, entries: entries) {
+                let file = BatchFile(key: location.key("\(job)/recording.json"), name: "recording.json")
+                entries.append(file)
+                queued.append((merged.path, file))
+            }
             do {
                 // The batch first: an upload that finishes at once finds it.
                 let batch = UploadBatch(job: job, kind: kind, room: room, failed: error != nil, files: entries)
                 try batches.add(job, batch)
                 progress.update { $0[job] = JobStatus.Uploads(batch) }
-                for (file, entry) in zip(found, entries) { try uploads.enqueue(file: file.path, key: entry.key, context: ["job": job]) }
+                for (path, entry) in queued { try uploads.enqueue(file: path, key: entry.key, context: ["job": job]) }
                 logger.info("job \(job): \(found.count) file(s) queued for \(location)")
             } catch {
                 logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(directory)")
