@@ -29,13 +29,13 @@ extension S3Client {
     /// ETag against the MD5 of its parts' MD5s, then HEAD for size, ETag and our SHA-256.
     /// A multipart upload that fails is aborted, so the store keeps no orphan parts.
     public func upload(file path: String, key: String, sizes: UploadSizes = UploadSizes()) async throws(ObjectStoreError) -> UploadedObject {
-        let file = try LocalFile(path)
-        let (size, sha256) = try file.sizeAndSHA256()
+        let file = try await LocalFile.open(path)
+        let (size, sha256) = try await file.sizeAndSHA256()
         let etag: String, parts: Int
         if size <= sizes.multipartThreshold {
-            let bytes = try file.read(at: 0, count: size)
-            let md5 = SigV4.hex(Insecure.MD5.hash(data: bytes))
-            let r = try await send("PUT", key: key, headers: [("content-md5", Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
+            let (bytes, md5Bytes) = try await file.read(at: 0, count: size)
+            let md5 = SigV4.hex(md5Bytes)
+            let r = try await send("PUT", key: key, headers: [("content-md5", md5Bytes.base64EncodedString()),
                                                               ("content-type", "application/octet-stream"), ("x-amz-meta-sha256", sha256)], body: bytes)
             etag = Self.unquote(r.header("etag") ?? "")
             guard etag == md5 else { throw ObjectStoreError(.checksumMismatch(what: key, expected: md5, answered: etag)) }
@@ -61,8 +61,7 @@ extension S3Client {
             var partMD5s: [Data] = [], list = ""
             var offset = 0, number = 1
             while offset < size {
-                let bytes = try file.read(at: offset, count: min(partSize, size - offset))
-                let md5 = Data(Insecure.MD5.hash(data: bytes))
+                let (bytes, md5) = try await file.read(at: offset, count: min(partSize, size - offset))
                 let r = try await send("PUT", key: key, query: [("partNumber", "\(number)"), ("uploadId", uploadID)],
                                        headers: [("content-md5", md5.base64EncodedString())], body: bytes)
                 let answered = Self.unquote(r.header("etag") ?? "")
@@ -88,38 +87,5 @@ extension S3Client {
             _ = try? await send("DELETE", key: key, query: [("uploadId", uploadID)])
             throw error
         }
-    }
-}
-
-/// A local file read in pieces (the whole file is never in memory; a part at most).
-struct LocalFile {
-    let path: String
-    init(_ path: String) throws(ObjectStoreError) {
-        guard FileManager.default.isReadableFile(atPath: path) else { throw ObjectStoreError(.localFile("\(path) is missing or unreadable")) }
-        self.path = path
-    }
-
-    func read(at offset: Int, count: Int) throws(ObjectStoreError) -> [UInt8] {
-        do {
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw ObjectStoreError(.localFile("cannot open \(path)")) }
-            defer { try? handle.close() }
-            try handle.seek(toOffset: UInt64(offset))
-            let data = try handle.read(upToCount: count) ?? Data()
-            guard data.count == count else { throw ObjectStoreError(.localFile("\(path) changed while it was uploaded (short read)")) }
-            return Array(data)
-        } catch let error as ObjectStoreError { throw error } catch { throw ObjectStoreError(.localFile("cannot read \(path): \(error)")) }
-    }
-
-    func sizeAndSHA256() throws(ObjectStoreError) -> (Int, String) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ObjectStoreError(.localFile("cannot open \(path)")) }
-        defer { try? handle.close() }
-        var hash = SHA256(), size = 0
-        do {
-            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                hash.update(data: chunk)
-                size += chunk.count
-            }
-        } catch { throw ObjectStoreError(.localFile("cannot read \(path): \(error)")) }
-        return (size, SigV4.hex(hash.finalize()))
     }
 }

@@ -101,7 +101,7 @@ public final class UploadQueue: Sendable {
     func attempt(_ id: String, _ entry: UploadEntry) async -> RetryOutcome {
         var entry = entry
         if let object = entry.uploaded {
-            return finish(entry, object)
+            return await finish(entry, object)
         }
         do {
             let object = try await client.upload(file: entry.file, key: entry.key, sizes: sizes)
@@ -115,7 +115,7 @@ public final class UploadQueue: Sendable {
             Counter(label: "sfubot_uploads_total").increment()
             logger.info("uploaded \(entry.file) to \(object.url) (\(object.size) bytes, \(object.parts) part(s), verified)")
             await uploaded(entry, object)
-            return finish(entry, object)
+            return await finish(entry, object)
         } catch let error as ObjectStoreError {
             return await failure(entry, "\(error)", retryable: error.retryable, mismatch: error.isChecksumMismatch)
         } catch {
@@ -123,9 +123,9 @@ public final class UploadQueue: Sendable {
         }
     }
 
-    private func finish(_ entry: UploadEntry, _ object: UploadedObject) -> RetryOutcome {
-        if entry.deleteAfterUpload, unlink(entry.file) != 0, errno != ENOENT {
-            return .retry("uploaded and verified, but \(entry.file) cannot be deleted: \(String(cString: strerror(errno)))")
+    private func finish(_ entry: UploadEntry, _ object: UploadedObject) async -> RetryOutcome {
+        if entry.deleteAfterUpload, let why = await LocalFile.delete(entry.file) {
+            return .retry("uploaded and verified, but \(entry.file) cannot be deleted: \(why)")
         }
         return .done
     }
@@ -139,7 +139,7 @@ public final class UploadQueue: Sendable {
         }
         Counter(label: "sfubot_upload_failures_total").increment()
         // A file that is gone cannot be uploaded; any other failure keeps the entry and the file.
-        let givenUp = !retryable && !FileManager.default.fileExists(atPath: entry.file)
+        let givenUp = retryable ? false : !(await LocalFile.exists(entry.file))
         await failed(entry, why, givenUp)
         return givenUp ? .giveUp(why) : .retry(why)
     }

@@ -34,6 +34,7 @@ extension JobManager {
             store?.remove(id)
         }
         let gone = Set(old)
+        config.publishing?.forget(old)
         order.removeAll { gone.contains($0) }
         log.info("forgot \(old.count) job(s) finished more than \(Int(config.keepFinished)) s ago (--keep-finished)")
     }

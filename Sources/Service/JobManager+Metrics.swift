@@ -13,4 +13,10 @@ extension JobManager {
             }
         }
     }
+
+    /// Each second: the gauges, and `job.reconnecting` for outages not yet announced.
+    func everySecond() {
+        publishGauges()
+        announceReconnects()
+    }
 }

@@ -50,7 +50,7 @@ actor JobManager: Service {
                 let pruneEvery = Int(min(60, max(1, self?.config.keepFinished ?? 60)))
                 var tick = 0
                 while !Task.isCancelled {
-                    await self?.publishGauges()
+                    await self?.everySecond()
                     if tick % pruneEvery == 0 { await self?.pruneFinished() }
                     tick += 1
                     try? await Task.sleep(for: .seconds(1))
@@ -151,7 +151,7 @@ actor JobManager: Service {
     func status(_ id: String) async throws(RequestProblem) -> JobStatus {
         if let cluster { return try await clusterStatus(id, cluster) }
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        return JobStatus(job)
+        return JobStatus(job, uploads: config.publishing?.uploads(of: id))
     }
 
     /// Stops a job and answers with its final state (also for a job that had ended).
@@ -265,8 +265,7 @@ actor JobManager: Service {
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
         // Stopped by the shutdown: left "running" on disk, to be resumed.
         if shuttingDown && outcome.state == .done && job.stopRequested { return }
-        config.publishing?.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room,
-                                 failed: outcome.state == .failed ? outcome.error ?? "failed" : nil, directory: job.spec.out)
+        publishEnded(job, outcome)
         persist(job)
     }
 
@@ -276,5 +275,4 @@ actor JobManager: Service {
         order.append(job.id)
         persist(job)
     }
-
 }

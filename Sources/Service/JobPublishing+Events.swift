@@ -14,6 +14,17 @@ struct UploadBatch: Codable, Sendable {
     var missing: Set<String> = []
 }
 
+extension JobStatus.Uploads {
+    /// Counted from a batch; tries and last error carried over from `before`.
+    init(_ batch: UploadBatch, before: Self? = nil) {
+        uploaded = batch.objects.count
+        missing = batch.missing.count
+        pending = batch.files.count - uploaded - missing
+        failedTries = before?.failedTries ?? 0
+        lastError = pending > 0 ? before?.lastError : nil
+    }
+}
+
 struct BatchFile: Codable, Sendable {
     var key: String
     /// Its path in the recording's folder.
@@ -30,9 +41,14 @@ struct JobEvent: Encodable, Sendable {
     var files: [FileEvent]?
     /// Files of the folder that vanished before they could be uploaded.
     var missing: [String]?
+    /// `job.reconnecting`: when the outage began, and its number in this run of the job.
+    var since: Date?
+    var outage: Int?
 
-    init(job: String, kind: String, room: Int64, resumes: Int? = nil, reason: String? = nil, files: [FileEvent]? = nil, missing: [String]? = nil) {
+    init(job: String, kind: String, room: Int64, resumes: Int? = nil, reason: String? = nil, files: [FileEvent]? = nil, missing: [String]? = nil,
+         since: Date? = nil, outage: Int? = nil) {
         (self.job, self.kind, self.room, self.resumes, self.reason, self.files, self.missing) = (job, kind, room, resumes, reason, files, missing)
+        (self.since, self.outage) = (since, outage)
     }
 }
 

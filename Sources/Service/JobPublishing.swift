@@ -15,21 +15,29 @@ public final class JobPublishing: Sendable {
     let location: S3Location?
     let webhooks: WebhookOutbox?
     let batches: Spool<UploadBatch>
+    /// Each recording's uploads as GET shows them (from the batches at start, then kept here).
+    let progress: Tally<[String: JobStatus.Uploads]>
+    /// Merged manifests waiting for their upload (JobPublishing+Merged).
+    let mergedDirectory: URL
+    /// `job.reconnecting` announced so far, by job (JobPublishing+Reconnects).
+    let reconnects = Tally([String: ReconnectWatch]())
     let logger: Logger
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     private let files = DispatchQueue(label: "sfubot.publishing.files")
 
     /// `storage` nil: nothing uploaded; `webhook` nil: nothing sent.
     public init(stateDirectory: URL, storage: S3Client?, webhook: (url: URL, secret: WebhookSecret)?, logger: Logger) throws {
+        mergedDirectory = stateDirectory.appendingPathComponent("merged")
         let webhooks = try webhook.map { try WebhookOutbox(directory: stateDirectory.appendingPathComponent("webhooks"), url: $0.url, secret: $0.secret, logger: logger) }
         let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
-        (self.webhooks, self.batches, self.logger, location) = (webhooks, batches, logger, storage?.location)
+        let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
+        (self.webhooks, self.batches, self.progress, self.logger, location) = (webhooks, batches, progress, logger, storage?.location)
         uploads = try storage.map { client in
             try UploadQueue(directory: stateDirectory.appendingPathComponent("uploads"), client: client, logger: logger,
-                            uploaded: { entry, object in Self.settled(entry, object, batches: batches, webhooks: webhooks, logger: logger) },
+                            uploaded: { entry, object in Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhooks, logger: logger) },
                             failed: { entry, why, givenUp in
-                                Self.uploadFailed(entry, why, webhooks: webhooks, logger: logger)
-                                if givenUp { Self.settled(entry, nil, batches: batches, webhooks: webhooks, logger: logger) }
+                                Self.uploadFailed(entry, why, progress: progress, webhooks: webhooks, logger: logger)
+                                if givenUp { Self.settled(entry, nil, batches: batches, progress: progress, webhooks: webhooks, logger: logger) }
                             })
         }
     }
@@ -63,25 +71,36 @@ public final class JobPublishing: Sendable {
 
     /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
     /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
-    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
+    /// `owners` (with `--database`): every instance that held the job, for the merged manifest
+    /// (`recording.json`) queued with the files.
+    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?, owners: [JobStatus.Owner]? = nil) {
         if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
         guard let directory else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
         }
         files.async { [self] in
-            let found = Self.localFiles(directory, hash: uploads == nil)
+            let merging = owners.map { !$0.isEmpty } ?? false
+            let found = Self.localFiles(directory, hash: uploads == nil || merging)
             guard let uploads, let location else {
                 if error == nil {
                     send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map(FileEvent.init(local:))), id: "\(job).finished")
                 }
                 return
             }
-            let entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
+            var entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
+            var queued = zip(found.map(\.path), entries).map { ($0, $1) }
+            if merging, let owners, let merged = merged(job: job, directory: directory, owners: owners, found: found, entries: entries) {
+                let file = BatchFile(key: location.key("\(job)/recording.json"), name: "recording.json")
+                entries.append(file)
+                queued.append((merged.path, file))
+            }
             do {
                 // The batch first: an upload that finishes at once finds it.
-                try batches.add(job, UploadBatch(job: job, kind: kind, room: room, failed: error != nil, files: entries))
-                for (file, entry) in zip(found, entries) { try uploads.enqueue(file: file.path, key: entry.key, context: ["job": job]) }
+                let batch = UploadBatch(job: job, kind: kind, room: room, failed: error != nil, files: entries)
+                try batches.add(job, batch)
+                progress.update { $0[job] = JobStatus.Uploads(batch) }
+                for (path, entry) in queued { try uploads.enqueue(file: path, key: entry.key, context: ["job": job]) }
                 logger.info("job \(job): \(found.count) file(s) queued for \(location)")
             } catch {
                 logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(directory)")
@@ -93,11 +112,13 @@ public final class JobPublishing: Sendable {
 
     /// A file of a job's batch is uploaded (`object`), or given up (nil: the file vanished before
     /// it could be sent); once every file is one or the other, `job.finished` names them.
-    static func settled(_ entry: UploadEntry, _ object: UploadedObject?, batches: Spool<UploadBatch>, webhooks: WebhookOutbox?, logger: Logger) {
+    static func settled(_ entry: UploadEntry, _ object: UploadedObject?, batches: Spool<UploadBatch>, progress: Tally<[String: JobStatus.Uploads]>,
+                        webhooks: WebhookOutbox?, logger: Logger) {
         guard let job = entry.context["job"] else { return }
         do {
             guard var batch = try batches.get(job) else { return }
             if let object { batch.objects[object.key] = object } else { batch.missing.insert(entry.key) }
+            progress.update { $0[job] = JobStatus.Uploads(batch, before: $0[job]) }
             guard batch.files.allSatisfy({ batch.objects[$0.key] != nil || batch.missing.contains($0.key) }) else {
                 try batches.put(job, batch)
                 return
@@ -114,7 +135,13 @@ public final class JobPublishing: Sendable {
         }
     }
 
-    static func uploadFailed(_ entry: UploadEntry, _ why: String, webhooks: WebhookOutbox?, logger: Logger) {
+    static func uploadFailed(_ entry: UploadEntry, _ why: String, progress: Tally<[String: JobStatus.Uploads]>, webhooks: WebhookOutbox?, logger: Logger) {
+        if let job = entry.context["job"] {
+            progress.update { p in
+                p[job]?.failedTries += 1
+                p[job]?.lastError = why
+            }
+        }
         // On a file's first failure and every tenth after: a store down for hours does not
         // flood the receiver.
         guard let webhooks, entry.attempts % 10 == 0 else { return }
@@ -126,7 +153,16 @@ public final class JobPublishing: Sendable {
         }
     }
 
-    private func send(_ type: WebhookEventType, _ data: some Encodable & Sendable, id: String) {
+    /// A recording's uploads, once its files were queued (nil before, or without storage).
+    func uploads(of job: String) -> JobStatus.Uploads? { progress.value[job] }
+
+    /// A job forgotten by the service (--keep-finished) is forgotten here too.
+    func forget(_ jobs: [String]) {
+        progress.update { p in for job in jobs { p[job] = nil } }
+        reconnects.update { r in for job in jobs { r[job] = nil } }
+    }
+
+    func send(_ type: WebhookEventType, _ data: some Encodable & Sendable, id: String) {
         guard let webhooks else { return }
         do { try webhooks.send(WebhookEvent(type, data: data, id: id)) } catch { logger.error("webhook \(type.rawValue): \(error)") }
     }

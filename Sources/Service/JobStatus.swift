@@ -40,6 +40,22 @@ public struct JobStatus: Codable, Sendable {
     public var owner: String?
     /// With `--database`: every instance that ran the job, in order, and why each began and ended.
     public var owners: [Owner]?
+    /// With `--storage`: the recording's files on their way to the store, as the instance that
+    /// finished it sees them (GET of one job).
+    public var uploads: Uploads?
+
+    public struct Uploads: Codable, Sendable {
+        /// Files queued and not yet verified in the store: their local copies are kept.
+        public var pending: Int
+        /// Files uploaded and verified (their local copies deleted).
+        public var uploaded: Int
+        /// Files that vanished before they could be uploaded.
+        public var missing: Int
+        /// Failed tries so far (each is retried with backoff).
+        public var failedTries: Int
+        /// Why the last try failed, while files are pending.
+        public var lastError: String?
+    }
 
     public struct Owner: Codable, Sendable {
         public var instance: String
@@ -70,6 +86,11 @@ public struct JobStatus: Codable, Sendable {
         public var audioSealed: Int
         public var videoSealed: Int
         public var sealFailed: Int
+    }
+
+    init(_ job: Job, uploads: Uploads?) {
+        self.init(job)
+        self.uploads = uploads
     }
 
     init(_ job: Job) {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Crypto
 import Foundation
 import ObjectStore
@@ -131,5 +134,30 @@ import TestSupport
         #expect(Self.sha256(try await direct.get(key: "t/large.mkv")) == large.sha256)
         await proxy.stop()
         await moto.stop()
+    }
+
+    @Test("a FIFO in the queue is refused at once, not waited on (reads run off Swift's pool), and stays queued; a vanished file is given up")
+    func fifoRefusedVanishedGivenUp() async throws {
+        let dir = try Scene.tempDirectory("upload-fifo")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Nothing listens there: only the local side is tried.
+        let client = try Self.client(18615)
+        let fifo = dir.appendingPathComponent("fifo.mkv").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let gone = dir.appendingPathComponent("gone.mkv").path
+        let queue = try UploadQueue(directory: dir.appendingPathComponent("queue"), client: client, sizes: Self.sizes, schedule: Self.fast)
+        try queue.enqueue(file: fifo, key: "f/fifo.mkv")
+        try queue.enqueue(file: gone, key: "f/gone.mkv")
+        let running = Task { await queue.run() }
+        // An open() of a FIFO without a writer used to block its thread for good.
+        let refused = await eventually(within: 30) {
+            let pending = queue.pending()
+            return pending.count == 1 && pending.contains { $0.lastError?.contains("not a regular file") == true }
+        }
+        running.cancel()
+        await running.value
+        #expect(refused, "\(queue.pending())")
+        #expect(queue.pending().map(\.key) == ["f/fifo.mkv"], "the vanished file's entry is given up, the FIFO's kept")
+        #expect(FileManager.default.fileExists(atPath: fifo))
     }
 }

@@ -78,6 +78,25 @@ public enum Faults {
         return Drop(packets: dropped, cut: cut, restored: restored)
     }
 
+    /// Refuses every new and open TCP connection to 127.0.0.1:`port` (a reset for each packet
+    /// sent to it: a store that is down, without losing what the server holds) until
+    /// `allowTCP(port:)`. Checked in place.
+    public static func refuseTCP(port: Int) async throws {
+        let rule = tcpRule(port)
+        let r = try await iptables(["-I", "INPUT"] + rule)
+        guard r.status == 0 else { throw Failed(message: "iptables -I INPUT \(rule.joined(separator: " ")) failed: \(r.errText)") }
+        guard try await isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) was not in INPUT after adding it") }
+    }
+
+    /// Undoes `refuseTCP(port:)`; checked gone.
+    public static func allowTCP(port: Int) async throws {
+        let rule = tcpRule(port)
+        for _ in 0..<5 where try await isPresent(rule) { _ = try await iptables(["-D", "INPUT"] + rule) }
+        guard try await !isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) still in INPUT after removing it") }
+    }
+
+    private static func tcpRule(_ port: Int) -> [String] { ["-p", "tcp", "--dport", "\(port)", "-j", "REJECT", "--reject-with", "tcp-reset"] }
+
     /// What `dropUDP` did: packets its rules dropped, when both rules were in and when both
     /// were out again (each a few ms after the iptables command that did it returned).
     public struct Drop: Sendable {

@@ -41,6 +41,7 @@ extension JobManager {
         guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
         var status = shown(row, store)
         status.owners = try? await store.owners([id])[id]
+        status.uploads = config.publishing?.uploads(of: id)
         return status
     }
 
