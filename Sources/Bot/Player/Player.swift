@@ -17,7 +17,7 @@ public struct Player: Sendable {
         case testPattern
     }
 
-    public let config: BotConfig
+    public internal(set) var config: BotConfig
     public let source: Source
     public let loop: Bool
     /// Stop after this long (default: the end of the file, or never for the test pattern).
@@ -117,7 +117,8 @@ public struct Player: Sendable {
             dropped.audio += media.audioGate.dropped
             dropped.video += media.videoGate?.dropped ?? 0
             progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
-            guard case .lost(let why) = outcome else { break }
+            guard case .lost(let loss) = outcome else { break }
+            let why = loss.explained(by: config.tlsBridges)
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded
@@ -129,7 +130,7 @@ public struct Player: Sendable {
             if sessionGone { await session.close() }
             let lostSession = session, lostAt = ContinuousClock.now
             // A refused TURN allocation fails again at once: back off, 0.5 s doubling to 30 s.
-            if why == .turnFailed {
+            if why.isTURNFailure {
                 try? await Task.sleep(for: .milliseconds(min(30_000, 500 << min(turnFailures, 6))))
                 turnFailures += 1
             } else {
