@@ -76,6 +76,7 @@ final class TURNTLSBridge: Sendable {
         let caFile: String?
         let logger: Logger
         private let current = Locked<(failure: String?, channels: [ObjectIdentifier: any Channel], closed: Bool)>((nil, [:], false))
+        private let watchers = Locked<(next: Int, all: [Int: AsyncStream<String>.Continuation])>((0, [:]))
 
         init(server: ICEServer, caFile: String?, logger: Logger) {
             self.server = server
@@ -107,6 +108,16 @@ final class TURNTLSBridge: Sendable {
 
         func connected() { current.withLock { $0.failure = nil } }
 
+        /// Every failure from now on goes to `continuation` too, until its stream ends.
+        func watch(_ continuation: AsyncStream<String>.Continuation) {
+            let id = watchers.withLock { w in
+                defer { w.next += 1 }
+                w.all[w.next] = continuation
+                return w.next
+            }
+            continuation.onTermination = { [weak self] _ in self?.watchers.withLock { _ = $0.all.removeValue(forKey: id) } }
+        }
+
         func unreachable(_ error: any Error) {
             note("could not connect to the TURN server \(server.hostPort) (turns:): \(error)")
         }
@@ -124,9 +135,9 @@ final class TURNTLSBridge: Sendable {
             let against = caFile ?? "the system's trusted CAs (give --turn-ca-file for a private CA)"
             let reason: String
             if let e = error as? NIOSSLExtraError, e == .failedToValidateHostname {
-                reason = "it is not for \(host) (\(e))"
+                reason = "it is not for \(host)"
             } else if case NIOSSLError.handshakeFailed(let e) = error, "\(e)".contains("CERTIFICATE_VERIFY_FAILED") {
-                reason = "no certificate in it signs the server's, or the server's is out of date (\(e))"
+                reason = "no certificate in it signs the server's, or the server's is out of date (CERTIFICATE_VERIFY_FAILED)"
             } else {
                 return nil
             }
@@ -140,6 +151,7 @@ final class TURNTLSBridge: Sendable {
             }
             // libnice tries again with every new PeerConnection: one line per new reason.
             if changed { logger.error("\(text)") }
+            for w in watchers.withLock({ Array($0.all.values) }) { w.yield(text) }
         }
     }
 }

@@ -34,6 +34,15 @@ public final class TURNTLSBridges: Sendable {
     /// verify, a server out of reach); nil once one got through.
     public var failure: String? { bridges.lazy.compactMap(\.state.failure).first }
 
+    /// The failures of the bridges' TLS connections from now on. libnice waits long for a
+    /// TURN server over TCP that closed on it (no relay candidate, no end of gathering): a
+    /// relay-only participant takes the first of these as its TURN failure instead.
+    func failures() -> AsyncStream<String> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+        for b in bridges { b.state.watch(continuation) }
+        return stream
+    }
+
     /// Closes every listener and connection. Safe to call twice.
     public func close() { for b in bridges { b.close() } }
 }

@@ -29,4 +29,14 @@ extension BotConfig {
         defer { config.tlsBridges?.close() }
         return try await body(config)
     }
+
+    /// Relay only: `refused` gets the first failure of a `turns:` bridge from now on, which is
+    /// the new PeerConnection's TURN failure (libnice would not end its gathering for a long
+    /// while). Cancel the task with that PeerConnection.
+    func watchTLSRefusals(_ refused: @escaping @Sendable (String) async -> Void) -> Task<Void, Never> {
+        let refusals = ice.policy == .relay ? tlsBridges?.failures() : nil
+        return Task {
+            for await failure in refusals ?? AsyncStream { $0.finish() } { return await refused(failure) }
+        }
+    }
 }

@@ -66,21 +66,6 @@ public struct Player: Sendable {
         }
     }
 
-    public struct Report: Sendable {
-        /// Audio frames sealed (with E2EE) or passed as is, including those sealed while the
-        /// media path came up, which were dropped before sending.
-        public var frames: FrameStats.Snapshot
-        /// Audio frames that left for Janus.
-        public var framesSent: Int
-        /// Video access units sealed, and how many left for Janus.
-        public var videoFrames: FrameStats.Snapshot
-        public var videoFramesSent: Int
-        public var seconds: Double
-        public var publisherID: Int64
-        /// Times the player lost Janus or its media path and came back.
-        public var rejoins = 0
-    }
-
     /// `run()` without its hard end (Player+Bounds.swift): the file is probed before joining
     /// (InputProbe), `progress` follows what was sent.
     func play(_ progress: Progress) async throws(BotError) -> Report {
@@ -222,8 +207,10 @@ public struct Player: Sendable {
                 }
             }
         }
+        let tlsWatch = config.watchTLSRefusals { lost.yield(.turnFailed($0)) }
         defer {
             watch.cancel()
+            tlsWatch.cancel()
             pauses.detach()
         }
         let bus = media.pipeline.bus.messages()

@@ -83,7 +83,9 @@ extension RoomRecording {
                              failed.set()
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
+        let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
+            defer { tlsWatch.cancel() }
             for await event in subscription.events {
                 switch event {
                 // A session that ended is the roster's to report (once for both handles).
@@ -124,6 +126,13 @@ extension RoomRecording {
         let pause = Duration.milliseconds(min(30_000, 500 << min(turnFailures, 6)))
         turnFailures += 1
         startRejoin(why.description, rejoinSession: false, pause: pause)
+    }
+
+    /// PeerConnection `number`'s TLS to a `turns:` server failed (its certificate did not verify):
+    /// a TURN failure, with backoff, unless that PeerConnection is gone already.
+    func tlsFailed(peer number: Int, _ failure: String) {
+        guard state == .recording, peer?.number == number else { return }
+        turnFailed(.turnFailed(failure))
     }
 
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE

@@ -1,0 +1,77 @@
+import Bot
+import FrameCrypto
+import Foundation
+import Testing
+import TestSupport
+
+extension MediaScene {
+    /// Issue 28, TLS to the TURN server: `turns:` through sfubot's own TLS bridge
+    /// (`TURNTLSBridge`), coturn with a self-signed certificate made by the test and TLS on
+    /// port 5349, the same scene as `TURNTests` (its Janus, coturn and firewall).
+    @Suite struct TURNTLSTests {
+        static let tlsPort = 5349
+
+        /// coturn's TLS with a new self-signed certificate for `names`; the certificate is the CA file.
+        static func tls(_ names: [String]) -> (URL) async throws -> OwnCoturn.TLS {
+            { dir in
+                let (cert, key) = try await OwnCoturn.selfSigned("coturn", for: names, in: dir)
+                return OwnCoturn.TLS(port: tlsPort, cert: cert, key: key)
+            }
+        }
+
+        static func turns(_ host: String, ca: String?, _ policy: ICEServers.Policy = .relay) throws -> ICEServers {
+            var ice = try TURNTests.password(["turns:\(host):\(tlsPort)"], policy)
+            ice.caFile = ca
+            return ice
+        }
+
+        @Test("relay policy through turns: (sfubot's TLS, verified against --turn-ca-file): the tone is recorded; coturn saw TLS only, no plain TURN, no direct packet")
+        func relayOverTLS() async throws {
+            let o = try await TURNTests.scene("relay-tls", auth: TURNTests.user, tls: Self.tls(["localhost", "127.0.0.1"])) { coturn in
+                try Self.turns("localhost", ca: coturn.tls?.cert)
+            }
+            TURNTests.report("relay-tls", o)
+            TURNTests.checkRelayed(o, turnOver: "tls")
+            #expect(o.firewall.turnTLS > 100 && o.firewall.turnTCP == 0 && o.firewall.turnUDP == 0,
+                    "TURN reached coturn on its TLS port only: \(o.firewall)")
+            #expect(o.firewall.directIn == 0 && o.firewall.directOut == 0, "no direct packet: \(o.firewall)")
+        }
+
+        /// The recorder's failure when its TLS to coturn does not verify (the player goes
+        /// through coturn over UDP).
+        static func refused(_ name: String, tls names: [String], recorder: @escaping (OwnCoturn) throws -> ICEServers) async throws -> TURNTests.Outcome {
+            let o = try await TURNTests.scene(name, auth: TURNTests.user, tls: Self.tls(names), recordFor: .seconds(8), recorderICE: recorder) {
+                try TURNTests.password([$0.url()], .relay)
+            }
+            TURNTests.report(name, o)
+            #expect(o.manifest.feeds.allSatisfy { $0.frames.received == 0 }, "nothing reached the recorder")
+            #expect(o.manifest.candidatePair == nil)
+            if let gap = o.manifest.gaps.first {
+                // As a refused password: known within the join, not after an ICE timeout.
+                #expect(gap.start.timeIntervalSince(o.manifest.started) < 6, "the refusal is known \(gap.start.timeIntervalSince(o.manifest.started)) s after the start")
+            }
+            #expect((1...8).contains(o.manifest.gaps.count), "backs off: \(o.manifest.gaps.count) gaps in 8 s")
+            return o
+        }
+
+        @Test("a certificate another CA file does not trust is refused; the recorder's gaps say so, naming host and CA file")
+        func wrongCA() async throws {
+            // Another self-signed certificate for the same names: right host, wrong issuer.
+            let other = try await OwnCoturn.selfSigned("other-ca", for: ["localhost", "127.0.0.1"], in: try Scene.tempDirectory("turn-tls-other-ca")).cert
+            let o = try await Self.refused("tls-wrong-ca", tls: ["localhost", "127.0.0.1"]) { _ in try Self.turns("localhost", ca: other) }
+            let cause = o.manifest.gaps.first?.cause ?? ""
+            let expected = "the TURN server's certificate for localhost did not verify against \(other): "
+            #expect(cause.hasPrefix(expected), "the gap names the certificate, host and CA file: \(o.manifest.gaps.map(\.cause))")
+        }
+
+        @Test("a certificate for another host name is refused, though its CA is trusted")
+        func hostnameMismatch() async throws {
+            let o = try await Self.refused("tls-wrong-host", tls: ["turn.example.org"]) { coturn in
+                try Self.turns("localhost", ca: coturn.tls?.cert)
+            }
+            let cause = o.manifest.gaps.first?.cause ?? ""
+            #expect(cause.contains("the TURN server's certificate for localhost did not verify") && cause.contains("it is not for localhost"),
+                    "the gap names the host mismatch: \(o.manifest.gaps.map(\.cause))")
+        }
+    }
+}
