@@ -1,6 +1,9 @@
 import Bot
 import FrameCrypto
 import Foundation
+import Janus
+import Locking
+import Synchronization
 import Testing
 import TestSupport
 
@@ -72,6 +75,52 @@ extension MediaScene {
             let cause = o.manifest.gaps.first?.cause ?? ""
             #expect(cause.contains("the TURN server's certificate for localhost did not verify") && cause.contains("it is not for localhost"),
                     "the gap names the host mismatch: \(o.manifest.gaps.map(\.cause))")
+        }
+
+        /// What the bridge adds to joining: a recorder's time from start to its first decrypted
+        /// frame, relay only, TURN over TCP against turns: (TLS through the bridge), alternated,
+        /// three of each, with a player already sending. Printed, not asserted (a shared machine).
+        @Test("join time through turns: against turn:?transport=tcp (measured, printed)")
+        func joinTime() async throws {
+            let dir = try Scene.tempDirectory("turn-tls-join")
+            try await OwnJanus.with(port: 8221, in: dir, rtpPorts: TURNTests.janusRTP) { janus in
+                try await OwnCoturn.with(port: 3478, relayPorts: TURNTests.relayPorts, auth: TURNTests.user, tls: try await Self.tls(["localhost"])(dir), in: dir) { coturn in
+                    let room = try await Scene.createPermanentRoom(janus.url)
+                    let ring = KeyRing(current: .random())
+                    func config(_ display: String, _ ice: ICEServers) throws -> BotConfig {
+                        var c = try Scene.config(room: room, display: display, protection: .e2ee(ring))
+                        c.janusURL = janus.url
+                        c.ice = ice
+                        return c
+                    }
+                    let tone = try await Audio.tone(440, seconds: 6, in: dir)
+                    let player = Task { _ = try? await Player(config: try config("4:Tone", TURNTests.password([coturn.url()], .relay)), file: tone.path, loop: true).run() }
+                    defer { player.cancel() }
+                    try await Task.sleep(for: .seconds(3))
+                    var times: [String: [Double]] = [:]
+                    for round in 1...3 {
+                        for (kind, ice) in [("tcp", try TURNTests.password([coturn.url(tcp: true)], .relay)), ("tls", try Self.turns("localhost", ca: coturn.tls?.cert))] {
+                            let first = Locked<Date?>(nil)
+                            var c = try config("9:Recorder", ice)
+                            c.frameTap = { point, _, _ in if point == .afterOpen { first.withLock { if $0 == nil { $0 = Date() } } } }
+                            let started = Date()
+                            let recorder = Task { _ = try? await Recorder(config: c, directory: dir.appendingPathComponent("rec-\(kind)-\(round)"), duration: .seconds(30)).run() }
+                            while first.withLock({ $0 }) == nil, Date().timeIntervalSince(started) < 20 { try await Task.sleep(for: .milliseconds(10)) }
+                            recorder.cancel()
+                            _ = await recorder.value
+                            let at = try #require(first.withLock { $0 }, "round \(round) over \(kind): no frame within 20 s")
+                            times[kind, default: []].append(at.timeIntervalSince(started))
+                        }
+                    }
+                    func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+                    let tcp = times["tcp"] ?? [], tls = times["tls"] ?? []
+                    print(String(format: "turn join: first frame after %@ s over TURN/TCP (median %.2f), %@ s over turns: (median %.2f): the bridge adds %.0f ms",
+                                 tcp.map { String(format: "%.2f", $0) }.joined(separator: ", "), median(tcp),
+                                 tls.map { String(format: "%.2f", $0) }.joined(separator: ", "), median(tls), (median(tls) - median(tcp)) * 1000))
+                    player.cancel()
+                    _ = await player.value
+                }
+            }
         }
     }
 }
