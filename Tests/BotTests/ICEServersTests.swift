@@ -45,7 +45,9 @@ import Testing
         try Data("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".utf8).write(to: garbage)
         let empty = dir.appendingPathComponent("empty.pem")
         try Data("no certificate here\n".utf8).write(to: empty)
-        for path in ["/nonexistent/ca.pem", dir.path, garbage.path, empty.path] {
+        let fifo = dir.appendingPathComponent("fifo.pem").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in ["/nonexistent/ca.pem", dir.path, garbage.path, empty.path, fifo] {
             do {
                 try ICEServers(caFile: path).checkCAFile()
                 Issue.record("\(path) was taken as a CA file")

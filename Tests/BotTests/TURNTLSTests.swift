@@ -28,7 +28,8 @@ extension MediaScene {
             return ice
         }
 
-        @Test("relay policy through turns: (sfubot's TLS, verified against --turn-ca-file): the tone is recorded; coturn saw TLS only, no plain TURN, no direct packet")
+        /// Player and recorder both go through turns: (the scene gives them the same servers).
+        @Test("relay policy through turns: (sfubot's TLS, verified against --turn-ca-file): the player's tone is recorded; coturn saw TLS only, no plain TURN, no direct packet")
         func relayOverTLS() async throws {
             let o = try await TURNTests.scene("relay-tls", auth: TURNTests.user, tls: Self.tls(["localhost", "127.0.0.1"])) { coturn in
                 try Self.turns("localhost", ca: coturn.tls?.cert)

@@ -65,10 +65,9 @@ extension ICEServers {
     }
 
     static func certificates(in path: String) throws(ICEConfigError) -> [NIOSSLCertificate] {
-        var directory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &directory), !directory.boolValue else {
-            throw .caFile(path, "no such file")
-        }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { throw .caFile(path, "no such file") }
+        // Read at each participant's start: a FIFO would block the cooperative pool.
+        guard attributes[.type] as? FileAttributeType == .typeRegular else { throw .caFile(path, "is not a regular file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw .caFile(path, "cannot be read") }
         guard data.count <= 1 << 20 else { throw .caFile(path, "is over 1 MiB: not a CA file") }
         let certificates: [NIOSSLCertificate]
