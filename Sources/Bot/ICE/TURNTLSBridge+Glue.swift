@@ -64,11 +64,13 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias InboundIn = NIOAny
 
     private let inbound: any Channel
+    private let accepted: ContinuousClock.Instant
     private let state: TURNTLSBridge.State
     private var settled = false
 
-    init(inbound: any Channel, state: TURNTLSBridge.State) {
+    init(inbound: any Channel, accepted: ContinuousClock.Instant, state: TURNTLSBridge.State) {
         self.inbound = inbound
+        self.accepted = accepted
         self.state = state
     }
 
@@ -92,7 +94,7 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if !settled {
             settled = true
-            state.failed(error)
+            state.failed(error, accepted: accepted)
         }
         context.close(promise: nil)
         inbound.close(promise: nil)
@@ -101,7 +103,7 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
     func channelInactive(context: ChannelHandlerContext) {
         if !settled {
             settled = true
-            state.failed(nil)
+            state.failed(nil, accepted: accepted)
         }
         inbound.close(promise: nil)
         context.fireChannelInactive()

@@ -39,18 +39,19 @@ final class TURNTLSBridge: Sendable {
             .childChannelOption(ChannelOptions.autoRead, value: false)
             .childChannelInitializer { inbound in
                 state.track(inbound)
+                let accepted = ContinuousClock.now
                 let connecting = ClientBootstrap(group: inbound.eventLoop)
                     .connectTimeout(.seconds(10))
                     .channelInitializer { outbound in
                         outbound.eventLoop.makeCompletedFuture {
                             try outbound.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sni))
-                            try outbound.pipeline.syncOperations.addHandler(TLSHandshakeHandler(inbound: inbound, state: state))
+                            try outbound.pipeline.syncOperations.addHandler(TLSHandshakeHandler(inbound: inbound, accepted: accepted, state: state))
                         }
                     }
                     .connect(host: host, port: server.port)
                 connecting.whenSuccess { state.track($0) }
                 connecting.whenFailure { error in
-                    state.unreachable(error)
+                    state.unreachable(error, accepted: accepted)
                     inbound.close(promise: nil)
                 }
                 return inbound.eventLoop.makeSucceededVoidFuture()
@@ -76,7 +77,7 @@ final class TURNTLSBridge: Sendable {
         let caFile: String?
         let logger: Logger
         private let current = Locked<(failure: String?, channels: [ObjectIdentifier: any Channel], closed: Bool)>((nil, [:], false))
-        private let watchers = Locked<(next: Int, all: [Int: AsyncStream<String>.Continuation])>((0, [:]))
+        private let watchers = Locked<(next: Int, all: [Int: (since: ContinuousClock.Instant, to: AsyncStream<String>.Continuation)])>((0, [:]))
 
         init(server: ICEServer, caFile: String?, logger: Logger) {
             self.server = server
@@ -108,26 +109,30 @@ final class TURNTLSBridge: Sendable {
 
         func connected() { current.withLock { $0.failure = nil } }
 
-        /// Every failure from now on goes to `continuation` too, until its stream ends.
+        /// The failure of every connection libnice opens from now on goes to `continuation`
+        /// too, until its stream ends (not those of an earlier PeerConnection still failing).
         func watch(_ continuation: AsyncStream<String>.Continuation) {
+            let since = ContinuousClock.now
             let id = watchers.withLock { w in
                 defer { w.next += 1 }
-                w.all[w.next] = continuation
+                w.all[w.next] = (since, continuation)
                 return w.next
             }
             continuation.onTermination = { [weak self] _ in self?.watchers.withLock { _ = $0.all.removeValue(forKey: id) } }
         }
 
-        func unreachable(_ error: any Error) {
-            note("could not connect to the TURN server \(server.hostPort) (turns:): \(error)")
+        func unreachable(_ error: any Error, accepted: ContinuousClock.Instant) {
+            note("could not connect to the TURN server \(server.hostPort) (turns:): \(error)", accepted: accepted)
         }
 
-        /// A handshake that failed (`error`) or that the server closed (nil).
-        func failed(_ error: (any Error)?) {
+        /// A handshake that failed (`error`) or that the server closed (nil), on a connection
+        /// libnice opened at `accepted`.
+        func failed(_ error: (any Error)?, accepted: ContinuousClock.Instant) {
             guard let error else {
-                return note("the TURN server \(server.hostPort) closed the TLS connection during the handshake: is \(server.port) its TLS port (tls-listening-port)?")
+                return note("the TURN server \(server.hostPort) closed the TLS connection during the handshake: is \(server.port) its TLS port (tls-listening-port)?",
+                            accepted: accepted)
             }
-            note(Self.describe(error, host: server.connectHost, caFile: caFile) ?? "TLS with the TURN server \(server.hostPort) failed: \(error)")
+            note(Self.describe(error, host: server.connectHost, caFile: caFile) ?? "TLS with the TURN server \(server.hostPort) failed: \(error)", accepted: accepted)
         }
 
         /// A certificate that did not verify, in the words the participant's failure uses.
@@ -144,14 +149,14 @@ final class TURNTLSBridge: Sendable {
             return "the TURN server's certificate for \(host) did not verify against \(against): \(reason)"
         }
 
-        private func note(_ text: String) {
+        private func note(_ text: String, accepted: ContinuousClock.Instant) {
             let changed = current.withLock { s in
                 defer { s.failure = text }
                 return s.failure != text
             }
             // libnice tries again with every new PeerConnection: one line per new reason.
             if changed { logger.error("\(text)") }
-            for w in watchers.withLock({ Array($0.all.values) }) { w.yield(text) }
+            for w in watchers.withLock({ Array($0.all.values) }) where w.since <= accepted { w.to.yield(text) }
         }
     }
 }
