@@ -78,6 +78,29 @@ extension MediaScene {
                     "the gap names the host mismatch: \(o.manifest.gaps.map(\.cause))")
         }
 
+        @Test("a player whose turns: certificate does not verify says so in its status and backs off")
+        func playerRefused() async throws {
+            let dir = try Scene.tempDirectory("turn-tls-player")
+            let other = try await OwnCoturn.selfSigned("other-ca", for: ["localhost"], in: dir).cert
+            try await OwnJanus.with(port: 8221, in: dir, rtpPorts: TURNTests.janusRTP) { janus in
+                try await OwnCoturn.with(port: 3478, relayPorts: TURNTests.relayPorts, auth: TURNTests.user, tls: try await Self.tls(["localhost"])(dir), in: dir) { _ in
+                    let room = try await Scene.createPermanentRoom(janus.url)
+                    var config = try Scene.config(room: room, display: "4:Tone", protection: .e2ee(KeyRing(current: .random())))
+                    config.janusURL = janus.url
+                    config.ice = try Self.turns("localhost", ca: other)
+                    let player = Player(config: config, file: try await Audio.tone(440, seconds: 3, in: dir).path, loop: true)
+                    let run = Task { _ = try? await player.run() }
+                    try await Task.sleep(for: .seconds(10))
+                    let status = player.status.snapshot
+                    run.cancel()
+                    _ = await run.value
+                    print("turn tls player-wrong-ca: \(status.comebacks) comebacks in 10 s; last error: \(status.lastError ?? "none")")
+                    #expect(status.lastError?.contains("the TURN server's certificate for localhost did not verify against \(other)") == true, "\(status.lastError ?? "none")")
+                    #expect(status.comebacks <= 6, "backs off as for a refused password: \(status.comebacks) attempts in 10 s")
+                }
+            }
+        }
+
         /// What the bridge adds to joining: a recorder's time from start to its first decrypted
         /// frame, relay only, TURN over TCP against turns: (TLS through the bridge), alternated,
         /// three of each, with a player already sending. Printed, not asserted (a shared machine).
