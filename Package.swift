@@ -145,6 +145,11 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 // HMAC-SHA1 for coturn's REST API TURN credentials (ICE/TURNSharedSecret).
                 .product(name: "Crypto", package: "swift-crypto"),
+                // turns: servers: sfubot's own TLS to them (ICE/TURNTLSBridge), libnice has none.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

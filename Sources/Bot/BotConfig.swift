@@ -22,6 +22,9 @@ public struct BotConfig: Sendable {
     /// STUN/TURN servers, TURN credentials and the ICE transport policy (`--ice-server` and its
     /// options); applied to every webrtcbin the participant makes.
     public var ice = ICEServers()
+    /// The participant's TLS bridges to `ice`'s `turns:` servers, while it runs (set by
+    /// `withTLSBridges`, never by a caller).
+    public internal(set) var tlsBridges: TURNTLSBridges?
     /// How long a participant that lost Janus (its WebSocket, the session, or its media path)
     /// keeps trying to come back before it gives up: long enough for Janus to restart and a
     /// network to heal, short enough that a room that is gone ends the job.

@@ -48,8 +48,8 @@ extension Agent {
         guard let user = c.turnUsername, let password = c.turnPassword, !user.isEmpty else { return [] }
         let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s }
         return [c.noneTlsUrl, c.tlsUrl].compactMap { $0 }.compactMap { url -> String? in
-            // turns: (tlsUrl) is left out: libnice would speak plain TCP to it, no TLS and no
-            // certificate check (see ICEConfigError.turnsUnsupported).
+            // turns: (tlsUrl) is left out: these URIs go to libnice as they are, and libnice
+            // would speak plain TCP to it (only --ice-server turns: goes through sfubot's TLS).
             guard url.hasPrefix("turn:") else { return nil }
             let rest = url.dropFirst("turn:".count).drop { $0 == "/" }.split(separator: "?").first.map(String.init) ?? ""
             return rest.isEmpty ? nil : "turn://\(escape(user)):\(escape(password))@\(rest)"

@@ -132,6 +132,11 @@ struct LoadRunCommand: AsyncParsableCommand {
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
         plan.ice = try connection.ice.servers()
+        // Load bots open no TLS bridges (record, play, serve and agent do): refused, never handed
+        // to libnice, which would send TURN to it in the clear.
+        if plan.ice.servers.contains(where: { $0.scheme == .turns }) {
+            throw ValidationError("sfubot load does not take turns: servers yet: use turn:HOST:PORT?transport=tcp or ?transport=udp")
+        }
         plan.video = video.video
         plan.videoSettings = try video.settings()
         plan.decodeEvery = video.decodeEvery

@@ -15,13 +15,22 @@ extension MediaScene {
     @Suite(.serialized, .enabled(if: Broker.url != nil, "needs the local RabbitMQ: run `make test`"))
     struct AgentTURNTests {
         @Test("invited, the agent records the caller's tone through coturn with /credentials' REST credentials; none in its log")
-        func recordsThroughTheRelay() async throws {
+        func recordsThroughTheRelay() async throws { try await Self.scene(tls: false) }
+
+        @Test("the agent with --ice-server turns: and --turn-ca-file (coturn's REST credentials from --turn-secret-file) records the caller's tone over TLS to coturn")
+        func recordsThroughTLS() async throws { try await Self.scene(tls: true) }
+
+        /// `tls`: the agent's TURN is its own `turns:` option (sfubot's TLS, verified against the
+        /// certificate made here) instead of `/credentials`' `turn:` URL.
+        static func scene(tls: Bool) async throws {
             let dir = try Scene.tempDirectory("agent-turn")
             let secret = "agent-turn-shared-secret"
             let janusRTP = 13300...13399, relay = 14300...14399
             try await OwnJanus.with(port: 8223, in: dir, rtpPorts: janusRTP) { janus in
-                try await OwnCoturn.with(port: 3481, relayPorts: relay, auth: .sharedSecret(secret), in: dir) { coturn in
-                    try await Broker.withBackend({ $0.turn = (url: coturn.url(), secret: secret) }) { backend, api in
+                let certificate = tls ? try await OwnCoturn.selfSigned("coturn", for: ["localhost"], in: dir) : nil
+                try await OwnCoturn.with(port: 3481, relayPorts: relay, auth: .sharedSecret(secret),
+                                         tls: certificate.map { .init(port: 5352, cert: $0.cert, key: $0.key) }, in: dir) { coturn in
+                    try await Broker.withBackend({ if !tls { $0.turn = (url: coturn.url(), secret: secret) } }) { backend, api in
                         let identity = try DeviceIdentity.generate(.p256)
                         try identity.write(toNewFile: dir.appendingPathComponent("identity.key").path)
                         let configFile = dir.appendingPathComponent("agent.json")
@@ -30,10 +39,14 @@ extension MediaScene {
                             "email": "agent-turn@example.test", "display_name": "Recorder", "otp": backend.configuration.otp, "janus": janus.url,
                             "on_invite": "record", "recordings": "recordings", "poll_seconds": 0.5,
                         ]).write(to: configFile)
-                        let firewall = try await RelayOnlyFirewall(janusRTP: janusRTP, relayPorts: relay, turnPort: coturn.port)
+                        let firewall = try await RelayOnlyFirewall(janusRTP: janusRTP, relayPorts: relay, turnPort: coturn.port, tlsPort: coturn.tls?.port)
+                        let agentICE = try certificate.map {
+                            ICEServers(servers: [try ICEServer(parsing: "turns:localhost:5352")],
+                                       credential: .sharedSecret(TURNSharedSecret(secret: Array(secret.utf8), user: "agent")), policy: .relay, caFile: $0.cert)
+                        }
                         do {
                             let log = CapturedLog()
-                            let (agent, running, me) = try await AgentTests.startAgent(configFile, logger: log.logger("agent"))
+                            let (agent, running, me) = try await AgentTests.startAgent(configFile, logger: log.logger("agent"), ice: agentICE)
                             let caller = try await AgentTests.Phone.login("turn-caller", url: api, otp: backend.configuration.otp)
                             let room = try await Scene.createPermanentRoom(janus.url)
                             let key = CallKey.random()
@@ -43,7 +56,12 @@ extension MediaScene {
                             var joined = agent.events.makeAsyncIterator()
                             #expect(await joined.next() == call.id)
                             // The phone: relayed only, with the credentials its own /credentials gives.
-                            let phoneCredentials = try await caller.client.credentials()
+                            var phoneCredentials = try await caller.client.credentials()
+                            if tls {
+                                // /credentials carries no TURN here: the phone makes coturn's REST credentials itself.
+                                let made = TURNSharedSecret(secret: Array(secret.utf8), user: "caller").credential(now: Date())
+                                (phoneCredentials.turnUsername, phoneCredentials.turnPassword) = (made.username, made.password)
+                            }
                             var phone = try Scene.config(room: room, display: "\(caller.session.userId):Caller", protection: .e2ee(KeyRing(current: key)))
                             phone.janusURL = janus.url
                             phone.ice = ICEServers(servers: [try ICEServer(parsing: coturn.url())],
@@ -73,6 +91,7 @@ extension MediaScene {
                             #expect(Double(samples.count) / 48000 >= 5, "\(Double(samples.count) / 48000) s of 8")
                             #expect(Double(counts.relayed) >= 45 * Double(samples.count) / 48000, "coturn carried what was recorded: \(counts)")
                             #expect(!log.text.contains(phoneCredentials.turnPassword ?? "-") && !log.text.contains(secret), "no TURN credential in the agent's log")
+                            if tls { #expect(counts.turnTLS > 100, "the agent reached coturn over TLS: \(counts)") }
                         } catch {
                             await firewall.remove()
                             throw error

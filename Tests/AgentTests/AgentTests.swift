@@ -38,9 +38,11 @@ extension MediaScene {
 
         /// `sfubot agent` from a config file, running until cancelled, once it has logged in.
         /// Signed as `sfubot agent` signs by default: with its device identity key, if it can.
-        static func startAgent(_ configFile: URL, logger: Logger, keyLog: KeyLog? = nil) async throws
+        /// `ice`: what `sfubot agent`'s ICE options would give it.
+        static func startAgent(_ configFile: URL, logger: Logger, keyLog: KeyLog? = nil, ice: ICEServers? = nil) async throws
             -> (Agent, Task<Void, any Error>, (userID: Int64, deviceID: Int64)) {
-            let config = try AgentConfig.load(configFile.path)
+            var config = try AgentConfig.load(configFile.path)
+            if let ice { config.ice = ice }
             let agent = Agent(config: config, pipelines: try PipelineLibrary(), logger: logger, keyLog: keyLog,
                               signingKey: try? config.identitySigningKey())
             let running = Task { try await agent.run(readOTP: { nil }) }

@@ -21,10 +21,41 @@ import Testing
         do { _ = try ICEServer(parsing: url) } catch { #expect(error.description.contains("--ice-server") && !error.description.contains("hunter2")) }
     }
 
-    @Test("turns: is refused with the reason: libnice does no TLS to a TURN server")
-    func turnsRefused() {
-        #expect(throws: ICEConfigError.turnsUnsupported) { try ICEServer(parsing: "turns:turn.example.org:5349") }
-        #expect(ICEConfigError.turnsUnsupported.description.contains("libnice"))
+    @Test("turns: parses (port 5349, TLS over TCP only) and reaches libnice only through its bridge, never as turns://")
+    func turnsBridged() throws {
+        let t = try ICEServer(parsing: "turns:turn.example.org")
+        #expect(t.scheme == .turns && t.port == 5349)
+        #expect(throws: ICEConfigError.self) { try ICEServer(parsing: "turns:turn.example.org?transport=udp") }
+        let ice = ICEServers(servers: [t, try ICEServer(parsing: "turn:h:3478?transport=udp")],
+                             credential: .password(username: "bot", password: "hunter2"), policy: .relay, caFile: "/etc/sfubot/turn-ca.pem")
+        try ice.validate()
+        // Without a bridge it is left out (libnice would send its Allocate in the clear).
+        #expect(ice.turnURIs() == ["turn://bot:hunter2@h:3478?transport=udp"])
+        #expect(ice.turnURIs(bridged: { $0 == t ? 40123 : nil }) == ["turn://bot:hunter2@127.0.0.1:40123?transport=tcp", "turn://bot:hunter2@h:3478?transport=udp"])
+        #expect(ice.description.contains("turns:turn.example.org:5349") && ice.description.contains("/etc/sfubot/turn-ca.pem") && !ice.description.contains("hunter2"))
+        #expect(ICEServers(servers: [t], credential: .password(username: "u", password: "p")).description.contains("the system's CAs"))
+    }
+
+    @Test("--turn-ca-file must exist and hold PEM certificates: otherwise an error naming the option and the file")
+    func caFileChecked() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-ca-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let garbage = dir.appendingPathComponent("garbage.pem")
+        try Data("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".utf8).write(to: garbage)
+        let empty = dir.appendingPathComponent("empty.pem")
+        try Data("no certificate here\n".utf8).write(to: empty)
+        let fifo = dir.appendingPathComponent("fifo.pem").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in ["/nonexistent/ca.pem", dir.path, garbage.path, empty.path, fifo] {
+            do {
+                try ICEServers(caFile: path).checkCAFile()
+                Issue.record("\(path) was taken as a CA file")
+            } catch {
+                #expect(error.description.hasPrefix("--turn-ca-file \(path): "), "\(error)")
+            }
+        }
+        try ICEServers().checkCAFile()
     }
 
     @Test("coturn REST credentials: EXPIRY:USER and base64(HMAC-SHA1(secret, username)), a known answer from Python's hmac")

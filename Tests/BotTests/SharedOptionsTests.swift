@@ -71,7 +71,10 @@ import TestSupport
             let help = try await SharedOptionsTests.help(command)
             #expect(SharedOptionsTests.entry("--ice-server", in: help)?.contains("turn:HOST") == true, "\(command)")
             #expect(SharedOptionsTests.entry("--ice-transport-policy", in: help)?.contains("(default: all)") == true, "\(command)")
-            for option in ["--turn-username", "--turn-password", "--turn-credentials-file", "--turn-secret-file"] {
+            let ca = SharedOptionsTests.entry("--turn-ca-file", in: help)
+            #expect(ca?.contains("turns:") == true && ca?.contains("system's trust store") == true, "\(command): \(ca ?? "no --turn-ca-file")")
+            #expect(SharedOptionsTests.entry("--ice-server", in: help)?.contains("turns:HOST") == true, "\(command)")
+            for option in ["--turn-username", "--turn-password", "--turn-credentials-file", "--turn-secret-file", "--turn-ca-file"] {
                 let entry = SharedOptionsTests.entry(option, in: help)
                 #expect(entry != nil && entry?.contains("default:") == false, "\(command) \(option): \(entry ?? "missing")")
             }
@@ -80,7 +83,9 @@ import TestSupport
 
     @Test("bad ICE settings are usage errors that never print the TURN password",
           arguments: [
-              (["--ice-server", "turns:127.0.0.1:5349", "--turn-username", "u", "--turn-password", "hunter2"], "libnice"),
+              (["--ice-server", "turns:127.0.0.1:5349", "--turn-username", "u", "--turn-password", "hunter2", "--turn-ca-file", "/nonexistent/ca.pem"],
+               "--turn-ca-file /nonexistent/ca.pem: no such file"),
+              (["--ice-server", "turns:127.0.0.1:5349?transport=udp", "--turn-username", "u", "--turn-password", "hunter2"], "TLS over TCP"),
               (["--ice-server", "turn:127.0.0.1", "--turn-password", "hunter2"], "--turn-username"),
               (["--ice-server", "turn:127.0.0.1"], "credentials"),
               (["--ice-transport-policy", "relay"], "TURN server"),
@@ -92,6 +97,29 @@ import TestSupport
         #expect(r.status == 64, "\(extra): \(r.status) \(r.err)")
         #expect(r.err.contains(says), "\(r.err)")
         #expect(!r.err.contains("hunter2") && !r.out.contains("hunter2"))
+    }
+
+    @Test("a --turn-ca-file that is no PEM certificate is a usage error for record, play, serve and agent; load refuses turns:")
+    func badCAFile() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-ca-cli-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("ca.pem").path
+        try Data("hunter2 is no certificate\n".utf8).write(to: URL(fileURLWithPath: file))
+        let ice = ["--ice-server", "turns:127.0.0.1:5349", "--turn-username", "u", "--turn-password", "hunter2", "--turn-ca-file", file]
+        for command in [["record", "--no-e2ee", "--out", "/tmp/sfubot-never", "--room", "1", "--janus", "ws://127.0.0.1:1"],
+                        ["play", "--no-e2ee", "--room", "1", "--janus", "ws://127.0.0.1:1", "--test-pattern"],
+                        ["serve", "--token-file", "/nonexistent/token"],
+                        ["agent", "--config", "/nonexistent/agent.json"]] {
+            let r = try await SfubotProcess.run(command + ice)
+            #expect(r.status == 64, "\(command[0]): \(r.status) \(r.err)")
+            #expect(r.err.contains("--turn-ca-file \(file): holds no PEM certificate"), "\(command[0]): \(r.err)")
+            // The file is not a secret, but its contents are never echoed either.
+            #expect(!r.err.contains("hunter2"), "\(r.err)")
+        }
+        let r = try await SfubotProcess.run(["load", "run", "--no-e2ee", "--room", "1", "--janus", "ws://127.0.0.1:1", "--publishers", "1",
+                                             "--ice-server", "turns:127.0.0.1:5349", "--turn-username", "u", "--turn-password", "hunter2"])
+        #expect(r.status == 64 && r.err.contains("sfubot load does not take turns:"), "\(r.status) \(r.err)")
     }
 
     @Test("a credentials or secret file others can read is refused")

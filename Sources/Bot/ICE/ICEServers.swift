@@ -21,11 +21,15 @@ public struct ICEServers: Sendable, CustomStringConvertible {
     public var servers: [ICEServer] = []
     public var credential: Credential = .none
     public var policy: Policy = .all
+    /// PEM certificates a `turns:` server's certificate must chain to (`--turn-ca-file`); nil:
+    /// the system's trust store.
+    public var caFile: String?
 
-    public init(servers: [ICEServer] = [], credential: Credential = .none, policy: Policy = .all) {
+    public init(servers: [ICEServer] = [], credential: Credential = .none, policy: Policy = .all, caFile: String? = nil) {
         self.servers = servers
         self.credential = credential
         self.policy = policy
+        self.caFile = caFile
     }
 
     public var isEmpty: Bool { servers.isEmpty && policy == .all }
@@ -36,8 +40,11 @@ public struct ICEServers: Sendable, CustomStringConvertible {
     }
 
     /// The TURN URIs webrtcbin's `add-turn-server` takes, `turn://user:password@host:port?transport=…`,
-    /// with credentials made now (a shared secret's expire `lifetime` after `now`).
-    public func turnURIs(now: Date = Date()) -> [String] {
+    /// with credentials made now (a shared secret's expire `lifetime` after `now`). A `turns:`
+    /// server becomes `turn://…@127.0.0.1:PORT?transport=tcp`, its bridge's port
+    /// (`TURNTLSBridge`); without a bridge it is left out, never handed to libnice, which
+    /// would send it TURN in the clear.
+    public func turnURIs(now: Date = Date(), bridged: (ICEServer) -> Int? = { _ in nil }) -> [String] {
         let turn = servers.filter { $0.scheme != .stun }
         guard !turn.isEmpty else { return [] }
         let user: String, password: String
@@ -49,9 +56,11 @@ public struct ICEServers: Sendable, CustomStringConvertible {
         // webrtcbin parses the URI: user and password percent-encoded whole (`:` and `/` in a
         // REST password's base64 would split it).
         let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s }
-        return turn.map { s in
-            "\(s.scheme == .turns ? "turns" : "turn")://\(escape(user)):\(escape(password))@\(s.hostPort)"
-                + (s.transport.map { "?transport=\($0.rawValue)" } ?? "")
+        return turn.compactMap { s in
+            guard s.scheme == .turns else {
+                return "turn://\(escape(user)):\(escape(password))@\(s.hostPort)" + (s.transport.map { "?transport=\($0.rawValue)" } ?? "")
+            }
+            return bridged(s).map { "turn://\(escape(user)):\(escape(password))@127.0.0.1:\($0)?transport=tcp" }
         }
     }
 
@@ -62,7 +71,8 @@ public struct ICEServers: Sendable, CustomStringConvertible {
         case .password(let user, _): "TURN user \(user)"
         case .sharedSecret(let s): "TURN shared secret for \(s.user)"
         }
-        return "ICE servers [\(servers.map(\.description).joined(separator: ", "))], \(kind), policy \(policy.rawValue)"
+        let trust = servers.contains { $0.scheme == .turns } ? ", turns: verified against \(caFile ?? "the system's CAs")" : ""
+        return "ICE servers [\(servers.map(\.description).joined(separator: ", "))], \(kind), policy \(policy.rawValue)\(trust)"
     }
 }
 
@@ -76,8 +86,8 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
     public let port: Int
     public let transport: Transport?
 
-    /// Parses `stun:host[:port]`, `turn:host[:port][?transport=udp|tcp]`, `turns:…` (the
-    /// `//` form and IPv6 in brackets too). A user or password in the URL is refused: they go
+    /// Parses `stun:host[:port]`, `turn:host[:port][?transport=udp|tcp]`, `turns:host[:port]`
+    /// (the `//` form and IPv6 in brackets too). A user or password in the URL is refused: they go
     /// in their own options, which are never shown.
     public init(parsing url: String) throws(ICEConfigError) {
         guard let colon = url.firstIndex(of: ":"), let scheme = Scheme(rawValue: url[..<colon].lowercased()) else {
@@ -93,6 +103,8 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
             guard scheme != .stun, query.hasPrefix("transport="), let t = Transport(rawValue: String(query.dropFirst("transport=".count)).lowercased()) else {
                 throw .badURL(url, "the only query is ?transport=udp|tcp, on turn: and turns:")
             }
+            // TLS runs over TCP; TURN over DTLS is not offered.
+            guard scheme != .turns || t == .tcp else { throw .badURL(url, "turns: is TLS over TCP: drop ?transport=udp (or use turn:…?transport=udp)") }
             transport = t
         }
         var host = rest, portText: Substring?
@@ -107,7 +119,6 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
         guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || "-.[]:".contains($0) }) else { throw .badURL(url, "no host") }
         let port = portText.map { Int($0) } ?? (scheme == .turns ? 5349 : 3478)
         guard let port, (1...65535).contains(port) else { throw .badURL(url, "bad port") }
-        if scheme == .turns { throw .turnsUnsupported }
         self.scheme = scheme
         self.host = String(host)
         self.port = port
@@ -123,7 +134,8 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
 public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Kind: Equatable, Sendable {
         case badURL(String, String)
-        case turnsUnsupported
+        case caFile(String, String)
+        case bridge(String, String)
         case noCredentials
         case credentialsWithoutTURN
         case twoSTUNServers
@@ -132,10 +144,8 @@ public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatabl
     private let kind: Kind
 
     static func badURL(_ url: String, _ why: String) -> Self { .init(kind: .badURL(url, why)) }
-    /// libnice (0.1.21, as in Debian 12) does no TLS to a TURN server: for `turns:` it opens plain
-    /// TCP (agent.c wraps TURN-TLS only in a fixed fake handshake for Google/MS-OC modes), so
-    /// the certificate could not be checked at all. Refused rather than silently unencrypted.
-    public static let turnsUnsupported = Self(kind: .turnsUnsupported)
+    static func caFile(_ path: String, _ why: String) -> Self { .init(kind: .caFile(path, why)) }
+    static func bridge(_ server: String, _ why: String) -> Self { .init(kind: .bridge(server, why)) }
     public static let noCredentials = Self(kind: .noCredentials)
     public static let credentialsWithoutTURN = Self(kind: .credentialsWithoutTURN)
     public static let twoSTUNServers = Self(kind: .twoSTUNServers)
@@ -144,8 +154,8 @@ public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatabl
     public var description: String {
         switch kind {
         case .badURL(let url, let why): "--ice-server \(url): \(why)"
-        case .turnsUnsupported:
-            "--ice-server turns:…: TURN over TLS is not available: libnice (webrtcbin's ICE) sends TURN to a turns: server over plain TCP and cannot check its certificate. Use turn:HOST:PORT?transport=tcp (media stays DTLS-SRTP encrypted end to end), or turn:…?transport=udp"
+        case .caFile(let path, let why): "--turn-ca-file \(path): \(why)"
+        case .bridge(let server, let why): "TLS to \(server): \(why)"
         case .noCredentials: "a turn: server needs credentials: --turn-username with --turn-password or --turn-credentials-file, or --turn-secret-file"
         case .credentialsWithoutTURN: "TURN credentials given but no --ice-server turn:…"
         case .twoSTUNServers: "webrtcbin takes one STUN server: give one --ice-server stun:…"

@@ -1,12 +1,14 @@
 public import GStreamerKit
+import Logging
 
 extension WebRTCBin {
     /// Points this webrtcbin's ICE at the configured servers: `stun-server`, one
     /// `add-turn-server` per TURN URL (credentials made now, so a shared secret's are fresh for
-    /// each new PeerConnection), `ice-transport-policy`. Before the first description.
-    public func useICE(_ ice: ICEServers, extraTURN: [String] = []) throws(GStreamerError) {
+    /// each new PeerConnection; a `turns:` server through its bridge in `bridges`, left out
+    /// without one), `ice-transport-policy`. Before the first description.
+    public func useICE(_ ice: ICEServers, bridges: TURNTLSBridges? = nil, extraTURN: [String] = []) throws(GStreamerError) {
         if let stun = ice.stunURI { try element.set("stun-server", stun) }
-        for uri in ice.turnURIs() + extraTURN { try addTurnServer(uri) }
+        for uri in ice.turnURIs(bridged: { bridges?.port(for: $0) }) + extraTURN { try addTurnServer(uri) }
         if ice.policy == .relay { try useRelayOnly() }
     }
 }
@@ -14,6 +16,27 @@ extension WebRTCBin {
 extension BotConfig {
     /// Applies this participant's ICE servers (the options' and the agent's `/credentials`).
     func configureICE(_ webrtc: WebRTCBin) throws(GStreamerError) {
-        try webrtc.useICE(ice, extraTURN: turnServers)
+        try webrtc.useICE(ice, bridges: tlsBridges, extraTURN: turnServers)
+    }
+
+    /// Runs `body` with this config's `turns:` bridges open (`tlsBridges` set), and closes them
+    /// when it returns or throws: the participant is their one owner.
+    func withTLSBridges<T>(_ body: (BotConfig) async throws(BotError) -> T) async throws(BotError) -> T {
+        var config = self
+        var log = logger
+        log[metadataKey: "component"] = "turn-tls"
+        config.tlsBridges = try await TURNTLSBridges.open(for: ice, logger: log)
+        defer { config.tlsBridges?.close() }
+        return try await body(config)
+    }
+
+    /// Relay only: `refused` gets the first failure of a `turns:` bridge from now on, which is
+    /// the new PeerConnection's TURN failure (libnice would not end its gathering for a long
+    /// while). Cancel the task with that PeerConnection.
+    func watchTLSRefusals(_ refused: @escaping @Sendable (String) async -> Void) -> Task<Void, Never> {
+        let refusals = ice.policy == .relay ? tlsBridges?.failures() : nil
+        return Task {
+            for await failure in refusals ?? AsyncStream { $0.finish() } { return await refused(failure) }
+        }
     }
 }

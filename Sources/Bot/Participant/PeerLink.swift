@@ -16,8 +16,9 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
     /// A peer that answered keepalive pings left two in a row unanswered (`Keepalive`).
     case keepaliveLost
     /// Only relayed candidates were allowed and the TURN servers gave none: credentials
-    /// refused, or the TURN server unreachable.
-    case turnFailed
+    /// refused, or the TURN server unreachable; with what is known of why (a `turns:`
+    /// server's certificate that did not verify), else nil.
+    case turnFailed(String?)
 
     /// Short, for load reports and logs.
     public var description: String {
@@ -27,7 +28,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .iceFailed: "ICE failed"
         case .mediaLost: "Janus stopped receiving our media"
         case .keepaliveLost: "two keepalive pings went unanswered"
-        case .turnFailed: Self.turnText
+        case .turnFailed(let why): why ?? Self.turnText
         }
     }
 
@@ -39,7 +40,7 @@ public enum PeerLoss: Sendable, Equatable, CustomStringConvertible {
         case .iceFailed: .negotiation("ICE failed: no candidate pair works")
         case .mediaLost: .negotiation("Janus stopped receiving our media (the path to it is lost)")
         case .keepaliveLost: .negotiation("two keepalive pings went unanswered (the path to Janus is lost)")
-        case .turnFailed: .negotiation(Self.turnText)
+        case .turnFailed(let why): .negotiation(why ?? Self.turnText)
         }
     }
 
@@ -100,7 +101,7 @@ package struct PeerLink: Sendable {
                     let turn = webrtc.turnSetting
                     if turn.servers > 0, relays == 0 {
                         logger.error("\(PeerLoss.turnText)")
-                        if turn.relayOnly { sink.yield(.lost(.turnFailed)) }
+                        if turn.relayOnly { sink.yield(.lost(.turnFailed(nil))) }
                     }
                 case .iceConnectionState(let s):
                     logger.debug("ICE \(s)")

@@ -20,6 +20,15 @@ extension Player {
     /// whatever it was doing (joining, waiting for the media path, rejoining, stalled): a run
     /// cut there that sent frames reports them; one that sent nothing fails (`stalled`).
     public func run() async throws(BotError) -> Report {
+        try await config.withTLSBridges { config throws(BotError) in
+            var bridged = self
+            bridged.config = config
+            return try await bridged.runBounded()
+        }
+    }
+
+    /// `run` with `config`'s `turns:` bridges open.
+    private func runBounded() async throws(BotError) -> Report {
         let progress = Progress()
         guard let duration else { return try await play(progress) }
         let hardEnd = ContinuousClock.now + duration + Self.joinAllowance

@@ -17,7 +17,7 @@ public struct Player: Sendable {
         case testPattern
     }
 
-    public let config: BotConfig
+    public internal(set) var config: BotConfig
     public let source: Source
     public let loop: Bool
     /// Stop after this long (default: the end of the file, or never for the test pattern).
@@ -48,21 +48,6 @@ public struct Player: Sendable {
 
     public init(config: BotConfig, file: String, loop: Bool = false) {
         self.init(config: config, source: .file(file), loop: loop)
-    }
-
-    public struct Report: Sendable {
-        /// Audio frames sealed (with E2EE) or passed as is, including those sealed while the
-        /// media path came up, which were dropped before sending.
-        public var frames: FrameStats.Snapshot
-        /// Audio frames that left for Janus.
-        public var framesSent: Int
-        /// Video access units sealed, and how many left for Janus.
-        public var videoFrames: FrameStats.Snapshot
-        public var videoFramesSent: Int
-        public var seconds: Double
-        public var publisherID: Int64
-        /// Times the player lost Janus or its media path and came back.
-        public var rejoins = 0
     }
 
     /// `run()` without its hard end (Player+Bounds.swift): the file is probed before joining
@@ -101,7 +86,8 @@ public struct Player: Sendable {
             dropped.audio += media.audioGate.dropped
             dropped.video += media.videoGate?.dropped ?? 0
             progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
-            guard case .lost(let why) = outcome else { break }
+            guard case .lost(let loss) = outcome else { break }
+            let why = loss.explained(by: config.tlsBridges)
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded
@@ -113,7 +99,7 @@ public struct Player: Sendable {
             if sessionGone { await session.close() }
             let lostSession = session, lostAt = ContinuousClock.now
             // A refused TURN allocation fails again at once: back off, 0.5 s doubling to 30 s.
-            if why == .turnFailed {
+            if why.isTURNFailure {
                 try? await Task.sleep(for: .milliseconds(min(30_000, 500 << min(turnFailures, 6))))
                 turnFailures += 1
             } else {
@@ -205,8 +191,10 @@ public struct Player: Sendable {
                 }
             }
         }
+        let tlsWatch = config.watchTLSRefusals { lost.yield(.turnFailed($0)) }
         defer {
             watch.cancel()
+            tlsWatch.cancel()
             pauses.detach()
         }
         let bus = media.pipeline.bus.messages()

@@ -38,6 +38,11 @@ public struct Recorder: Sendable {
     /// Records until `duration` elapses or the task is cancelled; then finishes every file and
     /// returns the final manifest.
     public func run() async throws(BotError) -> RecordingManifest {
+        try await config.withTLSBridges { config throws(BotError) in try await record(config) }
+    }
+
+    /// `run` with `config`'s `turns:` bridges open.
+    private func record(_ config: BotConfig) async throws(BotError) -> RecordingManifest {
         let earlier = resume ? try? RecordingManifest.read(from: directory) : nil
         let mixFile = earlier.flatMap { _ in self.mixFile.map(Self.nextFree) } ?? self.mixFile
         // Every mix an earlier process began, also one it was killed before naming in its

@@ -83,14 +83,18 @@ extension RoomRecording {
                              failed.set()
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
+        let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
+            defer { tlsWatch.cancel() }
             for await event in subscription.events {
                 switch event {
                 // A session that ended is the roster's to report (once for both handles).
                 case .lost(.sessionEnded): return
                 // A refused TURN allocation fails again at once: come back with backoff.
-                case .lost(.turnFailed): await self?.turnFailed()
-                case .lost(let why): await self?.startRejoin(why.description, rejoinSession: false)
+                case .lost(let loss):
+                    guard let self else { return }
+                    let why = loss.explained(by: self.config.tlsBridges)
+                    if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
                 case .ice(let s) where s == "connected" || s == "completed": await self?.readCandidatePair(now: true)
                 case .ice, .connection: break
                 }
@@ -118,10 +122,17 @@ extension RoomRecording {
     /// Relay only, and the TURN server gave no relay candidate (credentials refused, or it is
     /// unreachable): rejoins after 0.5 s, doubling to 30 s while it keeps failing, so a wrong
     /// password is a few gaps naming TURN, not a PeerConnection torn down every 100 ms.
-    func turnFailed() {
+    func turnFailed(_ why: PeerLoss) {
         let pause = Duration.milliseconds(min(30_000, 500 << min(turnFailures, 6)))
         turnFailures += 1
-        startRejoin(PeerLoss.turnFailed.description, rejoinSession: false, pause: pause)
+        startRejoin(why.description, rejoinSession: false, pause: pause)
+    }
+
+    /// PeerConnection `number`'s TLS to a `turns:` server failed (its certificate did not verify):
+    /// a TURN failure, with backoff, unless that PeerConnection is gone already.
+    func tlsFailed(peer number: Int, _ failure: String) {
+        guard state == .recording, peer?.number == number else { return }
+        turnFailed(.turnFailed(failure))
     }
 
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE

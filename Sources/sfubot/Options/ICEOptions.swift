@@ -9,7 +9,7 @@ import PrivateIO
 /// in `--help`, a log line or an error.
 struct ICEOptions: ParsableArguments {
     @Option(name: .customLong("ice-server"), help: ArgumentHelp(
-        "A STUN or TURN server, as WebRTC's iceServers: stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] (without a transport webrtcbin tries both). Repeatable. turns: is refused: libnice cannot do TLS to a TURN server (docs/operations.md).",
+        "A STUN or TURN server, as WebRTC's iceServers: stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] (without a transport webrtcbin tries both), turns:HOST[:PORT] (TLS, default port 5349: sfubot does the TLS itself and verifies the server's certificate and HOST against --turn-ca-file). Repeatable.",
         valueName: "url"))
     var iceServers: [String] = []
 
@@ -27,6 +27,11 @@ struct ICEOptions: ParsableArguments {
         valueName: "file"))
     var turnSecretFile: String?
 
+    @Option(name: .customLong("turn-ca-file"), help: ArgumentHelp(
+        "PEM file of the CA certificates (or a self-signed certificate) a turns: server's certificate must chain to. Without it, the system's trust store (/etc/ssl/certs).",
+        valueName: "file"))
+    var turnCAFile: String?
+
     @Option(help: ArgumentHelp("all: any candidate pair; relay: only through the TURN server, as iceTransportPolicy.", valueName: "all|relay"))
     var iceTransportPolicy: String = "all"
 
@@ -39,9 +44,10 @@ struct ICEOptions: ParsableArguments {
         guard let policy = ICEServers.Policy(rawValue: iceTransportPolicy) else {
             throw ValidationError("--ice-transport-policy takes all or relay, not \(iceTransportPolicy)")
         }
-        var ice = ICEServers(servers: try iceServers.map { try ICEServer(parsing: $0) }, policy: policy)
+        var ice = ICEServers(servers: try iceServers.map { try ICEServer(parsing: $0) }, policy: policy, caFile: turnCAFile)
         ice.credential = try credential()
         try ice.validate()
+        try ice.checkCAFile()
         return ice
     }
 
