@@ -35,6 +35,7 @@ test-chromium: build
 	scripts/in-netns Tests/Chromium/run-publisher
 	MODE=resize scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=relay JANUS_RTP_PORTS=13500-13599 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 
 # ThreadSanitizer over every test that needs no Janus (the integration tests switch themselves
