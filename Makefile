@@ -58,7 +58,8 @@ bench-chromium: deps
 	swift build -c release --product sfubot
 	SFUBOT=.build/release/sfubot scripts/in-netns Tests/Chromium/bench
 
-# How many E2EE bots one core of sfubot carries, against the local Janus (prints figures).
+# How many E2EE bots one core of sfubot carries, against the local Janus, directly and through a
+# coturn of its own (prints figures; scripts/bench-load says which).
 bench-load: deps
 	swift build -c release --product sfubot
 	scripts/in-netns scripts/bench-load
