@@ -35,6 +35,7 @@ test-chromium: build
 	scripts/in-netns Tests/Chromium/run-publisher
 	MODE=resize scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=relay JANUS_RTP_PORTS=13500-13599 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 
 # ThreadSanitizer over every test that needs no Janus (the integration tests switch themselves
@@ -57,7 +58,8 @@ bench-chromium: deps
 	swift build -c release --product sfubot
 	SFUBOT=.build/release/sfubot scripts/in-netns Tests/Chromium/bench
 
-# How many E2EE bots one core of sfubot carries, against the local Janus (prints figures).
+# How many E2EE bots one core of sfubot carries, against the local Janus, directly and through a
+# coturn of its own (prints figures; scripts/bench-load says which).
 bench-load: deps
 	swift build -c release --product sfubot
 	scripts/in-netns scripts/bench-load

@@ -59,3 +59,8 @@ void sfb_direct_rtp_reports(SfbDirectRTP *d, guint64 *reports, gint64 *cumulativ
     *cumulativeLost = lost;
     *jitter = __atomic_load_n(&d->jitter, __ATOMIC_RELAXED);
 }
+
+// The counters read outside the send path (kept here: direct_rtp.c holds the send path).
+guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
+
+guint64 sfb_direct_rtp_through_agent(SfbDirectRTP *d) { return __atomic_load_n(&d->through_agent, __ATOMIC_RELAXED); }

@@ -233,14 +233,16 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
     // Never sent unprotected: a packet SRTP refused is dropped. The descriptor is used, and
     // replaced, only under the lock.
+    gboolean agent = d->fd < 0;
     gboolean sent = status == srtp_err_status_ok
-        && (d->fd >= 0 ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
-                       : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
+        && (!agent ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
+                   : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
     pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return FALSE;
     }
+    if (agent) __atomic_fetch_add(&d->through_agent, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
     return TRUE;
@@ -276,8 +278,6 @@ void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBy
     *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
     *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
 }
-
-guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
 
 void sfb_direct_rtp_close(SfbDirectRTP *d) {
     pthread_mutex_lock(&d->lock);

@@ -29,6 +29,7 @@ struct SfbDirectRTP {
     socklen_t to_len;
     gulong on_pair, on_state;
     guint64 packets, payload_bytes, dropped, refused;   // __atomic, relaxed: counters only
+    guint64 through_agent;                              // sent by nice_agent_send (relayed)
     // The SSRCs sent (claimed from the guard; audio and video) and what the peer's receiver
     // reports say of them (rtpsession never saw them, so it ignores those report blocks).
     // ssrcs[i] is written before n_ssrcs grows (release), under the lock; readers acquire.

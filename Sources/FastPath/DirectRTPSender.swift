@@ -76,6 +76,11 @@ public final class DirectRTPSender: @unchecked Sendable {
     /// key would have encrypted two packets with one keystream (the SRTP guard, CDirectRTP.h).
     public var refused: UInt64 { UInt64(sfb_direct_rtp_refused(pointer)) }
 
+    /// Of the packets sent, those handed to libnice's agent instead of `sendto`: on a relayed
+    /// pair libnice frames each for the TURN server (ChannelData or Send indication), so the
+    /// direct path works through a relay at the cost of the agent's lock and GSocket.
+    public var sentThroughAgent: UInt64 { UInt64(sfb_direct_rtp_through_agent(pointer)) }
+
     /// Packets sent, their RTP payload bytes, and packets dropped (SRTP or ICE refused them).
     public var counts: (packets: UInt64, payloadBytes: UInt64, dropped: UInt64) {
         var p: guint64 = 0, b: guint64 = 0, d: guint64 = 0

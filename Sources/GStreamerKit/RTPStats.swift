@@ -27,6 +27,17 @@ extension WebRTCBin {
     }
 }
 
+extension WebRTCBin {
+    /// The RTP stream entries and the selected candidate pairs from one `get-stats` (a load
+    /// run reads both for hundreds of bots every few seconds).
+    public func rtpStatsAndPairs() async throws(GStreamerError) -> (streams: [RTPStreamStats], pairs: [CandidatePair]) {
+        switch await awaitPromise({ sfb_webrtc_get_stats(element.pointer, nil, $0) }) {
+        case .replied(let s): return s.pointer.map { (RTPStreamStats.parse($0), CandidatePair.parse($0)) } ?? ([], [])
+        case .interrupted, .expired: throw .promise("get-stats was interrupted")
+        }
+    }
+}
+
 extension RTPStreamStats {
     static func parse(_ report: UnsafeMutablePointer<GstStructure>) -> [RTPStreamStats] {
         let structureType = gst_structure_get_type()

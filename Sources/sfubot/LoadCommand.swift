@@ -243,6 +243,7 @@ enum LoadVerdict {
                          + (p.receivePath.map { ", packets received \($0)" } ?? "")
                          + (p.receivedPastQueue.map { " (\($0) past webrtcbin's receive queue, \(p.receivedThroughQueue ?? 0) through it)" } ?? ""))
         }
+        if let ice = s.ice { Swift.print(ice.line) }
         let c = s.comebacks
         if c.connectionDrops + c.rejoins + c.mediaRestarts > 0 || s.chaos != nil {
             Swift.print("comebacks: \(c.connectionDrops) WebSocket drops (\(c.claims) claimed), \(c.rejoins) rejoins, \(c.mediaRestarts) media restarts, \(String(format: "%.1f", c.gapSeconds)) s of gap, \(c.notBack.count) bot(s) not back")

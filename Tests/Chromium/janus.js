@@ -2,7 +2,7 @@
 // session, one VideoRoom handle, requests answered by success/error, events in a queue.
 'use strict';
 class JanusClient {
-  constructor(url) { this.url = url; this.pending = new Map(); this.events = []; this.waiter = null; this.onHangup = null; }
+  constructor(url) { this.url = url; this.pending = new Map(); this.events = []; this.waiter = null; this.onHangup = null; this.onTrickle = null; }
 
   async connect() {
     this.ws = new WebSocket(this.url, 'janus-protocol');
@@ -48,6 +48,9 @@ class JanusClient {
       return;
     }
     if (m.janus === 'hangup' && this.onHangup) this.onHangup(m.reason);
+    // Janus trickles its own candidates (its answer has none): a peer that only reaches Janus
+    // through a relay needs them, it cannot learn Janus's address from Janus's checks.
+    if (m.janus === 'trickle' && this.onTrickle) { this.onTrickle(m.candidate); return; }
     const data = m.plugindata && m.plugindata.data;
     if (data && data.error) console.log('[janus] ' + data.error);
     if (this.waiter && this.waiter.pred(m)) { const w = this.waiter; this.waiter = null; w.resolve(m); } else this.events.push(m);

@@ -9,6 +9,11 @@ const display = params.get('display') || '7:Chromium';
 // when bandwidth or CPU drops (issue 13, bug 1).
 const withVideo = params.get('video') !== '0';  // video=0: microphone only (bench)
 const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
+// turn=URL with turnUser/turnPass: only through that TURN server (iceTransportPolicy relay),
+// as a phone behind a firewall that lets nothing but its TURN server through.
+const turn = params.get('turn');
+const iceConfig = turn ? { iceServers: [{ urls: turn, username: params.get('turnUser'), credential: params.get('turnPass') }],
+  iceTransportPolicy: 'relay' } : {};
 
 const result = { phase: 'start', errors: [], feed: null, codec: null,
   video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
@@ -44,8 +49,13 @@ async function main() {
   const joined = await janus.nextEvent((m) => m.plugindata && m.plugindata.data && m.plugindata.data.videoroom === 'joined');
   result.feed = joined.plugindata.data.id;
 
-  const pc = new RTCPeerConnection(key ? { encodedInsertableStreams: true, bundlePolicy: 'max-bundle' } : { bundlePolicy: 'max-bundle' });
+  const pc = new RTCPeerConnection(Object.assign(key ? { encodedInsertableStreams: true, bundlePolicy: 'max-bundle' } : { bundlePolicy: 'max-bundle' }, iceConfig));
   pc.onicecandidate = (ev) => janus.trickle(ev.candidate);
+  // Janus's candidates, added once its answer is set (they may come before it).
+  const early = [];
+  let answered = false;
+  const addRemote = (c) => pc.addIceCandidate(c).catch((e) => note('remote candidate: ' + e));
+  janus.onTrickle = (c) => { if (c && !c.completed) { if (answered) addRemote(c); else early.push(c); } };
   pc.onconnectionstatechange = () => note('connection ' + pc.connectionState);
   for (const track of media.getTracks()) {
     const t = pc.addTransceiver(track, { direction: 'sendonly' });
@@ -65,6 +75,8 @@ async function main() {
   janus.message({ request: 'configure', audio: true, video: withVideo, videocodec: 'h264' }, { type: offer.type, sdp: offer.sdp });
   const answer = await janus.nextEvent((m) => m.jsep && m.jsep.type === 'answer');
   await pc.setRemoteDescription(answer.jsep);
+  answered = true;
+  early.splice(0).forEach(addRemote);
 
   result.phase = 'publishing';
   const started = Date.now();
@@ -85,6 +97,12 @@ async function main() {
   report.forEach((s) => {
     if (s.type === 'outbound-rtp') result.stats[s.kind] = { framesEncoded: s.framesEncoded, framesSent: s.framesSent, packetsSent: s.packetsSent,
       frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoderImplementation: s.encoderImplementation };
+    // The selected pair's candidate types (relay → host through TURN).
+    if (s.type === 'transport' && s.selectedCandidatePairId) {
+      const pair = report.get(s.selectedCandidatePairId);
+      const local = pair && report.get(pair.localCandidateId), remote = pair && report.get(pair.remoteCandidateId);
+      if (local && remote) result.pair = { local: local.candidateType, remote: remote.candidateType, relayProtocol: local.relayProtocol };
+    }
     if (s.type === 'codec') result.codec = (result.codec ? result.codec + ' ' : '') + s.mimeType + ';' + (s.sdpFmtpLine || '');
   });
   result.phase = 'done';

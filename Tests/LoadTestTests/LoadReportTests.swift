@@ -97,6 +97,35 @@ import Testing
         #expect(lines[2].contains("\"s, \"\"quoted\"\"\"") && lines[2].contains("\"Janus hung up: \"\"ICE failed\"\", twice\""))
     }
 
+    @Test("the relayed share and the RTT a relay added: per selected pair, from publishers with RTCP; in the CSV and the line")
+    func relayShare() throws {
+        func bot(_ i: Int, _ pair: String?, rtt: Double? = nil, throughAgent: UInt64? = nil) -> BotRecord {
+            var b = Self.publisher(sent: 500)
+            b.index = i
+            b.candidatePair = pair
+            b.rttMs = rtt
+            b.packetsSent = 1000
+            b.packetsThroughAgent = throughAgent
+            return b
+        }
+        let bots = [bot(0, "relay/udp→host", rtt: 3), bot(1, "relay/udp→host", rtt: 5), bot(2, "host→host", rtt: 1),
+                    bot(3, "relay/udp→host", throughAgent: 1000), bot(4, "host→host", throughAgent: 0), bot(5, nil)]
+        let ice = try #require(LoadSummary(Self.result(bots)).ice)
+        #expect(ice.bots == 5 && ice.relayed == 3 && ice.direct == 2 && ice.relayedShare == 0.6)
+        #expect(ice.pairs == ["relay/udp→host": 3, "host→host": 2])
+        // Relayed 3 and 5 ms (median 5 by the nearest-rank rounding), direct 1 ms.
+        #expect(ice.rttRelayedMs?.n == 2 && ice.rttDirectMs?.n == 1 && ice.addedRTTMs == .init(p50: 4, p95: 4))
+        #expect(ice.directPacketsSent == 2000 && ice.directPacketsThroughAgent == 1000)
+        #expect(ice.line.contains("3 of 5 bots relayed (60 %") && ice.line.contains("the relay added p50 +4.0 ms"), "\(ice.line)")
+        let csv = LoadReport.csv(bots).split(separator: "\n")
+        let header = csv[0].split(separator: ",").map(String.init), row = csv[4].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        #expect(row[header.firstIndex(of: "candidate_pair")!] == "relay/udp→host" && row[header.firstIndex(of: "packets_through_agent")!] == "1000")
+        // No pair read (an older raw.json): no `ice` at all, rather than 0 of 0.
+        #expect(LoadSummary(Self.result([Self.publisher(sent: 1)])).ice == nil)
+        // Direct send path only: no RTT, and the line says why.
+        #expect(ICEPaths([bot(0, "relay/udp→host", throughAgent: 1000)])!.line.contains("--send-path webrtcbin measures it"))
+    }
+
     @Test("raw.json round-trips, so merge sees what the shard measured")
     func roundTrip() throws {
         let r = Self.result([Self.publisher(sent: 500), Self.subscriber(0, got: 500)])

@@ -42,6 +42,11 @@ void sfb_direct_rtp_counts(SfbDirectRTP *sender, guint64 *packets, guint64 *payl
 /// Packets not sent because srtpenc had already protected their SSRC with the same key.
 guint64 sfb_direct_rtp_refused(SfbDirectRTP *sender);
 
+/// Of the packets sent, those handed to libnice (nice_agent_send) rather than written with
+/// sendto: the selected pair is relayed (libnice frames them for the TURN server: ChannelData
+/// or Send indication), TCP, or not ready yet.
+guint64 sfb_direct_rtp_through_agent(SfbDirectRTP *sender);
+
 /// Watches the RTCP webrtcbin decrypts (its srtpdec's rtcp_src pad) for the peer's receiver
 /// report blocks (and keyframe requests) about the SSRCs this sender sends: rtpsession ignores them, never having seen
 /// that SSRC. Returns the probe's id and, in `*pad`, the pad with a reference the caller owns

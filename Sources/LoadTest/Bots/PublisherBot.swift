@@ -193,9 +193,11 @@ final class PublisherBot: LoadBot {
     /// Losses and comebacks so far.
     var comeback: Comeback { get async { await core.snapshot(current: core.current?.session) } }
 
-    /// Sent counters and what Janus reports back (RTCP RR): packets, bytes, RTT, loss.
-    func networkStats() async -> (packets: UInt64, bytes: UInt64, rttMs: Double?, lossPercent: Double?) {
-        guard let webrtc, let stats = try? await webrtc.rtpStats() else { return (0, 0, nil, nil) }
+    /// Sent counters and what Janus reports back (RTCP RR): packets, bytes, RTT, loss; the
+    /// selected candidate pair, and what the direct path handed to libnice (relayed).
+    func networkStats() async -> PublisherStats {
+        guard let webrtc, let read = try? await webrtc.rtpStatsAndPairs() else { return PublisherStats() }
+        let (stats, pairs) = read
         let out = stats.filter { $0.kind == .outbound }
         let remote = stats.filter { $0.kind == .remoteInbound }
         // The direct path's packets never reach webrtcbin's counters.
@@ -207,8 +209,22 @@ final class PublisherBot: LoadBot {
         // Sent directly, Janus's reports about it are read by the sender, not by webrtcbin.
         let lost = remote.reduce(max(0, reports.cumulativeLost)) { $0 + max(0, $1.packetsLost) }
         let reported = !remote.isEmpty || reports.count > 0
-        return (packets, out.reduce(direct.payloadBytes) { $0 + $1.bytes },
-                rtts.isEmpty ? nil : 1000 * rtts.reduce(0, +) / Double(rtts.count),
-                packets > 0 && reported ? 100 * Double(lost) / Double(packets) : nil)
+        return PublisherStats(packets: packets, bytes: out.reduce(direct.payloadBytes) { $0 + $1.bytes },
+                              rttMs: rtts.isEmpty ? nil : 1000 * rtts.reduce(0, +) / Double(rtts.count),
+                              lossPercent: packets > 0 && reported ? 100 * Double(lost) / Double(packets) : nil,
+                              pair: pairs.first, throughAgent: sender?.sentThroughAgent)
     }
+}
+
+/// One statistics read of a publisher bot.
+struct PublisherStats: Sendable {
+    var packets: UInt64 = 0
+    var bytes: UInt64 = 0
+    /// From RTCP (webrtcbin's sender reports and Janus's receiver reports): the direct send
+    /// path sends no sender report, so it has none.
+    var rttMs: Double?
+    var lossPercent: Double?
+    var pair: CandidatePair?
+    /// Direct path only: packets sent through libnice's agent.
+    var throughAgent: UInt64?
 }

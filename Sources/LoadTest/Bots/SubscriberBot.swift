@@ -263,10 +263,11 @@ final class SubscriberBot: LoadBot {
     /// When the first frame opened, for the join phases.
     var firstDecrypted: Date? { streams.withLock { m in m.values.compactMap(\.times.firstDate).min() } }
 
-    /// Per received stream: packets, bytes, lost, jitter (s) from webrtcbin.
-    func networkStats() async -> [RTPStreamStats] {
-        guard let webrtc = core.current?.webrtc, let stats = try? await webrtc.rtpStats() else { return [] }
-        return stats.filter { $0.kind == .inbound }
+    /// Per received stream: packets, bytes, lost, jitter (s) from webrtcbin; and the selected
+    /// candidate pair.
+    func networkStats() async -> (streams: [RTPStreamStats], pair: CandidatePair?) {
+        guard let webrtc = core.current?.webrtc, let read = try? await webrtc.rtpStatsAndPairs() else { return ([], nil) }
+        return (read.streams.filter { $0.kind == .inbound }, read.pairs.first)
     }
 
     /// Stops coming back, leaves and tears down; safe to call more than once.

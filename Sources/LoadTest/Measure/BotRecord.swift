@@ -77,6 +77,15 @@ public struct BotRecord: Codable, Sendable, Equatable {
     /// before bots came back).
     public var comeback: Comeback?
 
+    /// The selected ICE candidate pair as `CandidatePair.summary` (`relay/udp→host`: through
+    /// a TURN relay reached over UDP; `host→host`: direct), from the last statistics read.
+    public var candidatePair: String?
+    /// Publishers on the direct send path: packets handed to libnice rather than written with
+    /// sendto (a relayed pair: libnice frames them for the TURN server).
+    public var packetsThroughAgent: UInt64?
+    /// Whether the media went through a TURN relay (nil: no pair known).
+    public var relayed: Bool? { candidatePair.map { $0.hasPrefix("relay") } }
+
     public var decryptFailuresTotal: Int { decryptFailures.values.reduce(0, +) }
     /// Loss in the steady window, or over the whole run if there was none.
     public var lossPercent: Double? {

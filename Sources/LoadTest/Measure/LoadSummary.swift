@@ -28,6 +28,8 @@ public struct LoadSummary: Codable, Sendable {
     public var comebacks: Comebacks
     /// Per fault kind injected with `--chaos`; nil without it.
     public var chaos: [String: ChaosKind]?
+    /// Selected candidate pairs: the share relayed through TURN, and the RTT it added.
+    public var ice: ICEPaths?
     /// E-model assumptions, stated with every MOS.
     public var mosModel = "ITU-T G.107 E-model: Opus Ie=0, Bpl=20 (assumed; G.113 has no Opus values), codec delay 26.5 ms, one-way delay = publishers' median RTT to Janus, jitter buffer = 2 x jitter"
 
@@ -250,6 +252,7 @@ extension LoadSummary {
                 packetsSent: s.steadyPacketsSent, packetsReceived: s.steadyPacketsReceived)
         }
 
+        ice = ICEPaths(r.bots)
         var totals = Comeback()
         for b in r.bots { if let c = b.comeback { totals.add(c) } }
         comebacks = Comebacks(connectionDrops: totals.connectionDrops, claims: totals.claims, rejoins: totals.rejoins,

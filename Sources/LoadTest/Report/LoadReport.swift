@@ -51,7 +51,7 @@ public enum LoadReport {
         "frames_sealed", "seal_failures", "packets_sent", "bytes_sent", "rtt_ms", "remote_loss_pct",
         "feeds", "feeds_receiving", "frames_received", "frames_opened", "video_frames_opened", "decrypt_failures",
         "packets_received", "bytes_received", "packets_lost", "loss_pct", "jitter_ms", "mos", "mos_worst",
-        "connection_drops", "claims", "rejoins", "media_restarts", "gap_s",
+        "connection_drops", "claims", "rejoins", "media_restarts", "gap_s", "candidate_pair", "packets_through_agent",
     ]
 
     static func csv(_ bots: [BotRecord]) -> String {
@@ -70,7 +70,7 @@ public enum LoadReport {
                 "\(b.feeds)", "\(b.feedsReceiving)", "\(b.framesReceived)", "\(b.framesOpened)", "\(b.videoFramesOpened)", "\(b.decryptFailuresTotal)",
                 "\(b.packetsReceived)", "\(b.bytesReceived)", "\(b.packetsLost)", f(b.lossPercent), f(b.jitterMs), f(b.mos), f(b.mosWorst),
                 "\(b.comeback?.connectionDrops ?? 0)", "\(b.comeback?.claims ?? 0)", "\(b.comeback?.rejoins ?? 0)",
-                "\(b.comeback?.mediaRestarts ?? 0)", f(b.comeback?.gapSeconds ?? 0),
+                "\(b.comeback?.mediaRestarts ?? 0)", f(b.comeback?.gapSeconds ?? 0), q(b.candidatePair), b.packetsThroughAgent.map(String.init) ?? "",
             ]
             lines.append(row.joined(separator: ","))
         }

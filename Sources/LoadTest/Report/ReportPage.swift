@@ -31,6 +31,7 @@ enum ReportPage {
         if let st = s.steady {
             rows.append(("Steady window", "\(f(st.seconds, 1)) s; out \(f(st.mbpsOut)) Mbit/s, in \(f(st.mbpsIn)) Mbit/s; received/sent per feed \(dist(st.receivedOverSent, 3))"))
         }
+        if let ice = s.ice { rows.append(("ICE paths", esc(ice.line.replacingOccurrences(of: "ICE: ", with: "")))) }
         let c = s.comebacks
         rows.append(("Comebacks", "\(c.connectionDrops) WebSocket drops, \(c.claims) claimed; \(c.rejoins) rejoins, \(c.mediaRestarts) media restarts; gap \(f(c.gapSeconds)) s in all; loss → media \(dist(c.seconds))"
                      + (c.notBack.isEmpty ? "" : "; not back: " + c.notBack.sorted { $0.key < $1.key }.map { esc("\($0.key): \($0.value)") }.joined(separator: ", "))))

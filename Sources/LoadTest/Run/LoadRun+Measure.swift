@@ -11,26 +11,31 @@ extension LoadRun {
     func statsPass(publishers: [PublisherBot], subscribers: [SubscriberBot]) async {
         var bytesOut: UInt64 = 0, bytesIn: UInt64 = 0, packetsOut: UInt64 = 0, packetsIn: UInt64 = 0, lost: Int64 = 0
         for chunk in stride(from: 0, to: publishers.count, by: 16).map({ Array(publishers[$0..<min($0 + 16, publishers.count)]) }) {
-            let results = await withTaskGroup(of: (Int, (UInt64, UInt64, Double?, Double?)).self) { group in
+            let results = await withTaskGroup(of: (Int, PublisherStats).self) { group in
                 for p in chunk { group.addTask { (p.index, await p.networkStats()) } }
                 return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
             }
             state.withLock { s in
-                for (index, r) in results where r.0 > 0 {
-                    s.records["p\(index)"]?.packetsSent = r.0
-                    s.records["p\(index)"]?.bytesSent = r.1
-                    if let rtt = r.2 { s.records["p\(index)"]?.rttMs = rtt }
-                    if let l = r.3 { s.records["p\(index)"]?.remoteLossPercent = l }
+                for (index, r) in results {
+                    if let pair = r.pair { s.records["p\(index)"]?.candidatePair = pair.summary }
+                    guard r.packets > 0 else { continue }
+                    s.records["p\(index)"]?.packetsSent = r.packets
+                    s.records["p\(index)"]?.bytesSent = r.bytes
+                    if let rtt = r.rttMs { s.records["p\(index)"]?.rttMs = rtt }
+                    if let l = r.lossPercent { s.records["p\(index)"]?.remoteLossPercent = l }
+                    if let n = r.throughAgent { s.records["p\(index)"]?.packetsThroughAgent = n }
                 }
             }
-            for r in results.values { packetsOut += r.0; bytesOut += r.1 }
+            for r in results.values { packetsOut += r.packets; bytesOut += r.bytes }
         }
         for chunk in stride(from: 0, to: subscribers.count, by: 16).map({ Array(subscribers[$0..<min($0 + 16, subscribers.count)]) }) {
-            let results = await withTaskGroup(of: (Int, [RTPStreamStats]).self) { group in
+            let read = await withTaskGroup(of: (Int, (streams: [RTPStreamStats], pair: CandidatePair?)).self) { group in
                 for b in chunk { group.addTask { (b.index, await b.networkStats()) } }
                 return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
             }
+            let results = read.mapValues { $0.streams }
             state.withLock { s in
+                for (index, r) in read { if let pair = r.pair { s.records["s\(index)"]?.candidatePair = pair.summary } }
                 for (index, list) in results where !list.isEmpty {
                     s.inbound["s\(index)"] = list
                     s.records["s\(index)"]?.packetsReceived = list.reduce(0) { $0 + $1.packets }
