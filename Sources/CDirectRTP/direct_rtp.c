@@ -154,6 +154,7 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     d->component = component;
     d->fd = -1;
     d->route_stale = 1;
+    d->answer_nacks = 1;
     // Each handler holds a reference, dropped when it is disconnected (sfb_direct_rtp_close)
     // and no emission is running it.
     g_atomic_int_add(&d->refs, 2);
@@ -211,7 +212,14 @@ static gboolean owns(SfbDirectRTP *d, guint32 ssrc) {
     return TRUE;
 }
 
-gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
+gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize len) {
+    if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
+    // The descriptor is used, and replaced, only under the lock.
+    return d->fd >= 0 ? sendto(d->fd, packet, len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == (ssize_t)len
+                      : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0;
+}
+
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep) {
     guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
@@ -229,13 +237,12 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return FALSE;
     }
-    srtp_err_status_t status = lib.protect(d->session, packet, &len);
-    if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
-    // Never sent unprotected: a packet SRTP refused is dropped. The descriptor is used, and
-    // replaced, only under the lock.
-    gboolean sent = status == srtp_err_status_ok
-        && (d->fd >= 0 ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
-                       : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
+    // Never sent (nor kept) unprotected: a packet SRTP refused is dropped.
+    gboolean ok = lib.protect(d->session, packet, &len) == srtp_err_status_ok;
+    gboolean sent = ok && sfb_direct_transmit_locked(d, packet, (gsize)len);
+    // Kept even if the send failed: a NACK for it may still come.
+    if (ok && keep && (d->history || (d->history = sfb_sent_history_new(SFB_HISTORY_BYTES, SFB_HISTORY_SLOTS))))
+        sfb_sent_history_keep(d->history, (guint16)((packet[2] << 8) | packet[3]), packet, (gsize)len);
     pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
@@ -246,7 +253,7 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
     return TRUE;
 }
 
-static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer); }
+static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer, FALSE); }
 
 void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
     if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
@@ -271,14 +278,6 @@ gulong sfb_direct_rtp_attach(SfbDirectRTP *d, GstPad *pad) {
     return id;
 }
 
-void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {
-    *packets = __atomic_load_n(&d->packets, __ATOMIC_RELAXED);
-    *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
-    *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
-}
-
-guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
-
 void sfb_direct_rtp_close(SfbDirectRTP *d) {
     pthread_mutex_lock(&d->lock);
     gulong pair = d->on_pair, state = d->on_state;
@@ -294,6 +293,7 @@ void sfb_direct_rtp_unref(SfbDirectRTP *d) {
     lib.dealloc(d->session);
     if (d->fd >= 0) close(d->fd);
     sfb_srtp_guard_unref(d->guard);
+    sfb_sent_history_free(d->history);
     g_object_unref(d->agent);
     pthread_mutex_destroy(&d->lock);
     g_free(d);

@@ -229,6 +229,9 @@ enum LoadVerdict {
         if let k = s.publishers.keyframes {
             Swift.print("video keyframes: \(k.sent) IDRs sent; Janus asked \(k.requests) times (PLI/FIR), \(k.answered) answered by the next IDR, the slowest after \(Int(k.slowestAnswerMs)) ms")
         }
+        if let n = s.publishers.nacks {
+            Swift.print("video NACKs: \(n.nacks) received asking for \(n.requested) packets; \(n.retransmitted) retransmitted, \(n.unavailable) no longer in the history")
+        }
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet (%.1f in the kernel), %.2f MB RSS/bot, %.1f threads/bot", p.shard,
                                p.cpuCores ?? .nan, p.cpuMicrosecondsPerPacket ?? .nan, p.kernelMicrosecondsPerPacket ?? .nan,

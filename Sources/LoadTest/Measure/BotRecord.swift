@@ -35,6 +35,8 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var sealFailures = 0
     /// Keyframe requests and their answers (direct-path video only).
     public var keyframes: KeyframeCounts?
+    /// NACKs and their answers (direct-path video only).
+    public var nacks: NackCounts?
     public var packetsSent: UInt64 = 0
     public var bytesSent: UInt64 = 0
     /// Round-trip time to Janus (RTCP RR), ms; loss Janus reports for what we sent, %.

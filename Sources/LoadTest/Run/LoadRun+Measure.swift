@@ -108,12 +108,13 @@ extension LoadRun {
     func finalizeRecords(publishers: [PublisherBot], subscribers: [SubscriberBot]) {
         for p in publishers {
             let audio = p.audioStats.snapshot, video = p.videoStats.snapshot
-            let phases = p.phases, feed = p.feedID, lost = p.lost, keyframes = p.keyframes
+            let phases = p.phases, feed = p.feedID, lost = p.lost, keyframes = p.keyframes, nacks = p.nacks
             state.withLock { s in
                 guard var r = s.records["p\(p.index)"] else { return }
                 r.framesSealed = audio.sealed + video.sealed
                 r.sealFailures = audio.sealFailed + video.sealFailed
                 r.keyframes = keyframes ?? r.keyframes
+                r.nacks = nacks ?? r.nacks
                 r.phases = phases
                 r.feedID = feed ?? r.feedID
                 if r.state == .joined, let lost { r.state = .lost; r.error = lost }
