@@ -184,6 +184,7 @@ extension LoadSummary {
         for (i, name) in JoinPhases.names.enumerated() {
             join[name] = Distribution(r.bots.compactMap { $0.phases.values[i] })
         }
+        join["first_keyframe"] = Distribution(subs.compactMap(\.firstKeyframeSeconds))
         joinSeconds = join
         var byRole: [String: [String: PhaseTimes]] = [:]
         for (role, bots) in [("publisher", pubs), ("subscriber", subs)] where !bots.isEmpty {

@@ -128,7 +128,7 @@ extension LoadRun {
         let oneWay = rtts.isEmpty ? 0 : rtts[rtts.count / 2]
         let model = EModel()
         for b in subscribers {
-            let frames = b.frames, video = b.videoFrames, pictures = b.videoPictures, phases = b.phases, feeds = b.feedCount, lost = b.lost
+            let frames = b.frames, video = b.videoFrames, pictures = b.videoPictures, phases = b.phases, keyframe = b.firstKeyframeSeconds, feeds = b.feedCount, lost = b.lost
             state.withLock { s in
                 guard var r = s.records["s\(b.index)"] else { return }
                 r.framesReceived = frames.received
@@ -136,6 +136,7 @@ extension LoadRun {
                 r.videoFramesOpened = video.opened
                 r.videoFramesReceived = video.received
                 r.videoPicturesDecoded = pictures?.decoded
+                r.firstKeyframeSeconds = keyframe
                 r.videoPictureSizes = pictures?.sizes
                 r.decryptFailures = frames.dropped.filter { $0.value > 0 }
                 r.phases = phases
