@@ -1,5 +1,5 @@
 // See CDirectRTP.h: the peer's receiver reports and keyframe requests about what the direct
-// sender sends.
+// sender sends, and the sender's own counters.
 #include "direct_rtp.h"
 #include "elements.h"
 
@@ -24,6 +24,7 @@ static void read_buffer(SfbDirectRTP *d, GstBuffer *buffer) {
         found += f;
         requests += sfb_rtcp_keyframe_requests(map.data, map.size, ssrc);
     }
+    if (rtcp) sfb_direct_answer_nacks(d, map.data, map.size);
     gst_buffer_unmap(buffer, &map);
     if (found) __atomic_fetch_add(&d->reports, found, __ATOMIC_RELAXED);
     if (requests) {
@@ -61,6 +62,12 @@ void sfb_direct_rtp_reports(SfbDirectRTP *d, guint64 *reports, gint64 *cumulativ
 }
 
 // The counters read outside the send path (kept here: direct_rtp.c holds the send path).
+void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {
+    *packets = __atomic_load_n(&d->packets, __ATOMIC_RELAXED);
+    *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
+    *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
+}
+
 guint64 sfb_direct_rtp_refused(SfbDirectRTP *d) { return __atomic_load_n(&d->refused, __ATOMIC_RELAXED); }
 
 guint64 sfb_direct_rtp_through_agent(SfbDirectRTP *d) { return __atomic_load_n(&d->through_agent, __ATOMIC_RELAXED); }

@@ -154,6 +154,7 @@ SfbDirectRTP *sfb_direct_rtp_new(GstElement *webrtcbin, const char **why) {
     d->component = component;
     d->fd = -1;
     d->route_stale = 1;
+    d->answer_nacks = 1;
     // Each handler holds a reference, dropped when it is disconnected (sfb_direct_rtp_close)
     // and no emission is running it.
     g_atomic_int_add(&d->refs, 2);
@@ -211,7 +212,17 @@ static gboolean owns(SfbDirectRTP *d, guint32 ssrc) {
     return TRUE;
 }
 
-gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
+gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize len) {
+    if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
+    // The descriptor is used, and replaced, only under the lock.
+    if (d->fd >= 0) return sendto(d->fd, packet, len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == (ssize_t)len;
+    // No plain UDP route (a relayed pair): libnice frames the packet for the TURN server.
+    gboolean sent = lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0;
+    if (sent) __atomic_fetch_add(&d->through_agent, 1, __ATOMIC_RELAXED);
+    return sent;
+}
+
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep) {
     guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
@@ -229,35 +240,23 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return FALSE;
     }
-    srtp_err_status_t status = lib.protect(d->session, packet, &len);
-    if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
-    // Never sent unprotected: a packet SRTP refused is dropped. The descriptor is used, and
-    // replaced, only under the lock.
-    gboolean agent = d->fd < 0;
-    gboolean sent = status == srtp_err_status_ok
-        && (!agent ? sendto(d->fd, packet, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&d->to, d->to_len) == len
-                   : lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0);
+    // Never sent (nor kept) unprotected: a packet SRTP refused is dropped.
+    gboolean ok = lib.protect(d->session, packet, &len) == srtp_err_status_ok;
+    gboolean sent = ok && sfb_direct_transmit_locked(d, packet, (gsize)len);
+    // Kept even if the send failed: a NACK for it may still come.
+    if (ok && keep && (d->history || (d->history = sfb_sent_history_new(SFB_HISTORY_BYTES, SFB_HISTORY_SLOTS))))
+        sfb_sent_history_keep(d->history, (guint16)((packet[2] << 8) | packet[3]), packet, (gsize)len);
     pthread_mutex_unlock(&d->lock);
     if (!sent) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return FALSE;
     }
-    if (agent) __atomic_fetch_add(&d->through_agent, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
     return TRUE;
 }
 
-static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer); }
-
-void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
-    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
-        each(d, GST_PAD_PROBE_INFO_BUFFER(info));
-    } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
-        GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
-        for (guint i = 0, n = gst_buffer_list_length(list); i < n; i++) each(d, gst_buffer_list_get(list, i));
-    }
-}
+static void send_one(SfbDirectRTP *d, GstBuffer *buffer) { (void)sfb_direct_send_one(d, buffer, FALSE); }
 
 static GstPadProbeReturn on_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
@@ -271,12 +270,6 @@ gulong sfb_direct_rtp_attach(SfbDirectRTP *d, GstPad *pad) {
     g_atomic_int_inc(&d->refs);
     gulong id = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_rtp, d, sfb_direct_release);
     return id;
-}
-
-void sfb_direct_rtp_counts(SfbDirectRTP *d, guint64 *packets, guint64 *payloadBytes, guint64 *dropped) {
-    *packets = __atomic_load_n(&d->packets, __ATOMIC_RELAXED);
-    *payloadBytes = __atomic_load_n(&d->payload_bytes, __ATOMIC_RELAXED);
-    *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
 }
 
 void sfb_direct_rtp_close(SfbDirectRTP *d) {
@@ -294,6 +287,7 @@ void sfb_direct_rtp_unref(SfbDirectRTP *d) {
     lib.dealloc(d->session);
     if (d->fd >= 0) close(d->fd);
     sfb_srtp_guard_unref(d->guard);
+    sfb_sent_history_free(d->history);
     g_object_unref(d->agent);
     pthread_mutex_destroy(&d->lock);
     g_free(d);

@@ -42,10 +42,26 @@ struct SfbDirectRTP {
     // IDR sent on a video pad (direct_video.c). pending_since: monotonic µs, 0 if none pending.
     guint64 keyframe_requests, keyframe_answers, keyframes_sent, answer_us_max;
     gint64 pending_since;
+    // NACK answers (direct_nack.c): the video packets sent last, protected (made on the first,
+    // under the lock), and what NACKs asked and got. answer_nacks: __atomic, 1 unless turned off.
+    SfbSentHistory *history;
+    gint answer_nacks;
+    guint64 nacks, nacked, retransmitted, nack_unavailable;   // __atomic
 };
 
-// Sends one RTP buffer (protect, then sendto or libnice); TRUE if it left.
-gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer);
+// The history's size: about 0.8 s of video at 600 kbit/s, IDRs included (docs/performance.md).
+#define SFB_HISTORY_BYTES (64 * 1024)
+#define SFB_HISTORY_SLOTS 256
+
+// Sends one RTP buffer (protect, then sendto or libnice); TRUE if it left. `keep`: into the
+// history for NACKs (video).
+gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep);
+
+// Sends a protected packet on the current route; called with the lock held.
+gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize len);
+
+// Answers the NACKs in a compound RTCP packet about the SSRCs sent (direct_nack.c).
+void sfb_direct_answer_nacks(SfbDirectRTP *d, const guint8 *rtcp, gsize size);
 
 // Runs `each` on the probe's buffer, or on every buffer of its list.
 void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *));

@@ -1,4 +1,5 @@
 #include "elements.h"
+#include "direct_rtp.h"
 #include <string.h>
 
 GstElement *sfb_only_element(GstElement *bin, const char *factory, int *count) {
@@ -32,3 +33,12 @@ GstElement *sfb_only_element(GstElement *bin, const char *factory, int *count) {
     return found;
 }
 
+// A probe sees one buffer or a list of them: each gets `each`.
+void sfb_direct_for_each_buffer(GstPadProbeInfo *info, SfbDirectRTP *d, void (*each)(SfbDirectRTP *, GstBuffer *)) {
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+        each(d, GST_PAD_PROBE_INFO_BUFFER(info));
+    } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+        GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
+        for (guint i = 0, n = gst_buffer_list_length(list); i < n; i++) each(d, gst_buffer_list_get(list, i));
+    }
+}

@@ -70,3 +70,29 @@ guint sfb_rtcp_keyframe_requests(const guint8 *p, gsize n, guint32 ssrc) {
     }
     return found;
 }
+
+guint sfb_rtcp_nacked(const guint8 *p, gsize n, guint32 ssrc, guint16 *seqs, guint capacity, guint *messages) {
+    guint found = 0;
+    gsize off = 0;
+    while (off + 4 <= n && (p[off] >> 6) == 2) {
+        gsize size = 4 * ((gsize)((p[off + 2] << 8) | p[off + 3]) + 1);
+        guint pt = p[off + 1], fmt = p[off] & 0x1f;
+        if (off + size > n) break;
+        // Generic NACK (RFC 4585 §6.2.1): after the media source SSRC, 4-byte FCI entries, each a
+        // lost packet's sequence number (PID) and a bitmask of the 16 after it (BLP, LSB first).
+        if (pt == 205 && fmt == 1 && size >= 16 && be32(p + off + 8) == ssrc) {
+            if (messages) (*messages)++;
+            for (gsize e = off + 12; e + 4 <= off + size; e += 4) {
+                guint16 pid = (guint16)((p[e] << 8) | p[e + 1]);
+                guint blp = ((guint)p[e + 2] << 8) | p[e + 3];
+                for (guint bit = 0; bit <= 16; bit++) {
+                    if (bit > 0 && !(blp & (1u << (bit - 1)))) continue;
+                    if (found < capacity) seqs[found] = (guint16)(pid + bit);
+                    found++;
+                }
+            }
+        }
+        off += size;
+    }
+    return found;
+}

@@ -8,8 +8,9 @@ public import GStreamerKit
 /// What this gives up: webrtcbin's rtpsession never sees these packets, so its outbound
 /// counters stay at 0 (read `counts` instead), it ignores the peer's receiver reports about
 /// them (read `reports`, from `watchReports`), its RTCP carries no sender report for them (so
-/// no round-trip time), and nothing answers a NACK (no RTX). Keyframe requests (PLI, FIR) are
-/// read with the reports and answered by the next IDR the video pad sends (`keyframes`). It is
+/// no round-trip time). Keyframe requests (PLI, FIR) are read with the reports and answered by
+/// the next IDR the video pad sends (`keyframes`); NACKs about video are answered with the same
+/// SRTP packet again, from a history of the last 64 KiB sent (`nacks`; no RTX). It is
 /// meant for load publishers, audio and video on one sender (one SRTP session, every SSRC
 /// claimed from the guard).
 public final class DirectRTPSender: @unchecked Sendable {
@@ -53,6 +54,18 @@ public final class DirectRTPSender: @unchecked Sendable {
         sfb_direct_rtp_keyframes(pointer, &r, &a, &s, &us)
         return (UInt64(r), UInt64(a), UInt64(s), .microseconds(Int64(us)))
     }
+
+    /// NACKs (RFC 4585) Janus sent about what this sends (read by `watchReports`): NACK messages,
+    /// packets they asked for, packets sent again, and packets asked for while answering that
+    /// the history no longer held (or audio's, which it does not keep).
+    public var nacks: (messages: UInt64, requested: UInt64, retransmitted: UInt64, unavailable: UInt64) {
+        var m: guint64 = 0, q: guint64 = 0, r: guint64 = 0, u: guint64 = 0
+        sfb_direct_rtp_nacks(pointer, &m, &q, &r, &u)
+        return (UInt64(m), UInt64(q), UInt64(r), UInt64(u))
+    }
+
+    /// Answers NACKs (the default), or only counts them (to measure what answering gives).
+    public func answerNACKs(_ answer: Bool) { sfb_direct_rtp_answer_nacks(pointer, answer ? 1 : 0) }
 
     /// Reads the peer's receiver reports about what this sends, from the RTCP `webrtc`
     /// decrypts; nil if it has no SRTP decoder.

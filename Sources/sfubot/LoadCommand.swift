@@ -230,9 +230,15 @@ enum LoadVerdict {
         let first = s.joinSeconds["first_decrypted"].map { String(format: "%.2f s p50, %.2f s p95", $0.p50, $0.p95) } ?? "–"
         Swift.print("bots: \(s.bots.joined) joined, \(s.bots.failed) failed, \(s.bots.lost) lost, \(s.bots.retries) retries; first decrypted frame \(first)")
         printJoinPhases(s)
+        if let k = s.joinSeconds["first_keyframe"] {
+            Swift.print(String(format: "first picture (keyframe opened of every video feed): %.2f s p50, %.2f s p95 after the join began (%d subscribers)", k.p50, k.p95, k.n))
+        }
         Swift.print("frames: \(s.publishers.framesSealed) sent, \(s.subscribers.framesOpened) decrypted, \(s.subscribers.decryptFailuresTotal) failed to decrypt")
         if let k = s.publishers.keyframes {
             Swift.print("video keyframes: \(k.sent) IDRs sent; Janus asked \(k.requests) times (PLI/FIR), \(k.answered) answered by the next IDR, the slowest after \(Int(k.slowestAnswerMs)) ms")
+        }
+        if let n = s.publishers.nacks {
+            Swift.print("video NACKs: \(n.nacks) received asking for \(n.requested) packets; \(n.retransmitted) retransmitted, \(n.unavailable) no longer in the history")
         }
         for p in s.process {
             Swift.print(String(format: "process %d: %.2f cores, %.1f µs/packet (%.1f in the kernel), %.2f MB RSS/bot, %.1f threads/bot", p.shard,

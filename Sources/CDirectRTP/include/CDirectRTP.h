@@ -117,4 +117,31 @@ gboolean sfb_h264_rtp_starts_idr(const guint8 *payload, gsize size);
 /// source, and FIR entries (RFC 5104) naming it. Stops at a truncated packet.
 guint sfb_rtcp_keyframe_requests(const guint8 *packet, gsize size, guint32 ssrc);
 
+/// Packets a generic NACK (RFC 4585 §6.2.1: RTPFB, FMT 1) about `ssrc` in a compound RTCP
+/// packet says were lost: how many it lists (each PID and the BLP bits set); the first
+/// `capacity` go to `seqs`. `*messages` (may be NULL) grows by the NACKs about `ssrc`. Stops at a
+/// truncated packet.
+guint sfb_rtcp_nacked(const guint8 *packet, gsize size, guint32 ssrc, guint16 *seqs, guint capacity, guint *messages);
+
+// The protected packets a direct sender sent last (sent_history.c), kept to answer NACKs with
+// the same bytes: `bytes` of them at most, found by sequence number through `slots` slots
+// (sequence number modulo `slots`). Not locked: the sender's lock guards it.
+typedef struct SfbSentHistory SfbSentHistory;
+SfbSentHistory *sfb_sent_history_new(gsize bytes, guint slots);
+void sfb_sent_history_free(SfbSentHistory *history);
+/// Keeps a copy of `packet` under `seq`, writing over the oldest bytes when full.
+void sfb_sent_history_keep(SfbSentHistory *history, guint16 seq, const guint8 *packet, gsize len);
+/// The packet kept under `seq` and its length; NULL if it was never kept or has been written over.
+const guint8 *sfb_sent_history_find(const SfbSentHistory *history, guint16 seq, gsize *len);
+/// Bytes it holds allocated.
+gsize sfb_sent_history_footprint(const SfbSentHistory *history);
+
+/// NACKs about the SSRCs sent and how they were answered: NACK messages read, packets they asked
+/// for, packets sent again from the history (video only), and packets asked for while answering
+/// that it did not hold (written over, or audio's: no history is kept for audio).
+void sfb_direct_rtp_nacks(SfbDirectRTP *sender, guint64 *nacks, guint64 *requested, guint64 *retransmitted, guint64 *unavailable);
+
+/// Answers NACKs (the default) or only counts them.
+void sfb_direct_rtp_answer_nacks(SfbDirectRTP *sender, gboolean answer);
+
 #endif

@@ -57,6 +57,12 @@ final class PublisherBot: LoadBot {
                               slowestAnswerMs: Double(k.slowestAnswer / .microseconds(1)) / 1000)
     }
 
+    /// Janus's NACKs and their answers, when video goes the direct path.
+    var nacks: NackCounts? {
+        guard context.source.hasVideo, let n = core.current?.direct?.nacks else { return nil }
+        return NackCounts(nacks: n.messages, requested: n.requested, retransmitted: n.retransmitted, unavailable: n.unavailable)
+    }
+
     /// Connects, joins, publishes and starts sending; returns once Janus reports the media
     /// path up. On failure everything this attempt built is torn down before it throws.
     func join() async throws { try await attempt(reusing: nil) }
@@ -161,6 +167,7 @@ final class PublisherBot: LoadBot {
                         made = Result { () throws(GStreamerError) in try DirectRTPSender(webrtc) }
                     }
                     let direct = try made.get()
+                    direct.answerNACKs(context.answerNACKs)
                     var sent = [try direct.attach(to: pay.staticPad("src"))]
                     // Sealed once per frame on vpay's sink; each packet protected and sent here.
                     if source.hasVideo { sent.append(try direct.attachVideo(to: pipeline.element(named: "vpay").staticPad("src"))) }

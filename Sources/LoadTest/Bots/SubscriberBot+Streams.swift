@@ -27,6 +27,17 @@ extension SubscriberBot {
         let pad: Pad
         let consumingRTP: Bool
 
+        /// Does this access unit (4-byte length-prefixed NAL units) hold an IDR slice (type 5)?
+        static func holdsIDR(_ au: UnsafeRawBufferPointer) -> Bool {
+            var at = 0
+            while at + 5 <= au.count {
+                let size = au[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+                if au[at + 4] & 0x1f == 5 { return true }
+                at += 4 + size
+            }
+            return false
+        }
+
         func open(_ stream: Stream, _ protection: FrameProtection) {
             let consumer: ((any FrameTransform) -> PadProbe)? = consumingRTP ? { [pad] t in pad.addRTPPayloadConsumer(t) } : nil
             stream.probe = stream.kind == "video"
@@ -35,6 +46,13 @@ extension SubscriberBot {
                 : pad.attachReceiver(protection, AudioFormat.self, stats: stream.stats, times: stream.times, display: stream.display,
                                      feedID: stream.feedID, attach: consumer)
             stream.branch = bin
+            // A picture: the first opened access unit holding an IDR slice (NAL headers stay clear).
+            if stream.kind == "video" {
+                stream.keyframeProbe = pad.addBufferObserver { [weak stream] bytes in
+                    guard let stream, stream.firstKeyframe.firstDate == nil, Self.holdsIDR(bytes) else { return }
+                    stream.firstKeyframe.mark()
+                }
+            }
             // A decoding branch: count its pictures and their size (the shared encoder's).
             if let sink = try? bin.element(named: "pictures").staticPad("sink") {
                 stream.pictureProbe = sink.addBufferObserver { [weak stream, sink] _ in
@@ -57,11 +75,20 @@ extension SubscriberBot {
         var branch: Bin?
         var probe: PadProbe?
         var pictureProbe: PadProbe?
+        var keyframeProbe: PadProbe?
+        /// When the first keyframe (IDR) opened: the subscriber's first picture of this feed.
+        let firstKeyframe = FrameTimes()
         /// Pictures decoded (`--decode-every`) and the caps of the first.
         let pictures = Atomic<Int>(0)
         let pictureCaps = Locked<String?>(nil)
         /// The publisher's Janus display: with per-sender keys its participant id names its keys.
         let display: String
+        func removeProbes() {
+            probe?.remove()
+            pictureProbe?.remove()
+            keyframeProbe?.remove()
+        }
+
         init(mid: String, feedID: Int64, kind: String, display: String = "") {
             self.mid = mid
             self.feedID = feedID
@@ -75,6 +102,15 @@ extension SubscriberBot {
     /// Video access units received and decrypted on the current streams.
     var videoFrames: FrameStats.Snapshot {
         streams.withLock { m in m.values.filter { $0.kind == "video" }.reduce(FrameStats.Snapshot.zero) { $0 + $1.stats.snapshot } }
+    }
+
+    /// Seconds from the attempt's start until every current video feed had opened a keyframe
+    /// (a first picture of each); nil before that, or without video.
+    var firstKeyframeSeconds: Double? {
+        guard let start = core.current?.clock.start else { return nil }
+        let firsts = streams.withLock { m in m.values.filter { $0.kind == "video" }.map { $0.firstKeyframe.firstDate } }
+        guard !firsts.contains(where: { $0 == nil }), let last = firsts.compactMap({ $0 }).max() else { return nil }
+        return last.timeIntervalSince(start)
     }
 
     /// Pictures decoded on the current streams and the sizes they had (`--decode-every`); nil

@@ -189,8 +189,7 @@ final class SubscriberBot: LoadBot {
     }
 
     private func retire(_ s: Stream) {
-        s.probe?.remove()
-        s.pictureProbe?.remove()
+        s.removeProbes()
         let snapshot = s.stats.snapshot
         retired.withLock { $0 = $0 + snapshot }
         if s.kind == "audio" { retiredAudioByFeed.withLock { $0[s.feedID, default: 0] += snapshot.opened } }

@@ -35,6 +35,8 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var sealFailures = 0
     /// Keyframe requests and their answers (direct-path video only).
     public var keyframes: KeyframeCounts?
+    /// NACKs and their answers (direct-path video only).
+    public var nacks: NackCounts?
     public var packetsSent: UInt64 = 0
     public var bytesSent: UInt64 = 0
     /// Round-trip time to Janus (RTCP RR), ms; loss Janus reports for what we sent, %.
@@ -52,6 +54,8 @@ public struct BotRecord: Codable, Sendable, Equatable {
     public var videoFramesReceived = 0
     /// Pictures decoded and their sizes, for a subscriber that decodes (`decodeEvery`).
     public var videoPicturesDecoded: Int?
+    /// Seconds from the join's start until every video feed had opened a keyframe: a first picture.
+    public var firstKeyframeSeconds: Double?
     public var videoPictureSizes: [String]?
     /// Frames that did not open, by `DropReason` raw value.
     public var decryptFailures: [String: Int] = [:]

@@ -85,6 +85,7 @@ public struct LoadSummary: Codable, Sendable {
         /// Loss Janus reports for what publishers sent (RTCP RR), %.
         public var remoteLossPercent: Distribution?
         public var keyframes: KeyframeCounts?
+        public var nacks: NackCounts?
     }
 
     public struct Subscribers: Codable, Sendable {
@@ -185,6 +186,7 @@ extension LoadSummary {
         for (i, name) in JoinPhases.names.enumerated() {
             join[name] = Distribution(r.bots.compactMap { $0.phases.values[i] })
         }
+        join["first_keyframe"] = Distribution(subs.compactMap(\.firstKeyframeSeconds))
         joinSeconds = join
         var byRole: [String: [String: PhaseTimes]] = [:]
         for (role, bots) in [("publisher", pubs), ("subscriber", subs)] where !bots.isEmpty {
@@ -200,7 +202,7 @@ extension LoadSummary {
         publishers = Publishers(framesSealed: pubs.reduce(0) { $0 + $1.framesSealed }, sealFailures: pubs.reduce(0) { $0 + $1.sealFailures },
                                 packetsSent: pubs.reduce(0) { $0 + $1.packetsSent },
                                 rttMs: Distribution(pubs.compactMap(\.rttMs)), remoteLossPercent: Distribution(pubs.compactMap(\.remoteLossPercent)),
-                                keyframes: KeyframeCounts.total(pubs.compactMap(\.keyframes)))
+                                keyframes: KeyframeCounts.total(pubs.compactMap(\.keyframes)), nacks: NackCounts.total(pubs.compactMap(\.nacks)))
         // A subscriber should receive every joined publisher, or `limit` of them.
         let joinedPublishers = pubs.filter { $0.state == .joined }.count
         let expected = min(joinedPublishers, r.subscribeLimit ?? Int.max)

@@ -35,6 +35,8 @@ struct LoadContext: Sendable {
     var receivePath: LoadPlan.ReceivePath
     /// 1 in N subscribers decodes its video (nil: none).
     var decodeEvery: Int?
+    /// Direct-path publishers answer Janus's NACKs (`LoadPlan.answerNACKs`).
+    var answerNACKs = true
     /// Packets subscribers' nicesrc gave past the queue and through it (`ReceiveInline`),
     /// added when an attempt ends.
     let receivedPastQueue = SharedCount()

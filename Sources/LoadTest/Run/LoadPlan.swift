@@ -47,6 +47,9 @@ public struct LoadPlan: Sendable {
     public var sendPath = SendPath.direct
     /// How subscribers take received packets in.
     public var receivePath = ReceivePath.direct
+    /// Direct-path publishers answer Janus's NACKs about video with the packet sent before (off:
+    /// they only count them, to measure what answering gives).
+    public var answerNACKs = true
     public var library: PipelineLibrary
     public var logger: Logger
 

@@ -113,12 +113,13 @@ extension LoadRun {
     func finalizeRecords(publishers: [PublisherBot], subscribers: [SubscriberBot]) {
         for p in publishers {
             let audio = p.audioStats.snapshot, video = p.videoStats.snapshot
-            let phases = p.phases, feed = p.feedID, lost = p.lost, keyframes = p.keyframes
+            let phases = p.phases, feed = p.feedID, lost = p.lost, keyframes = p.keyframes, nacks = p.nacks
             state.withLock { s in
                 guard var r = s.records["p\(p.index)"] else { return }
                 r.framesSealed = audio.sealed + video.sealed
                 r.sealFailures = audio.sealFailed + video.sealFailed
                 r.keyframes = keyframes ?? r.keyframes
+                r.nacks = nacks ?? r.nacks
                 r.phases = phases
                 r.feedID = feed ?? r.feedID
                 if r.state == .joined, let lost { r.state = .lost; r.error = lost }
@@ -132,7 +133,7 @@ extension LoadRun {
         let oneWay = rtts.isEmpty ? 0 : rtts[rtts.count / 2]
         let model = EModel()
         for b in subscribers {
-            let frames = b.frames, video = b.videoFrames, pictures = b.videoPictures, phases = b.phases, feeds = b.feedCount, lost = b.lost
+            let frames = b.frames, video = b.videoFrames, pictures = b.videoPictures, phases = b.phases, keyframe = b.firstKeyframeSeconds, feeds = b.feedCount, lost = b.lost
             state.withLock { s in
                 guard var r = s.records["s\(b.index)"] else { return }
                 r.framesReceived = frames.received
@@ -140,6 +141,7 @@ extension LoadRun {
                 r.videoFramesOpened = video.opened
                 r.videoFramesReceived = video.received
                 r.videoPicturesDecoded = pictures?.decoded
+                r.firstKeyframeSeconds = keyframe
                 r.videoPictureSizes = pictures?.sizes
                 r.decryptFailures = frames.dropped.filter { $0.value > 0 }
                 r.phases = phases

@@ -73,7 +73,7 @@ public final class LoadRun: Sendable {
                                   library: plan.library, logger: log, source: source, watcher: watcher,
                                   subscribeLimit: plan.subscribeLimit, plainReceive: plan.plainReceive, joinTimeout: plan.joinTimeout,
                                   rejoinTimeout: plan.rejoinTimeout, sendPath: plan.sendPath,
-                                  receivePath: plan.receivePath, decodeEvery: plan.decodeEvery)
+                                  receivePath: plan.receivePath, decodeEvery: plan.decodeEvery, answerNACKs: plan.answerNACKs)
         // Per-sender keys: the participant id (before the colon) names the publisher's keys.
         let perSender = if case .perSender = plan.protection { true } else { false }
         let publishers = plan.shard.indices(of: plan.publishers).map {
