@@ -14,10 +14,10 @@ public final class RecordingProof: Sendable {
     /// Seconds between checkpoints.
     public static let interval = 5
 
-    public init(key: SigningKey, directory: URL) {
+    public init(key: SigningKey, directory: URL, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
         self.key = key
         self.directory = directory
-        chain = ProofChain(directory: directory, key: key)
+        chain = ProofChain(directory: directory, key: key, takeover: takeover, head: head)
     }
 
     /// Names as the proof gives them: relative to the folder if inside it, else the path.
