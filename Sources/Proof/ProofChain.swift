@@ -16,6 +16,8 @@ public final class ProofChain: Sendable {
     public let directory: URL
     let key: SigningKey
     let head: ChainHead?
+    /// CPU the checkpoints took (their hashing, signing and writing).
+    public let cost = ProofCost()
     private let state: Locked<State>
 
     struct Tracker {
@@ -72,7 +74,7 @@ public final class ProofChain: Sendable {
     /// with `counters` (signed as given). Returns its number; throws if it could not be written.
     @discardableResult
     public func checkpoint(files: [String], counters: JSONValue, time: Date = Date()) async throws -> Int {
-        try await Self.offPool { try self.checkpointNow(files: files, counters: counters, time: time) }
+        try await Self.offPool { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time) } }
     }
 
     private func checkpointNow(files: [String], counters: JSONValue, time: Date) throws -> Int {
