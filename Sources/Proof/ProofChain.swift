@@ -15,6 +15,9 @@ public final class ProofChain: Sendable {
     public static let fileName = "proof.jsonl"
     public let directory: URL
     let key: SigningKey
+    let head: ChainHead?
+    /// CPU the checkpoints took (their hashing, signing and writing).
+    public let cost = ProofCost()
     private let state: Locked<State>
 
     struct Tracker {
@@ -31,19 +34,36 @@ public final class ProofChain: Sendable {
         var trackers: [String: Tracker] = [:]
         var count = 0
         var last: String?
+        var lastTime: String?
+        /// Named by the next checkpoint, then cleared.
+        var takeover: ChainTakeover?
     }
 
-    /// Continues the chain an earlier process left in `directory` (its last line), if any.
-    public init(directory: URL, key: SigningKey) {
+    /// Continues the chain an earlier process left in `directory` (its last line), if any. Taken
+    /// over from another instance (`takeover`): continues from the checkpoint that instance
+    /// published, unless this folder's own chain already holds it and goes on from there (a
+    /// folder both share); the next checkpoint names the takeover. `head` is kept at the newest.
+    public init(directory: URL, key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
         self.directory = directory
         self.key = key
+        self.head = head
         var s = State()
-        if let data = FileManager.default.contents(atPath: directory.appendingPathComponent(Self.fileName).path),
-           let line = data.split(separator: 0x0A).last(where: { !$0.isEmpty }),
-           let n = (try? JSONValue.parse(Data(line)))?["checkpoint"]?.int {
+        let lines = FileManager.default.contents(atPath: directory.appendingPathComponent(Self.fileName).path)?
+            .split(separator: 0x0A).filter { !$0.isEmpty } ?? []
+        if let line = lines.last, let v = try? JSONValue.parse(Data(line)), let n = v["checkpoint"]?.int {
             s.count = n
             s.last = Hex.sha256(Data(line))
+            s.lastTime = v["time"]?.string
         }
+        if let takeover {
+            s.takeover = takeover
+            if let link = takeover.link, !(s.count >= link.checkpoint && lines.contains { Hex.sha256(Data($0)) == link.hash }) {
+                s.count = link.checkpoint
+                s.last = link.hash
+                s.lastTime = link.time
+            }
+        }
+        head?.set(s.last.map { ChainLink(checkpoint: s.count, hash: $0, time: s.lastTime) })
         state = Locked(s)
     }
 
@@ -54,7 +74,7 @@ public final class ProofChain: Sendable {
     /// with `counters` (signed as given). Returns its number; throws if it could not be written.
     @discardableResult
     public func checkpoint(files: [String], counters: JSONValue, time: Date = Date()) async throws -> Int {
-        try await Self.offPool { try self.checkpointNow(files: files, counters: counters, time: time) }
+        try await Self.offPool { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time) } }
     }
 
     private func checkpointNow(files: [String], counters: JSONValue, time: Date) throws -> Int {
@@ -76,11 +96,22 @@ public final class ProofChain: Sendable {
                 "algorithm": .string(key.publicKey.algorithm), "fingerprint": .string(key.publicKey.fingerprint),
                 "public_key": .string(key.publicKey.der.base64EncodedString()),
             ]
+            if let t = s.takeover {
+                // Linked to the earlier owner's last published checkpoint (`previous`); the time
+                // between the two is the gap.
+                object["takeover"] = .object([
+                    "cause": .string(t.cause), "from": t.from.map { .string($0) } ?? .null,
+                    "previous_time": s.lastTime.map { .string($0) } ?? .null,
+                ])
+            }
             object["signature"] = .string(try key.sign(Canonical.bytes(.object(object))).base64EncodedString())
             let line = Canonical.bytes(.object(object))
             try Self.append(line + Data([0x0A]), to: directory.appendingPathComponent(Self.fileName))
             s.count += 1
             s.last = Hex.sha256(line)
+            s.lastTime = object["time"]?.string
+            s.takeover = nil
+            head?.set(ChainLink(checkpoint: s.count, hash: s.last!, time: s.lastTime))
             return s.count
         }
     }

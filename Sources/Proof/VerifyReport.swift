@@ -39,6 +39,12 @@ public struct VerifyReport: Sendable {
     public var files: [String] = []
     public var reach: [Reach] = []
     public var extraFiles: [String] = []
+    /// The folders checked as one chain (several: one per owner of a recording taken over).
+    public var folders: [String] = []
+    /// Every takeover on the chain: who, after which checkpoint, the gap.
+    public var failovers: [String] = []
+    /// Every key that signed checkpoints (another only from a takeover on).
+    public var signers: [String] = []
     /// `mjr decrypt`'s signed inputs, and whether each was checked.
     public var inputs: [String] = []
 
@@ -56,11 +62,14 @@ public struct VerifyReport: Sendable {
         lines.append("covered by: \(coveredBy == "manifest" ? "the signed final manifest" : coveredBy == "checkpoints" ? "the checkpoints only (the recording was not finished)" : "nothing signed")")
         if let signedAt { lines.append("signed at: \(signedAt)") }
         if let started { lines.append("recording: \(started) to \(ended ?? lastCheckpointTime.map { "\($0) (last checkpoint)" } ?? "?")") }
+        if folders.count > 1 { lines.append("folders: \(folders.joined(separator: ", ")), one chain") }
+        if signers.count > 1 { lines.append("checkpoint signers: \(signers.joined(separator: ", "))") }
         lines.append("checkpoints: \(checkpoints)\(lastCheckpointTime.map { ", the last at \($0)" } ?? "")")
         for f in files { lines.append("file: \(f)") }
         for r in reach { lines.append("proven: \(r.file) bytes 0..<\(r.proven) of \(r.size)") }
         for p in participants { lines.append("participant: \(p)") }
         for g in gaps { lines.append("gap: \(g)") }
+        for f in failovers { lines.append("failover: \(f)") }
         for i in inputs { lines.append("input: \(i)") }
         for e in extraFiles { lines.append("extra (not signed): \(e)") }
         return lines.joined(separator: "\n")
@@ -74,6 +83,7 @@ public struct VerifyReport: Sendable {
             "signed_at": opt(signedAt), "started": opt(started), "ended": opt(ended), "checkpoints": .number(Double(checkpoints)),
             "last_checkpoint_time": opt(lastCheckpointTime), "participants": strings(participants), "gaps": strings(gaps),
             "files": strings(files), "extra_files": strings(extraFiles), "inputs": strings(inputs),
+            "folders": strings(folders), "failovers": strings(failovers), "signers": strings(signers),
             "reach": .array(reach.map { .object(["file": .string($0.file), "proven": .number(Double($0.proven)), "size": .number(Double($0.size))]) }),
             "problems": .array(problems.map { p in
                 .object([

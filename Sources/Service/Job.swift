@@ -1,4 +1,5 @@
 public import Bot
+import Proof
 public import Foundation
 import FrameCrypto
 import Synchronization
@@ -30,13 +31,16 @@ final class Job: Sendable {
     let sent: (audio: FrameStats, video: FrameStats)?
     /// Playback: where in its file it is (kept with the lease, for the next owner).
     let played: PlayedPosition?
+    /// Recording: its proof chain's newest checkpoint (kept with the lease, for the next owner).
+    let chainHead: ChainHead?
     /// Pause and resume; nil for a job that ended before this process.
     let pause: JobPause?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
-         pause: JobPause? = nil) {
+         pause: JobPause? = nil, chainHead: ChainHead? = nil) {
+        self.chainHead = chainHead
         self.pause = pause
         self.id = id
         self.spec = spec

@@ -4,6 +4,7 @@ import Foundation
 import Janus
 import Logging
 import Metrics
+import Proof
 import ServiceLifecycle
 
 /// Every job of the service: started, listed, stopped, persisted and, after a restart, taken
@@ -191,7 +192,7 @@ actor JobManager: Service {
     /// `startAt`: a playback goes on from there in its file (taken over from another instance).
     /// `media`: a playback's file, held open since its check (read through it, not by name).
     func launch(id: String, spec: JobSpec, protection: FrameProtection, media: HeldFile?, created: Date, resumes: Int, startAt: Double? = nil,
-                pauses: [RecordingManifest.Pause]? = nil) throws(RequestProblem) -> Job {
+                pauses: [RecordingManifest.Pause]? = nil, takeover: ChainTakeover? = nil) throws(RequestProblem) -> Job {
         let pause = JobPause(spec.kind, resuming: pauses)
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
@@ -210,8 +211,9 @@ actor JobManager: Service {
                 mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
             recorder.resume = resumes > 0
             recorder.signingKey = config.signingKey
+            recorder.takeover = takeover
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause)
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead)
             let configured = recorder
             job.start { await Self.outcome(of: job) { () async throws(BotError) in
                 // Whatever ended it, a recording that lost something is a failed job.

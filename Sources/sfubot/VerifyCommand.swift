@@ -15,11 +15,13 @@ struct Verify: ParsableCommand {
             checkpoint proves each file's first bytes, and the summary says how far. Without \
             --public-key or --fingerprint the key named in the files is used: compare its printed \
             fingerprint with the one the operator published. Exit 0 only if everything holds; \
-            otherwise each problem is named (file, checkpoint, offset) and the exit is 65.
+            otherwise each problem is named (file, checkpoint, offset) and the exit is 65. A \
+            recording another serve instance took over (failover) goes on in that instance's \
+            folder: give every owner's folder (DIR1 DIR2, or their parent) to check one chain.
             """)
 
-    @Argument(help: ArgumentHelp("The recording folder, or its manifest.json.", valueName: "dir|manifest.json"))
-    var path: String
+    @Argument(help: ArgumentHelp("The recording folder, or its manifest.json; after a serve failover, the folder of every owner (or one folder holding them), checked as one chain.", valueName: "dir|manifest.json"))
+    var paths: [String]
 
     @Option(help: ArgumentHelp("The expected signer's public key (PEM), or its private key file.", valueName: "file"))
     var publicKey: String?
@@ -38,11 +40,15 @@ struct Verify: ParsableCommand {
     }
 
     func run() throws {
-        var url = URL(fileURLWithPath: path)
-        if url.lastPathComponent == "manifest.json" { url.deleteLastPathComponent() }
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue else {
-            CLIFailure("\(path) is not a recording folder or its manifest.json", code: .noInput).exit()
+        var folders: [URL] = []
+        for path in paths {
+            var url = URL(fileURLWithPath: path)
+            if url.lastPathComponent == "manifest.json" { url.deleteLastPathComponent() }
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue else {
+                CLIFailure("\(path) is not a recording folder or its manifest.json", code: .noInput).exit()
+            }
+            folders.append(url)
         }
         var expected = Verifier.Expected.any
         if let fingerprint { expected = .fingerprint(fingerprint) }
@@ -51,7 +57,7 @@ struct Verify: ParsableCommand {
                 CLIFailure("--public-key: \(error)", code: .noInput).exit()
             }
         }
-        let report = Verifier(directory: url, expected: expected).run()
+        let report = Verifier(directories: folders, expected: expected).run()
         if json {
             print(String(decoding: Canonical.bytes(report.json), as: UTF8.self))
         } else {

@@ -64,7 +64,7 @@ extension MediaScene {
             let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
             pair.b = b
             let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
-            #expect(migrations == "1,2", "each step once, though two instances started")
+            #expect(migrations == "1,2,3", "each step once, though two instances started")
 
             let out = dir.appendingPathComponent("rec")
             let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
@@ -148,6 +148,9 @@ extension MediaScene {
             #expect(merged.gap >= hole - 0.5 && merged.gap <= hole + 1.5, "the merged manifest's gap (\(merged.gap) s) is the hole in the decoded files (\(hole) s)")
             let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("bucket/manifest.json"))) as! [String: Any]
             #expect(((manifest["gaps"] as? [[String: Any]]) ?? []).count >= 1, "the time away is a gap in the manifest")
+            // One folder both owners wrote: one chain, the takeover named in it.
+            let verified = try await SfubotProcess.run(["verify", out.path])
+            #expect(verified.status == 0 && verified.out.contains("took over (failover) from \(first)"), "\(verified.out)\n\(verified.err)")
         } catch {
             await pair.stop()
             await moto.stop()

@@ -15,19 +15,21 @@ public struct ServeProcess: Sendable {
     public let process: ChildProcess
 
     /// Starts serve and waits until /healthz answers. Its --output-root and --media-root are
-    /// `dir` unless given.
+    /// `dir` unless given. `launcher` runs before it (a command that ends by exec'ing its arguments).
     public static func start(port: Int, in dir: URL, stateDir: URL? = nil, token: String? = nil, outputRoot: URL? = nil, mediaRoot: URL? = nil,
-                      janus: String? = nil, extra: [String] = []) async throws -> ServeProcess {
+                      janus: String? = nil, extra: [String] = [], launcher: [String] = []) async throws -> ServeProcess {
         let token = token ?? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let tokenFile = dir.appendingPathComponent("token")
         if !FileManager.default.fileExists(atPath: tokenFile.path) {
             FileManager.default.createFile(atPath: tokenFile.path, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
         }
         let state = stateDir ?? dir.appendingPathComponent("state")
-        let p = try ChildProcess(SfubotProcess.binary, [
+        let args = [
             "serve", "--listen", "127.0.0.1:\(port)", "--token-file", tokenFile.path, "--janus", janus ?? Scene.janusURL!,
             "--state-dir", state.path, "--output-root", (outputRoot ?? dir).path, "--media-root", (mediaRoot ?? dir).path,
-        ] + extra)
+        ] + extra
+        let p = try launcher.isEmpty ? ChildProcess(SfubotProcess.binary, args)
+            : ChildProcess(launcher[0], Array(launcher.dropFirst()) + [SfubotProcess.binary.path] + args)
         let serve = ServeProcess(port: port, token: token, tokenFile: tokenFile, stateDir: state, process: p)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {

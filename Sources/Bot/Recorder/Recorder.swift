@@ -23,6 +23,10 @@ public struct Recorder: Sendable {
     public var resume = false
     /// Signs checkpoints (`proof.jsonl`) and the final manifest's `proof`; nil: nothing is signed.
     public var signingKey: SigningKey? = nil
+    /// Taken over from another instance: the first checkpoint links to its last published one.
+    public var takeover: ChainTakeover? = nil
+    /// The chain's newest checkpoint, for whoever publishes it (serve's lease renewal).
+    public let chainHead = ChainHead()
     /// What the recording is doing now (phase, tracks and their counters, last error).
     public let status = LiveStatus()
     /// Pause and resume while it runs; start it paused to keep a paused job paused.
@@ -50,7 +54,7 @@ public struct Recorder: Sendable {
         let mixes = earlier == nil ? [] : self.mixFile.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
         let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status, pauses: pauses)
-        if let signingKey { await room.sign(with: signingKey) }
+        if let signingKey { await room.sign(with: signingKey, takeover: takeover, head: chainHead) }
         if let earlier {
             await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date(), mixesOnDisk: mixes)
         }

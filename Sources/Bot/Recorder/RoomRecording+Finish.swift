@@ -60,7 +60,10 @@ extension RoomRecording {
         state = .finished
         // Every file read back: the manifest says what is on disk.
         var final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
-        if let proof { final = await proof.seal(final, log: log) }
+        if let proof {
+            final = await proof.seal(final, log: log)
+            log.info("\(proof.costLine)")
+        }
         status.update(from: final)
         do {
             try manifestFile.write(final, log: log)

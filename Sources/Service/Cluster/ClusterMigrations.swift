@@ -44,6 +44,9 @@ enum ClusterMigrations {
         ]),
         // Where a playback is in its file, kept with each renewal: the next owner starts there.
         (2, ["ALTER TABLE jobs ADD COLUMN position_seconds double precision"]),
+        // A recording's proof chain head (ChainLink: checkpoint, hash, time), kept with each
+        // renewal: the next owner's first checkpoint links to it.
+        (3, ["ALTER TABLE jobs ADD COLUMN chain_head jsonb"]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

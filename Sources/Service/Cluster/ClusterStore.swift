@@ -2,6 +2,7 @@ import Bot
 import Foundation
 import Logging
 import PostgresNIO
+import Proof
 
 /// Jobs, their owners and leases in PostgreSQL (`--database`): every query the cluster makes,
 /// and nothing else. Times are the database's (`now()`), never an instance's wall clock; the
@@ -30,6 +31,8 @@ struct ClusterStore: Sendable {
         var orphaned = false
         /// Playback: seconds into its file at the last renewal.
         var position: Double?
+        /// Recording: its proof chain's newest checkpoint at the last renewal.
+        var chainHead: ChainLink?
     }
 
     /// A job this instance just took: new, or another's whose lease ran out.
@@ -82,14 +85,16 @@ struct ClusterStore: Sendable {
                 UPDATE jobs j SET owner = \(instance), lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     resumes = j.resumes + CASE WHEN EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id) THEN 1 ELSE 0 END
                 FROM next WHERE j.id = next.id
-                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text
+                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text, j.chain_head::text
                 """, logger: log)
             var claim: Claim?
-            for try await (id, json, created, resumes, previous, position, status) in rows.decode((String, String, Date, Int, String?, Double?, String?).self) {
+            for try await (id, json, created, resumes, previous, position, status, head) in
+                rows.decode((String, String, Date, Int, String?, Double?, String?, String?).self) {
                 let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
                 // The last status its previous owner published: a paused job is taken up paused.
                 let shown = status.flatMap { try? Self.decoder.decode(JobStatus.self, from: Data($0.utf8)) }
-                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, status: shown, position: position),
+                claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, status: shown, position: position,
+                                           chainHead: head.flatMap { try? Self.decoder.decode(ChainLink.self, from: Data($0.utf8)) }),
                               previous: previous)
             }
             guard let claim else { return nil }
@@ -122,10 +127,12 @@ struct ClusterStore: Sendable {
     }
 
     /// What the owner shows of a running job, for the other instances' GET.
-    func publish(_ status: JobStatus, position: Double? = nil) async throws {
+    func publish(_ status: JobStatus, position: Double? = nil, chainHead: ChainLink? = nil) async throws {
         let json = String(decoding: try Self.encoder.encode(status), as: UTF8.self)
+        let head = try chainHead.map { String(decoding: try Self.encoder.encode($0), as: UTF8.self) }
         try await client.query("""
-            UPDATE jobs SET status = \(json)::jsonb, position_seconds = coalesce(\(position), position_seconds) WHERE id = \(status.id) AND owner = \(instance) AND final_state IS NULL
+            UPDATE jobs SET status = \(json)::jsonb, position_seconds = coalesce(\(position), position_seconds),
+                chain_head = coalesce(\(head)::jsonb, chain_head) WHERE id = \(status.id) AND owner = \(instance) AND final_state IS NULL
             """, logger: log)
     }
 

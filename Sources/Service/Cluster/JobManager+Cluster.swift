@@ -2,6 +2,7 @@ import Bot
 import Foundation
 import Locking
 import PostgresNIO
+import Proof
 import Synchronization
 import Logging
 import Metrics
@@ -94,7 +95,7 @@ extension JobManager {
                 Counter(label: "sfubot_cluster_failovers_total").increment()
                 log.warning("job \(claim.row.id): taken over from \(previous), whose lease ran out")
             }
-            await take(claim.row, store)
+            await take(claim.row, previous: claim.previous, store)
             if let previous = claim.previous, let job = jobs[claim.row.id] {
                 config.publishing?.failedOver(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, from: previous, resumes: job.resumes)
             }
@@ -103,7 +104,7 @@ extension JobManager {
 
     /// Starts a claimed job as a restart does: its folder keeps its files, a recording goes on
     /// in new segment files with the time away as a gap in its manifest.
-    private func take(_ row: ClusterStore.Row, _ store: ClusterStore) async {
+    private func take(_ row: ClusterStore.Row, previous: String?, _ store: ClusterStore) async {
         // This instance's earlier run of it (fenced) must be over before the next one writes.
         if let earlier = jobs[row.id] { await earlier.wait() }
         jobs[row.id] = nil
@@ -117,7 +118,8 @@ extension JobManager {
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
             _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media, created: row.created, resumes: row.resumes,
-                       startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses)
+                       startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses,
+                       takeover: row.resumes > 0 ? ChainTakeover(cause: previous == nil ? "released" : "failover", from: previous, link: row.chainHead) : nil)
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
@@ -150,7 +152,7 @@ extension JobManager {
         }
         for id in answer.stopAsked { Task { _ = try? await self.stop(id) } }
         for id in answer.kept {
-            if let job = jobs[id], job.isActive { try? await store.publish(JobStatus(job), position: job.played?.seconds) }
+            if let job = jobs[id], job.isActive { try? await store.publish(JobStatus(job), position: job.played?.seconds, chainHead: job.chainHead?.link) }
         }
     }
 

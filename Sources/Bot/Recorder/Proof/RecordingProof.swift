@@ -14,10 +14,10 @@ public final class RecordingProof: Sendable {
     /// Seconds between checkpoints.
     public static let interval = 5
 
-    public init(key: SigningKey, directory: URL) {
+    public init(key: SigningKey, directory: URL, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
         self.key = key
         self.directory = directory
-        chain = ProofChain(directory: directory, key: key)
+        chain = ProofChain(directory: directory, key: key, takeover: takeover, head: head)
     }
 
     /// Names as the proof gives them: relative to the folder if inside it, else the path.
@@ -51,14 +51,15 @@ public final class RecordingProof: Sendable {
         var m = final
         let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
         let directory = self.directory
-        let files: [ManifestProof.File] = (try? await ProofChain.offPool {
+        let cost = chain.cost
+        let files: [ManifestProof.File] = (try? await ProofChain.offPool { cost.measure {
             var out: [ManifestProof.File] = []
             for n in Array(Set(names)).sorted() {
                 let url = n.hasPrefix("/") ? URL(fileURLWithPath: n) : directory.appendingPathComponent(n)
                 if let d = try? FileDigest.of(url) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
             }
             return out
-        }) ?? []
+        } }) ?? []
         let end = chain.end
         m.proof = ManifestProof(
             algorithm: key.publicKey.algorithm, publicKey: key.publicKey.der.base64EncodedString(), fingerprint: key.publicKey.fingerprint,
@@ -72,6 +73,13 @@ public final class RecordingProof: Sendable {
             m.proof = nil
         }
         return m
+    }
+
+    /// What the proof cost this recording, for its last log line (and `make bench-record`).
+    var costLine: String {
+        let own = chain.cost.seconds, process = ProofCost.processSeconds()
+        return "proof: \(chain.end.count) checkpoints and the final hashes took \(String(format: "%.3f", own)) s of CPU, "
+            + "\(String(format: "%.2f", 100 * own / max(process, 1e-9))) % of this process's \(String(format: "%.1f", process)) s"
     }
 
     static func participants(_ m: RecordingManifest) -> [ManifestProof.Participant] {

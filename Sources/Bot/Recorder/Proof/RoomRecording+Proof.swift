@@ -2,8 +2,8 @@ import Proof
 
 extension RoomRecording {
     /// Signs checkpoints and the final manifest with `key` (before `start`).
-    func sign(with key: SigningKey) {
-        proof = RecordingProof(key: key, directory: directory)
+    func sign(with key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
+        proof = RecordingProof(key: key, directory: directory, takeover: takeover, head: head)
     }
 
     /// A checkpoint of what is on disk now (every `RecordingProof.interval` seconds).
