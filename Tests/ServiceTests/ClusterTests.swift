@@ -148,8 +148,9 @@ extension MediaScene {
             #expect(merged.gap >= hole - 0.5 && merged.gap <= hole + 1.5, "the merged manifest's gap (\(merged.gap) s) is the hole in the decoded files (\(hole) s)")
             let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("bucket/manifest.json"))) as! [String: Any]
             #expect(((manifest["gaps"] as? [[String: Any]]) ?? []).count >= 1, "the time away is a gap in the manifest")
-            // One folder both owners wrote: one chain, the takeover named in it.
-            let verified = try await SfubotProcess.run(["verify", out.path])
+            // One folder both owners wrote, as the bucket holds it (the local copies are gone once
+            // verified there): one chain, the takeover named in it.
+            let verified = try await SfubotProcess.run(["verify", dir.appendingPathComponent("bucket").path])
             #expect(verified.status == 0 && verified.out.contains("took over (failover) from \(first)"), "\(verified.out)\n\(verified.err)")
         } catch {
             await pair.stop()
