@@ -62,6 +62,7 @@ extension RoomRecording {
         peers += 1
         // The new PeerConnection's pair is read anew (at once, not in 10 s).
         candidatePair = nil
+        pairPending = false
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -136,13 +137,16 @@ extension RoomRecording {
     }
 
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE
-    /// connects (`now`), then every 10 s; not while it negotiates (get-stats queues behind and
-    /// ahead of the descriptions on webrtcbin's thread). Logged when it changes, e.g.
-    /// `relay→host` when media goes through the TURN server.
+    /// connects (`now`), every second until the stats hold it (on a loaded machine they may not
+    /// yet, and a short recording ended without one), then every 10 s; not while it negotiates
+    /// (get-stats queues behind and ahead of the descriptions on webrtcbin's thread). Logged
+    /// when it changes, e.g. `relay→host` when media goes through the TURN server.
     func readCandidatePair(now: Bool = false) async {
         candidateReads += 1
-        guard now || candidateReads % 10 == 0 else { return }
+        if now { pairPending = true }
+        guard pairPending || candidateReads % 10 == 0 else { return }
         guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }
+        pairPending = false
         turnFailures = 0
         guard pair != candidatePair else { return }
         candidatePair = pair

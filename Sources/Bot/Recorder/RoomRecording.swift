@@ -57,6 +57,8 @@ actor RoomRecording {
     /// Relay-only TURN failures in a row (reset once a candidate pair works): their backoff.
     var turnFailures = 0
     var candidateReads = 0
+    /// ICE connected on the current PeerConnection and its pair not read yet: read every second.
+    var pairPending = false
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?
