@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-chromium tsan bench bench-chromium bench-load bench-record soak fuzz clean
+.PHONY: deps build demo test test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -42,10 +42,12 @@ test-chromium: build
 # off without SFUBOT_JANUS_URL), built apart in .build/tsan with -DSFUBOT_TSAN (the `Locked`
 # lock becomes a pthread mutex TSan sees: Sources/Locking). A report fails the run (exit 66);
 # what is suppressed, and why, is in Tests/tsan.supp.
-tsan: deps
-	swift build --build-tests --sanitize=thread -Xswiftc -DSFUBOT_TSAN --scratch-path .build/tsan
+tsan: tsan-build
 	env -u SFUBOT_JANUS_URL -u SFUBOT_STOMP_URL TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$(CURDIR)/Tests/tsan.supp" \
 	  swift test --skip-build --sanitize=thread --scratch-path .build/tsan
+
+tsan-build: deps
+	swift build --build-tests --sanitize=thread -Xswiftc -DSFUBOT_TSAN --scratch-path .build/tsan
 
 bench: deps
 	swift build -c release --product sfubot-bench
@@ -81,6 +83,9 @@ soak: deps
 # built in .build/fuzz, apart from the normal build. Crashes land in .build/fuzz/crashes/.
 fuzz: deps
 	Tests/Fuzz/run
+
+fuzz-build: deps
+	FUZZ_BUILD_ONLY=1 Tests/Fuzz/run
 
 clean:
 	rm -rf .build .run
