@@ -36,6 +36,11 @@ package enum BotMetrics {
         CoreMetrics.Counter(label: "sfubot_recording_losses_total").increment()
     }
 
+    /// Packets the kernel dropped on a recorder's media socket (its receive buffer was full).
+    package static func receiveDrops(_ packets: Int) {
+        CoreMetrics.Counter(label: "sfubot_receive_drops_total").increment(by: packets)
+    }
+
     package static func bytesWritten() -> BytesWritten {
         BytesWritten(counter: CoreMetrics.Counter(label: "sfubot_bytes_written_total"))
     }

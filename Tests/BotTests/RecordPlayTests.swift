@@ -155,6 +155,53 @@ extension MediaScene {
         }
     }
 
+    /// The recorder's one bundled socket carries every feed of the room: it asks 4 MiB of
+    /// receive buffer (the kernel holds twice that; without CAP_NET_ADMIN, twice rmem_max),
+    /// where the default held about 40 ms of 20 phones and a loaded machine lost packets.
+    /// The player's socket keeps the default: the recorder sets only its selected socket.
+    @Test func theRecordersMediaSocketGetsItsReceiveBuffer() async throws {
+        let dir = try Scene.tempDirectory("rcvbuf")
+        let tone = try await Audio.tone(440, seconds: 5, in: dir)
+        let ring = KeyRing(current: .random())
+        let room = try await Scene.createRoom()
+        let recorder = Recorder(config: try Scene.config(room: room, display: "900:Recorder", protection: .e2ee(ring)),
+                                directory: dir.appendingPathComponent("rec"))
+        let recording = Task { try await recorder.run() }
+        try await Task.sleep(for: .seconds(1))
+        let player = Player(config: try Scene.config(room: room, display: "1:Tone", protection: .e2ee(ring)), file: tone.path)
+        let playing = Task { try await player.run() }
+        let rmemMax = Int((try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        let held = geteuid() == 0 ? 8 << 20 : 2 * min(rmemMax, 4 << 20)
+        var buffers: [Int] = []
+        for _ in 0..<40 {
+            buffers = try await Self.receiveBuffers(of: getpid())
+            if buffers.contains(where: { $0 >= held }) && buffers.count >= 2 { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        _ = try await playing.value
+        recording.cancel()
+        let manifest = try await recording.value
+        #expect(manifest.feeds.count == 1)
+        #expect(manifest.receiveDrops == 0, "read from the kernel, and none with that buffer for one feed")
+        #expect(buffers.filter { $0 == held }.count == 1, "one socket (the recorder's) holds \(held) bytes: \(buffers)")
+        #expect(buffers.filter { $0 < 1 << 20 }.count >= 1, "the player's socket keeps the default: \(buffers)")
+    }
+
+    /// `rb` of each UDP socket process `pid` holds (`ss -m`), the receive buffer in bytes.
+    static func receiveBuffers(of pid: Int32) async throws -> [Int] {
+        let out = try await ChildProcess.run("/usr/bin/ss", ["-H", "-u", "-a", "-m", "-p", "-n"]).outText
+        var mine = false, buffers: [Int] = []
+        for line in out.split(separator: "\n") {
+            if line.contains("users:") { mine = line.contains("pid=\(pid),") }
+            else if mine, let r = line.range(of: #"rb(\d+)"#, options: .regularExpression) {
+                buffers.append(Int(line[r].dropFirst(2)) ?? 0)
+                mine = false
+            }
+        }
+        return buffers
+    }
+
     @Test func everyRecordingHoldsExactlyItsPublisher() async throws {
         let dir = try Scene.tempDirectory("multi")
         let low = try await Audio.tone(440, seconds: 6, in: dir), high = try await Audio.tone(1000, seconds: 6, in: dir)

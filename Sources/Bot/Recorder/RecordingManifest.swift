@@ -105,6 +105,11 @@ public struct RecordingManifest: Codable, Sendable {
     /// The ICE candidate pair the media came over (the latest PeerConnection's, once ICE
     /// selected one): `local` is `relay` when it went through the TURN server.
     public var candidatePair: CandidatePair? = nil
+    /// Packets the kernel dropped on the recorder's media sockets because the recorder did not
+    /// read them in time (a full receive buffer: an overloaded machine); nil before ICE
+    /// connected. Janus may have sent a dropped packet again when asked (NACK); if not, its
+    /// frame is missing from a file.
+    public var receiveDrops: Int? = nil
 
     /// Whether anything the recorder should have written is missing: each loss is in `errors`.
     public var lostSomething: Bool { !errors.isEmpty }

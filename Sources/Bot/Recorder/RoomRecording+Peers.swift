@@ -63,6 +63,7 @@ extension RoomRecording {
         // The new PeerConnection's pair is read anew (at once, not in 10 s).
         candidatePair = nil
         pairPending = false
+        receiveDrops = (receiveDrops.earlier + receiveDrops.current, 0, receiveDrops.read)
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -96,7 +97,9 @@ extension RoomRecording {
                     guard let self else { return }
                     let why = loss.explained(by: self.config.tlsBridges)
                     if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
-                case .ice(let s) where s == "connected" || s == "completed": await self?.readCandidatePair(now: true)
+                case .ice(let s) where s == "connected" || s == "completed":
+                    await self?.sizeReceiveBuffer(number)
+                    await self?.readCandidatePair(now: true)
                 case .ice, .connection: break
                 }
             }
@@ -136,6 +139,35 @@ extension RoomRecording {
         turnFailed(.turnFailed(failure))
     }
 
+    /// The media socket's receive buffer, asked when ICE connects. One bundled socket carries every
+    /// feed of the room; the kernel's default holds about 40 ms of 20 phones, and a loaded machine
+    /// held the reader up longer (bench-record lost frames there: docs/performance.md).
+    static let receiveBufferBytes = 4 << 20
+
+    func sizeReceiveBuffer(_ number: Int) async {
+        guard let webrtc = peer?.webrtc, let held = await webrtc.enlargeReceiveBuffers(to: Self.receiveBufferBytes),
+              peer?.number == number else { return }
+        if held.bytes >= Self.receiveBufferBytes {
+            log.debug("media socket receive buffer: \(held.bytes >> 10) KiB")
+        } else if !receiveBufferCapped {
+            receiveBufferCapped = true
+            log.warning("the media socket's receive buffer holds \(held.bytes >> 10) KiB, not the \(Self.receiveBufferBytes >> 10) KiB asked: net.core.rmem_max caps it without CAP_NET_ADMIN, and a loaded machine may drop packets; raise it (sysctl -w net.core.rmem_max=\(Self.receiveBufferBytes))")
+        }
+    }
+
+    /// The kernel's drop count of the current PeerConnection's socket, every second: counted in
+    /// the manifest and `sfubot_receive_drops_total`, and warned about once per PeerConnection.
+    func readReceiveDrops() async {
+        guard let peer, let drops = await peer.webrtc.receiveDrops(), self.peer?.number == peer.number else { return }
+        receiveDrops.read = true
+        guard drops > receiveDrops.current else { return }
+        if receiveDrops.current == 0 {
+            log.warning("the kernel dropped \(drops) packet(s) on the media socket: the recorder did not read them in time (is the machine overloaded?); frames may be missing, receive_drops in the manifest counts them")
+        }
+        BotMetrics.receiveDrops(drops - receiveDrops.current)
+        receiveDrops.current = drops
+    }
+
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE
     /// connects (`now`), every second until the stats hold it (on a loaded machine they may not
     /// yet, and a short recording ended without one), then every 10 s; not while it negotiates
@@ -143,6 +175,7 @@ extension RoomRecording {
     /// when it changes, e.g. `relay→host` when media goes through the TURN server.
     func readCandidatePair(now: Bool = false) async {
         candidateReads += 1
+        await readReceiveDrops()
         if now { pairPending = true }
         guard pairPending || candidateReads % 10 == 0 else { return }
         guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }

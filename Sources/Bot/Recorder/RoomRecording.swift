@@ -59,6 +59,10 @@ actor RoomRecording {
     var candidateReads = 0
     /// ICE connected on the current PeerConnection and its pair not read yet: read every second.
     var pairPending = false
+    /// The receive buffer was capped by net.core.rmem_max (warned once).
+    var receiveBufferCapped = false
+    /// Kernel drops on the media sockets: of PeerConnections replaced, of the current one.
+    var receiveDrops = (earlier: 0, current: 0, read: false)
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?

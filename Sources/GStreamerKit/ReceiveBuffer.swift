@@ -1,0 +1,34 @@
+internal import CGStreamerShims
+
+extension WebRTCBin {
+    /// The receive buffer the media sockets hold after `enlargeReceiveBuffers`.
+    public struct ReceiveBuffer: Sendable, Equatable {
+        /// Sockets set (one with BUNDLE and rtcp-mux).
+        public let sockets: Int
+        /// The least any of them holds, in bytes (the kernel doubles what is asked).
+        public let bytes: Int
+    }
+
+    /// Asks `bytes` of receive buffer for each socket libnice selected (CGStreamerShims'
+    /// receive_buffer.c says why); nil before ICE selected one, or without a libnice agent.
+    /// Past net.core.rmem_max only with CAP_NET_ADMIN: `bytes` of the answer says what held.
+    /// Off the pool: libnice's agent lock may be held by its own thread.
+    public func enlargeReceiveBuffers(to bytes: Int) async -> ReceiveBuffer? {
+        let element = self.element
+        return await OffPool.run {
+            var smallest: Int32 = 0
+            let sockets = sfb_webrtc_enlarge_receive_buffers(element.pointer, Int32(clamping: bytes), &smallest)
+            return sockets > 0 ? ReceiveBuffer(sockets: Int(sockets), bytes: Int(smallest)) : nil
+        }
+    }
+
+    /// Packets the kernel dropped on the selected sockets since they were opened, because the
+    /// receive buffer was full (from /proc's UDP table); nil before ICE selected one.
+    public func receiveDrops() async -> Int? {
+        let element = self.element
+        return await OffPool.run {
+            let drops = sfb_webrtc_receive_drops(element.pointer)
+            return drops >= 0 ? Int(drops) : nil
+        }
+    }
+}
