@@ -1,5 +1,6 @@
 public import Foundation
 package import Logging
+import GStreamerKit
 import NIOSSL
 
 /// The TLS bridges of one participant, one per `turns:` server (`TURNTLSBridge`): opened before
@@ -16,7 +17,9 @@ public final class TURNTLSBridges: Sendable {
         guard !servers.isEmpty else { return nil }
         var opened: [TURNTLSBridge] = []
         do {
-            let context = try NIOSSLContext(configuration: try ice.tlsConfiguration())
+            // The CA file is read at each participant's start: on a thread of its own, since a
+            // file system that hangs (NFS) must not hold the cooperative pool (serve's jobs).
+            let context = try await OffPool.run { () throws -> NIOSSLContext in try NIOSSLContext(configuration: try ice.tlsConfiguration()) }
             for server in servers {
                 opened.append(try await TURNTLSBridge.open(to: server, tls: context, caFile: ice.caFile, logger: logger))
             }
@@ -66,7 +69,7 @@ extension ICEServers {
 
     static func certificates(in path: String) throws(ICEConfigError) -> [NIOSSLCertificate] {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { throw .caFile(path, "no such file") }
-        // Read at each participant's start: a FIFO would block the cooperative pool.
+        // A FIFO would block the reader.
         guard attributes[.type] as? FileAttributeType == .typeRegular else { throw .caFile(path, "is not a regular file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw .caFile(path, "cannot be read") }
         guard data.count <= 1 << 20 else { throw .caFile(path, "is over 1 MiB: not a CA file") }
