@@ -5,7 +5,7 @@ import Locking
 import Synchronization
 import Testing
 import TestSupport
-import TextWebSocket
+@testable import TextWebSocket
 
 /// The WebSocket client as a server sees it on the wire (issue 25): an IPv6 literal reached,
 /// the upgrade request, masked client frames, pings answered, the close handshake both ways.
@@ -90,6 +90,50 @@ import TextWebSocket
         #expect(frames.last?.opcode == 8 && frames.last?.payload == [0x03, 0xE9], "the close echoed with 1001: \(frames)")
         await #expect(throws: JanusError.self) { _ = try await session.attach(plugin: "janus.plugin.videoroom") }
         await session.close()
+    }
+}
+
+extension WebSocketWireTests {
+    @Test("URLs as the client reads them: IPv6 literals unbracketed to connect and bracketed in Host, default ports, no SNI for addresses")
+    func targets() throws {
+        let name = try WebSocketTarget("wss://Janus.example/janus?x=1")
+        #expect(name.secure && name.host == "Janus.example" && name.port == 443 && !name.isAddress)
+        #expect(name.hostHeader == "Janus.example" && name.requestURI == "/janus?x=1")
+        let v6 = try WebSocketTarget("ws://[0:0:0:0:0:0:0:1]:8188")
+        #expect(!v6.secure && v6.host == "0:0:0:0:0:0:0:1" && v6.port == 8188 && v6.isAddress && v6.hostHeader == "[::1]:8188" && v6.requestURI == "/")
+        let v4 = try WebSocketTarget("wss://127.0.0.1")
+        #expect(v4.isAddress && v4.port == 443 && v4.hostHeader == "127.0.0.1")
+        let zone = try WebSocketTarget("ws://[fe80::1%25eth0]:1")
+        #expect(zone.host == "fe80::1%eth0" && zone.hostHeader == "[fe80::1]:1")
+    }
+
+    /// The ClientHello is in the clear: the server name the client asks for can be read in it.
+    @Test("wss:// sends SNI for a host name and none for an address; a server that is not TLS fails the connect at once", arguments: [
+        ("localhost", true), ("127.0.0.1", false),
+    ])
+    func tlsServerName(host: String, expectsSNI: Bool) async throws {
+        let server = try RawServer()
+        defer { server.stop() }
+        let hello = Locked<[UInt8]>([])
+        server.serve { c in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(c, &buffer, buffer.count, 0)
+            if n > 0 { hello.withLock { $0 = Array(buffer[0..<n]) } }
+            _ = RawServer.send(c, Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
+        }
+        let started = ContinuousClock.now
+        do {
+            let session = try await JanusSession.connect(url: "wss://\(host):\(server.port)", logger: Scene.logger)
+            await session.close()
+            Issue.record("a plain TCP server passed for TLS")
+        } catch {
+            #expect(error.isUnreachable, "\(error)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(5), "failed at once, not at the handshake limit")
+        let bytes = hello.withLock { $0 }
+        #expect(bytes.first == 0x16, "a TLS handshake record came first")
+        let named = bytes.count >= host.utf8.count && (0...(bytes.count - host.utf8.count)).contains { bytes[$0..<($0 + host.utf8.count)].elementsEqual(host.utf8) }
+        #expect(named == expectsSNI, "SNI \(host) in the ClientHello: \(named)")
     }
 }
 
