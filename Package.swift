@@ -21,7 +21,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -81,15 +80,17 @@ let package = Package(
             dependencies: ["Locking", "PrivateIO", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
-        // A client WebSocket of text messages in one subprotocol (Janus, STOMP).
+        // A client WebSocket of text messages in one subprotocol (Janus, STOMP), our own on
+        // NIO: URLs read with URLComponents (IPv6 literals), TLS with SNI for names.
         .target(
             name: "TextWebSocket",
             dependencies: ["Locking", 
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "WSClient", package: "swift-websocket"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),

@@ -151,7 +151,7 @@ private struct Fields {
     func janusURL() throws(RequestProblem) -> String? {
         guard let s = try string("janus") else { return nil }
         guard JanusAllowList.normal(s) != nil else {
-            throw .field("janus", "must be a ws:// or wss:// URL of at most \(JobSpec.maxFieldBytes) bytes with a host name or IPv4 address (no user:password@, no IPv6 literal) and a port of 1 to 65535")
+            throw .field("janus", "must be a ws:// or wss:// URL of at most \(JobSpec.maxFieldBytes) bytes with a host name, IPv4 address or IPv6 literal in brackets (no user:password@) and a port of 1 to 65535")
         }
         return s
     }

@@ -1,10 +1,6 @@
 import Foundation
-import HTTPTypes
 public import Logging
-import NIOCore
-import NIOWebSocket
 import Synchronization
-import WSClient
 import Locking
 
 /// A client WebSocket carrying text messages in one subprotocol (`janus-protocol` for Janus,
@@ -43,44 +39,27 @@ public final class TextWebSocket: Sendable {
 
     /// Opens the socket; returns once the WebSocket handshake succeeded, else throws with the reason.
     public static func connect(url: String, subprotocol: String, limits: Limits = .init(), logger: Logger) async throws(Unreachable) -> TextWebSocket {
-        if let problem = unsupported(url) { throw Unreachable(url: url, reason: problem) }
+        let target: WebSocketTarget
+        do { target = try WebSocketTarget(url) } catch { throw Unreachable(url: url, reason: error.reason) }
         let (incoming, incomingContinuation) = AsyncStream.makeStream(of: String.self)
         let (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self)
         let socket = TextWebSocket(incoming: incoming, outgoing: outgoing)
         let opened = OpenSignal()
-        var config = WebSocketClientConfiguration(maxFrameSize: limits.maxMessageBytes, closeTimeout: limits.closeTimeout)
-        config.additionalHeaders[HTTPField.Name("Sec-WebSocket-Protocol")!] = subprotocol
         let task = Task {
-            let client = WebSocketClient(url: url, configuration: config, logger: logger) { inbound, outbound, _ in
-                opened.succeed()
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await text in outgoingStream { try await outbound.write(.text(text)) }
-                        try await outbound.close(.normalClosure, reason: nil)
-                    }
-                    group.addTask {
-                        do {
-                            try await Self.read(inbound, limit: limits.maxMessageBytes, into: incomingContinuation)
-                        } catch let tooLarge as TooLarge {
-                            // Stop delivering at once: the close handshake below may take
-                            // `closeTimeout` if the server does not answer it.
-                            socket.brokenRule.withLock { $0 = tooLarge.description }
-                            logger.error("closing the WebSocket: the server sent \(tooLarge)", metadata: ["ws.url": "\(url)"])
-                            incomingContinuation.finish()
-                            try? await outbound.close(.messageTooLarge, reason: "over \(limits.maxMessageBytes) bytes")
-                        } catch NIOWebSocketError.invalidFrameLength {
-                            let tooLarge = TooLarge(what: "a frame", limit: limits.maxMessageBytes)
-                            socket.brokenRule.withLock { $0 = tooLarge.description }
-                            logger.error("closing the WebSocket: the server sent \(tooLarge)", metadata: ["ws.url": "\(url)"])
-                            incomingContinuation.finish()
-                        }
-                    }
-                    _ = try await group.next()
-                    group.cancelAll()
-                }
-            }
             var failure: any Error = Unreachable(url: url, reason: "the connection closed")
-            do { try await client.run() } catch { failure = error }
+            do {
+                let frames = try await WebSocketDial.open(target, subprotocol: subprotocol, limits: limits)
+                opened.succeed()
+                let conversation = WebSocketConversation(limits: limits, deliver: { incomingContinuation.yield($0) }) { tooLarge in
+                    // Stop delivering at once, before the 1009 close goes out.
+                    socket.brokenRule.withLock { $0 = tooLarge.description }
+                    logger.error("closing the WebSocket: the server sent \(tooLarge)", metadata: ["ws.url": "\(url)"])
+                    incomingContinuation.finish()
+                }
+                try await conversation.run(frames, sending: outgoingStream)
+            } catch {
+                failure = error
+            }
             incomingContinuation.finish()
             opened.fail(failure)
         }
@@ -107,52 +86,10 @@ public final class TextWebSocket: Sendable {
         return socket
     }
 
-    /// Joins fragments into text messages, refusing any message over `limit` bytes.
-    private static func read(_ inbound: WebSocketInboundStream, limit: Int, into sink: AsyncStream<String>.Continuation) async throws {
-        var message = ByteBuffer()
-        var isText = false
-        var inMessage = false
-        for try await frame in inbound {
-            switch frame.opcode {
-            case .text, .binary:
-                message.clear()
-                isText = frame.opcode == .text
-                inMessage = true
-            case .continuation:
-                guard inMessage else { continue }  // a stray continuation belongs to nothing
-            }
-            guard message.readableBytes + frame.data.readableBytes <= limit else { throw TooLarge(what: "a message", limit: limit) }
-            var data = frame.data
-            message.writeBuffer(&data)
-            if frame.fin {
-                inMessage = false
-                if isText { sink.yield(String(buffer: message)) }
-            }
-        }
-    }
-
-    /// Why WSClient would not connect where `url` says, or nil. Its own URL parser takes the
-    /// host up to the first ":": `ws://user:pw@janus` would reach host `user` (and send no
-    /// credentials), `ws://[::1]:8188` host `[`. Such URLs are refused rather than misread.
-    static func unsupported(_ url: String) -> String? {
-        guard let c = URLComponents(string: url), c.host?.isEmpty == false else { return "not a URL with a host" }
-        if c.user != nil || c.password != nil { return "a user or password in the URL (user:password@) is not supported" }
-        if url.contains("[") || c.host?.contains(":") == true { return "an IPv6 literal host is not supported by the WebSocket client: use a host name" }
-        return nil
-    }
-
     /// The socket could not be opened.
     public struct Unreachable: Error, CustomStringConvertible {
         public let url: String, reason: String
         public var description: String { "\(url) unreachable: \(reason)" }
-    }
-
-    /// A message or frame over the limit.
-    private struct TooLarge: Error, CustomStringConvertible {
-        let what: String, limit: Int
-        var description: String {
-            "\(what) over " + (limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes") + " (the limit)"
-        }
     }
 
     public func send(_ text: String) { outgoing.yield(text) }

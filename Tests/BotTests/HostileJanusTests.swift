@@ -231,25 +231,38 @@ enum Oversized: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// A TCP listener on 127.0.0.1 (a free port) whose connections the test scripts byte by byte:
-/// the server a hostile Janus would be.
+/// A TCP listener on 127.0.0.1 or ::1 (a free port) whose connections the test scripts byte by
+/// byte: the server a hostile Janus would be.
 final class RawServer: Sendable {
     let port: Int
     private let listener: Int32
     private let connections = Locked<[Int32]>([])
 
-    init() throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    init(ipv6: Bool = false) throws {
+        listener = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var storage = sockaddr_storage()
+        var len = socklen_t(ipv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if ipv6 {
+                let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                a.pointee.sin6_family = sa_family_t(AF_INET6)
+                a.pointee.sin6_addr = in6addr_loopback
+            } else {
+                let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                a.pointee.sin_family = sa_family_t(AF_INET)
+                a.pointee.sin_addr.s_addr = inet_addr("127.0.0.1")
+            }
+        }
         let fd = listener
-        let bound = withUnsafeMutablePointer(to: &addr) { p in
+        let bound = withUnsafeMutablePointer(to: &storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
         }
-        guard listener >= 0, bound, listen(listener, 4) == 0 else { throw PipelineRunError(message: "cannot listen on 127.0.0.1: errno \(errno)") }
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        guard listener >= 0, bound, listen(listener, 4) == 0 else {
+            throw PipelineRunError(message: "cannot listen on \(ipv6 ? "::1" : "127.0.0.1"): errno \(errno)")
+        }
+        port = withUnsafeBytes(of: &storage) { raw in
+            Int(UInt16(bigEndian: ipv6 ? raw.load(as: sockaddr_in6.self).sin6_port : raw.load(as: sockaddr_in.self).sin_port))
+        }
     }
 
     /// Accepts one connection on a thread of its own and runs `script` on it.
@@ -287,15 +300,18 @@ final class RawServer: Sendable {
     }
 
     /// Answers the WebSocket upgrade as Janus does (with its subprotocol).
-    static func answerUpgrade(_ c: Int32) -> Bool {
+    static func answerUpgrade(_ c: Int32) -> Bool { upgrade(c) != nil }
+
+    /// Answers the WebSocket upgrade as Janus does; the client's request, nil if it had no key.
+    static func upgrade(_ c: Int32) -> String? {
         guard let request = readRequest(c),
               let line = request.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("sec-websocket-key:") })
-        else { return false }
+        else { return nil }
         let key = line.dropFirst("sec-websocket-key:".count).trimmingCharacters(in: .whitespaces)
         let accept = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
         let response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Accept: \(accept)\r\nSec-WebSocket-Protocol: janus-protocol\r\n\r\n"
-        return send(c, Array(response.utf8))
+        return send(c, Array(response.utf8)) ? request : nil
     }
 
     /// Sends all of `bytes`; false once the client closed (no SIGPIPE).

@@ -2,13 +2,13 @@ import Janus
 import Logging
 import Testing
 
-/// WSClient's own URL parser reads the host up to the first ":": `ws://user:pw@host` would
-/// reach host `user`, `ws://[::1]:8188` host `[`. TextWebSocket refuses such URLs before any
-/// connection, saying why (issue 25).
+/// URLs are read with URLComponents (issue 25): a user or password in the URL, another scheme,
+/// a port out of range or a malformed IPv6 literal are refused before any connection, saying why.
 @Suite struct WebSocketURLTests {
-    @Test("a URL with user:password@ or an IPv6 literal is refused at once, naming the reason", arguments: [
+    @Test("a URL with user:password@, another scheme, a bad port or a malformed IPv6 literal is refused at once, naming the reason", arguments: [
         ("ws://user:pw@127.0.0.1:9", "user or password"), ("ws://user@127.0.0.1:9", "user or password"),
-        ("ws://[::1]:9", "IPv6 literal"), ("ws://[::1]", "IPv6 literal"),
+        ("ftp://127.0.0.1:9", "not a ws:// or wss:// URL"), ("ws://127.0.0.1:0", "port must be 1 to 65535"),
+        ("ws://[::1x]:9", "not an IPv6 address"), ("ws://[1:2:3:4:5:6:7:8:9]:9", "not an IPv6 address"),
     ])
     func refusedBeforeConnecting(url: String, reason: String) async {
         let started = ContinuousClock.now

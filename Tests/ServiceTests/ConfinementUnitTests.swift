@@ -5,20 +5,25 @@ import Testing
 /// The pure parts of issue 25's fixes: Janus URLs as the WebSocket client would read them,
 /// paths below a root, overlapping folders, errors without a connection's reason.
 @Suite struct ConfinementUnitTests {
-    @Test("Janus URLs: one normal form, and none for a userinfo, an IPv6 literal, another scheme or a bad port")
+    @Test("Janus URLs: one normal form (IPv6 literals in RFC 5952 form), and none for a userinfo, an IPv6 zone, another scheme or a bad port")
     func janusURLs() throws {
         #expect(JanusAllowList.normal("ws://Janus.example:80/") == "ws://janus.example:80/")
         #expect(JanusAllowList.normal("ws://janus.example") == "ws://janus.example:80/")
         #expect(JanusAllowList.normal("wss://janus.example/janus") == "wss://janus.example:443/janus")
         #expect(JanusAllowList.normal("ws://127.0.0.1:8188") == "ws://127.0.0.1:8188/")
-        for bad in ["ws://user:pw@janus.example", "ws://user@janus.example:8188", "ws://[::1]:8188", "ws://[::1]", "http://janus.example",
+        #expect(JanusAllowList.normal("ws://[::1]:8188") == "ws://[::1]:8188/")
+        #expect(JanusAllowList.normal("ws://[0:0:0:0:0:0:0:1]") == "ws://[::1]:80/")
+        #expect(JanusAllowList.normal("wss://[2001:DB8:0::1]/janus") == "wss://[2001:db8::1]:443/janus")
+        for bad in ["ws://user:pw@janus.example", "ws://user@janus.example:8188", "ws://[fe80::1%25eth0]:8188", "ws://[::1x]", "ws://[]:1", "http://janus.example",
                     "ws://:8188", "ws://janus.example:0", "ws://janus.example:70000", "ws://janus.example/?x=1", "ws://janus.example/#f",
                     "ws://jan us", "janus.example:8188"] {
             #expect(JanusAllowList.normal(bad) == nil, "\(bad)")
         }
-        let list = try JanusAllowList(["ws://127.0.0.1:8188", "wss://janus.example"])
+        let list = try JanusAllowList(["ws://127.0.0.1:8188", "wss://janus.example", "ws://[::1]:8188"])
         #expect(list.allows("ws://127.0.0.1:8188/") && list.allows("wss://JANUS.example:443"))
+        #expect(list.allows("ws://[0:0:0:0:0:0:0:1]:8188") && list.allows("ws://[0::1]:8188/"))
         #expect(!list.allows("ws://127.0.0.1:8189") && !list.allows("ws://janus.example") && !list.allows("ws://x@127.0.0.1:8188"))
+        #expect(!list.allows("ws://[::2]:8188") && !list.allows("ws://[::1]:8189") && !list.allows("ws://[::ffff:127.0.0.1]:8188"))
         #expect(throws: ServeError.self) { try JanusAllowList(["ws://u:p@janus.example"]) }
     }
 

@@ -6,25 +6,36 @@ import TestSupport
 /// not hold the service, the number of jobs, the token file read again when it changes.
 extension MediaScene {
 @Suite struct ServeLimitsTests {
-    /// A TCP listener on 127.0.0.1 that never accepts: `pending` says whether anyone connected.
+    /// A TCP listener on 127.0.0.1 (or ::1) that never accepts: `pending` says whether anyone connected.
     final class Listener {
         let fd: Int32
         let port: Int
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard bound == 0, listen(fd, 16) == 0 else {
-                close(fd)
-                throw PipelineRunError(message: "cannot listen on 127.0.0.1")
+        init(ipv6: Bool = false) throws {
+            let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var storage = sockaddr_storage()
+            var length = socklen_t(ipv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutableBytes(of: &storage) { raw in
+                if ipv6 {
+                    let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                    a.pointee.sin6_family = sa_family_t(AF_INET6)
+                    a.pointee.sin6_addr = in6addr_loopback
+                } else {
+                    let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                    a.pointee.sin_family = sa_family_t(AF_INET)
+                    a.pointee.sin_addr.s_addr = inet_addr("127.0.0.1")
+                }
             }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            let bound = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound, listen(fd, 16) == 0 else {
+                close(fd)
+                throw PipelineRunError(message: "cannot listen on \(ipv6 ? "::1" : "127.0.0.1")")
+            }
             self.fd = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
+            port = withUnsafeBytes(of: &storage) { raw in
+                Int(UInt16(bigEndian: ipv6 ? raw.load(as: sockaddr_in6.self).sin6_port : raw.load(as: sockaddr_in.self).sin_port))
+            }
         }
         /// Whether a connection is waiting to be accepted (polled, not accepted).
         var pending: Bool {
@@ -34,24 +45,30 @@ extension MediaScene {
         deinit { close(fd) }
     }
 
-    @Test("a job naming a Janus not allowed gets 400 before any connection; an allowed one that fails shows no reason in lastError")
+    @Test("a job naming a Janus not allowed gets 400 before any connection; an allowed one (IPv4, or an IPv6 literal in another spelling) is connected to and fails with no reason in lastError")
     func janusAllowList() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("serve-janus")
-        let stranger = try Listener()
-        let allowed = try Listener()
+        let stranger = try Listener(), stranger6 = try Listener(ipv6: true)
+        let allowed = try Listener(), allowed6 = try Listener(ipv6: true)
         let serve = try await ServeProcess.start(port: 18492, in: dir, extra: [
-            "--janus-allow", "ws://127.0.0.1:\(allowed.port)", "--api-secret", "s3cret", "--rejoin-timeout", "0",
+            "--janus-allow", "ws://127.0.0.1:\(allowed.port)", "--janus-allow", "ws://[::1]:\(allowed6.port)",
+            "--api-secret", "s3cret", "--rejoin-timeout", "0",
         ])
         defer { serve.process.signal(SIGKILL) }
         for url in ["ws://127.0.0.1:\(stranger.port)", "ws://localhost:\(stranger.port)/", "ws://x@127.0.0.1:\(stranger.port)",
-                    "ws://[::1]:\(stranger.port)", "wss://127.0.0.1:\(stranger.port)"] {
+                    "ws://[::1]:\(stranger6.port)", "ws://[::2]:\(allowed6.port)", "ws://[::ffff:127.0.0.1]:\(allowed.port)",
+                    "ws://[fe80::1%25lo]:\(allowed6.port)", "wss://127.0.0.1:\(stranger.port)"] {
             let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "r-\(UUID().uuidString.prefix(6))", "janus": url])
             print("serve janus: \(url) → \(r.status) \(r.text)")
             #expect(r.status == 400 && r.text.contains("janus"), "\(url): \(r.text)")
         }
         try await Task.sleep(for: .seconds(1))
-        #expect(!stranger.pending, "no connection reached the Janus not allowed")
+        #expect(!stranger.pending && !stranger6.pending, "no connection reached the Janus not allowed")
+
+        // The IPv6 literal allowed as [::1], named in its long form: the same address, allowed.
+        let r6 = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "allowed6", "janus": "ws://[0:0:0:0:0:0:0:1]:\(allowed6.port)"])
+        #expect(r6.status == 201, "\(r6.text)")
 
         // Allowed: connected to (the listener sees it), but the job only says Janus could not be reached.
         let r = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "allowed", "janus": "ws://127.0.0.1:\(allowed.port)"])
@@ -61,6 +78,7 @@ extension MediaScene {
         let lastError = failed["lastError"] as? String ?? ""
         print("serve janus: allowed Janus that never answers → lastError \(lastError)")
         #expect(allowed.pending, "the allowed Janus was connected to")
+        #expect(allowed6.pending, "the allowed Janus on [::1] was connected to")
         #expect(lastError.contains("could not be reached"), "\(failed)")
         #expect(!lastError.lowercased().contains("handshake") && !lastError.lowercased().contains("refused"), "\(lastError)")
         serve.process.signal(SIGTERM)
