@@ -7,8 +7,9 @@ import TestSupport
 /// killed backend would): the server ends its session, so the other instance may take the job
 /// without waiting for the lease; the owner must have stopped writing first.
 extension MediaScene.ClusterTests {
-    @Test("the owner's database connections killed (ss -K): it stops writing at once, the job is taken again within the takeover grace, after the owner's last write")
-    func fencedWhenConnectionsKilled() async throws {
+    @Test("the owner's database connections killed (ss -K on its side, pg_terminate_backend on the server's): it stops writing at once, the job is taken again within the takeover grace, after the owner's last write",
+          arguments: ["ss -K", "pg_terminate_backend"])
+    func fencedWhenConnectionsKilled(how: String) async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("cluster-sskill")
         // A reaches the database on 127.0.0.2, B on 127.0.0.1: the filter kills A's sockets alone.
@@ -26,11 +27,22 @@ extension MediaScene.ClusterTests {
             pair.b = b
             let mine = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.json" && $0 != "proof.jsonl" && !$0.hasPrefix(".") }
             #expect(!mine.isEmpty)
-            // A's client sockets to the database (remote port 15436 on 127.0.0.2): the pool's,
-            // LISTEN's and its own session's. The kernel resets each towards the server.
+            // ss -K destroys A's sockets to the database (to 127.0.0.2: the pool's, LISTEN's, its
+            // own session's; its kernel resets each towards the server); pg_terminate_backend
+            // ends A's own session on the server's side (A gets FATAL and a FIN).
             let killed = Date()
-            let cut = try await ChildProcess.run("/usr/bin/ss", ["-K", "dst", "127.0.0.2", "dport", "=", ":15436"])
-            #expect(cut.outText.contains("15436"), "ss -K destroyed A's sockets: \(cut.outText) \(cut.errText)")
+            if how == "ss -K" {
+                let cut = try await ChildProcess.run("/usr/bin/ss", ["-K", "dst", "127.0.0.2", "dport", "=", ":15436"])
+                #expect(cut.outText.contains("15436"), "ss -K destroyed A's sockets: \(cut.outText) \(cut.errText)")
+            } else {
+                // A's own session alone, found by the lock it holds (its pool goes on working).
+                let ended = try await pg.psql("""
+                    SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN instance_sessions s ON l.locktype = 'advisory' AND l.granted
+                        AND l.objsubid = 1 AND l.classid = (s.key >> 32)::oid AND l.objid = (s.key & 4294967295)::oid
+                    WHERE s.instance = 'a' AND s.gone_since IS NULL
+                    """)
+                #expect(ended == "1", "A's session ended: \(ended)")
+            }
             // Either instance may take it: A too, once its new session is up (its own run of the job is
             // over by then). Either way a second run, in new segment files.
             let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { Self.owners($0).count == 2 && Self.live($0, frames: 50) }
@@ -41,7 +53,7 @@ extension MediaScene.ClusterTests {
             let took = bStarted.timeIntervalSince(killed)
             #expect(took < 4, "taken before A's lease (4 s) could have run out: \(took) s")
             #expect(try await a.metric("sfubot_cluster_jobs_fenced_total") == 1)
-            print("cluster: ss -K: the job taken again by \(history.last?["instance"] as? String ?? "?")")
+            print("cluster: \(how): the job taken again by \(history.last?["instance"] as? String ?? "?")")
             let final = try await b.request("DELETE", "/v1/recordings/\(id)").json()
             #expect(final["state"] as? String == "done", "\(final)")
             // B's first frame, as its manifest names it; A's files' last change (its last frame
@@ -53,7 +65,7 @@ extension MediaScene.ClusterTests {
                 let attributes = try FileManager.default.attributesOfItem(atPath: out.appendingPathComponent(name).path)
                 lastWrite = max(lastWrite, try #require(attributes[.modificationDate] as? Date))
             }
-            print("cluster: ss -K of the owner's database connections: A's files last written \(String(format: "%.2f", lastWrite.timeIntervalSince(killed))) s after, "
+            print("cluster: \(how) of the owner's database connections: A's files last written \(String(format: "%.2f", lastWrite.timeIntervalSince(killed))) s after, "
                   + "the job taken again \(String(format: "%.2f", took)) s after, its first frame \(String(format: "%.2f", bFirst.timeIntervalSince(killed))) s after")
             #expect(lastWrite < bStarted, "A wrote its files after the job was taken again")
             #expect(lastWrite < bFirst, "A's last write came after the next run's first frame")

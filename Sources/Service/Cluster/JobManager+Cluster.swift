@@ -180,8 +180,9 @@ extension JobManager {
     /// writing now, before the others may see the session gone and take them.
     private func sessionLost(_ key: Int64, because why: String) {
         if liveSession == key { liveSession = nil }
-        Counter(label: "sfubot_cluster_sessions_lost_total").increment()
-        let held = jobSessions.filter { $0.value == key }.map(\.key).sorted()
+        // At shutdown the jobs were released first: nothing to say.
+        if !Task.isCancelled { Counter(label: "sfubot_cluster_sessions_lost_total").increment() }
+        let held = jobSessions.filter { $0.value == key && jobs[$0.key]?.isActive == true && !fenced.contains($0.key) }.map(\.key).sorted()
         if !held.isEmpty { log.error("cluster: this instance's database session ended (\(why)): its \(held.count) job(s) stop writing") }
         for id in held { stopWriting(id, because: "this instance's database session ended") }
     }
