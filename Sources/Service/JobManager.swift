@@ -27,6 +27,11 @@ actor JobManager: Service {
     var fence: LeaseFence<ContinuousClock.Instant>
     var fenced: Set<String> = []
     var claiming = false
+    /// The key of this instance's own database session while it lives (`ClusterLiveness`);
+    /// no job is claimed without one.
+    var liveSession: Int64?
+    /// The session each held job was claimed under: its end stops them.
+    var jobSessions: [String: Int64] = [:]
 
     init(config: ServeConfiguration, cluster: ClusterStore? = nil) throws(ServeError) {
         self.config = config

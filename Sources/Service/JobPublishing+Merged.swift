@@ -64,7 +64,9 @@ struct MergedManifest: Codable, Sendable {
             let previous = owners[i - 1]
             let seconds = before.flatMap { b in after.map { max(0, $0.timeIntervalSince(b)) } }
             let cause = owners[i].cause == "failover"
-                ? "failover: \(previous.instance)'s lease ran out (\(previous.endCause ?? "lease expired")); \(owners[i].instance) took the job"
+                ? (previous.endCause == "session ended"
+                    ? "failover: \(previous.instance)'s database session ended (its process or its connection gone); \(owners[i].instance) took the job"
+                    : "failover: \(previous.instance)'s lease ran out (\(previous.endCause ?? "lease expired")); \(owners[i].instance) took the job")
                 : "\(owners[i].cause): \(previous.instance) \(previous.endCause ?? "ended its run"); \(owners[i].instance) took the job"
             return Gap(from: previous.instance, to: owners[i].instance, lastFrameBefore: before, firstFrameAfter: after, seconds: seconds, cause: cause)
         }

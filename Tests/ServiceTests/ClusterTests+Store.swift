@@ -31,7 +31,7 @@ extension MediaScene.ClusterTests {
         let merged = try #require(try JSONSerialization.jsonObject(with: Data(try await client.get(key: "rec/\(id)/recording.json"))) as? [String: Any])
         let listed = try #require(merged["owners"] as? [[String: Any]])
         #expect(listed.map { $0["instance"] as? String } == owners, "\(listed)")
-        #expect(listed.last?["cause"] as? String == "failover" && listed.first?["endCause"] as? String == "lease expired", "\(listed)")
+        #expect(listed.last?["cause"] as? String == "failover" && listed.first?["endCause"] as? String == "session ended", "\(listed)")
         let files = try #require(merged["files"] as? [[String: Any]])
         let names = Set(files.compactMap { $0["name"] as? String })
         for owner in listed {
@@ -50,7 +50,7 @@ extension MediaScene.ClusterTests {
         #expect(names.contains("manifest.json"))
         let gaps = try #require(merged["gaps"] as? [[String: Any]])
         #expect(gaps.count == 1 && gaps.first?["from"] as? String == owners.first && gaps.first?["to"] as? String == owners.last, "\(gaps)")
-        #expect((gaps.first?["cause"] as? String)?.contains("lease") == true, "\(gaps)")
+        #expect((gaps.first?["cause"] as? String)?.contains("database session ended") == true, "\(gaps)")
         return (files.count, try #require(gaps.first?["seconds"] as? Double, "\(gaps)"))
     }
 }

@@ -64,7 +64,7 @@ extension MediaScene {
             let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
             pair.b = b
             let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
-            #expect(migrations == "1,2,3", "each step once, though two instances started")
+            #expect(migrations == "1,2,3,4", "each step once, though two instances started")
 
             let out = dir.appendingPathComponent("rec")
             let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
@@ -126,7 +126,8 @@ extension MediaScene {
             }
             let history = Self.owners(taken)
             #expect(history.map { $0["instance"] as? String } == [first, taken["owner"] as? String], "\(taken)")
-            #expect(history.last?["cause"] as? String == "failover" && history.first?["endCause"] as? String == "lease expired", "\(history)")
+            // Taken on its session's end, not its lease's: the kernel closed the killed owner's socket.
+            #expect(history.last?["cause"] as? String == "failover" && history.first?["endCause"] as? String == "session ended", "\(history)")
             #expect(taken["resumes"] as? Int == 1)
             let failovers = try await other.metric("sfubot_cluster_failovers_total")
             #expect(failovers == 1)
@@ -271,7 +272,8 @@ extension MediaScene {
             #expect(cut.status == 0, "\(cut.errText)")
             let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { $0["owner"] as? String == "b" && Self.live($0, frames: 50) }
             _ = try await ChildProcess.run("/usr/sbin/iptables", ["-D"] + rule)
-            #expect(Self.owners(taken).last?["cause"] as? String == "failover")
+            // Dropped packets end no session on the server: B went by the lease.
+            #expect(Self.owners(taken).last?["cause"] as? String == "failover" && Self.owners(taken).first?["endCause"] as? String == "lease expired", "\(Self.owners(taken))")
             // When B took it, by the database's clock (one machine: the files' clock too).
             let since = try await pg.psql("SELECT extract(epoch FROM started) FROM job_owners WHERE job_id = '\(id)' AND owner = 'b'")
             let bStarted = Date(timeIntervalSince1970: try #require(Double(since)))
@@ -282,7 +284,8 @@ extension MediaScene {
                 #expect(written < bStarted, "\(name) written by A after B took the job")
             }
             #expect(try await a.metric("sfubot_cluster_jobs_fenced_total") == 1)
-            #expect(try await a.metric("sfubot_cluster_lease_renewals_missed_total") >= 1)
+            // Its own session's unanswered ping usually stops the job before a renewal is missed.
+            print("cluster: A's missed lease renewals: \(try await a.metric("sfubot_cluster_lease_renewals_missed_total"))")
             // Back on the database, A sees the job as B's.
             let seen = try await a.waitFor("/v1/recordings/\(id)", within: .seconds(20)) { $0["owner"] as? String == "b" }
             #expect(Self.owners(seen).map { $0["instance"] as? String } == ["a", "b"], "\(seen)")

@@ -41,4 +41,21 @@ import Testing
         #expect(gap.cause.contains("a's lease ran out"), "\(gap.cause)")
         #expect(merged.files.map(\.key) == ["p/j/1-0.opus"] && merged.room == 7)
     }
+
+    @Test("a failover on the owner's database session's end names that cause, not the lease")
+    func sessionEndedCause() throws {
+        let t = { (s: String) in try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(s) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("merged-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data(#"{"room": 7, "janus": "ws://127.0.0.1:8188", "e2ee": true, "started": "2026-11-26T08:00:00.000Z", "feeds": []}"#.utf8)
+            .write(to: dir.appendingPathComponent("manifest.json"))
+        let owners = [
+            JobStatus.Owner(instance: "a", cause: "new", since: try t("2026-11-26T08:00:00.000Z"), until: try t("2026-11-26T08:00:02.000Z"), endCause: "session ended"),
+            JobStatus.Owner(instance: "b", cause: "failover", since: try t("2026-11-26T08:00:02.000Z"), until: nil, endCause: nil),
+        ]
+        let merged = MergedManifest(job: "j", manifest: try RecordingManifest.read(from: dir), owners: owners, files: [])
+        let cause = try #require(merged.gaps.first?.cause)
+        #expect(cause.contains("a's database session ended") && !cause.contains("lease"), "\(cause)")
+    }
 }

@@ -42,6 +42,10 @@ public final class RecordingPauses: Sendable {
         }
     }
 
+    /// Drops every frame from now on without recording a pause: a job that may no longer
+    /// write (fenced in a cluster) stops at once, its files finished after.
+    public func closeGate() { flag.set(true) }
+
     /// Every pause so far, the current one open.
     public var all: [RecordingManifest.Pause] { list.withLock { $0 } }
 

@@ -13,6 +13,7 @@ struct ClusterDatabase: Sendable {
         logger[metadataKey: "component"] = "cluster"
         let log = logger
         let client = PostgresClient(configuration: try options.clientConfiguration(), backgroundLogger: log)
+        let session = try options.connectionConfiguration()
         let running = Task { await client.run() }
         let shown = ClusterOptions.redacted(options.database)
         do {
@@ -24,7 +25,7 @@ struct ClusterDatabase: Sendable {
             if let e = error as? ServeError { throw e }
             throw ServeError("cannot use the database at \(shown) (\(String(reflecting: error).prefix(300))): check --database, the user's rights and that PostgreSQL runs")
         }
-        return ClusterDatabase(store: ClusterStore(client: client, instance: options.instanceID, lease: options.lease, log: log), running: running)
+        return ClusterDatabase(store: ClusterStore(client: client, instance: options.instanceID, lease: options.lease, log: log, session: session), running: running)
     }
 
     func close() { running.cancel() }

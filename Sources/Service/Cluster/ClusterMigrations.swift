@@ -47,6 +47,22 @@ enum ClusterMigrations {
         // A recording's proof chain head (ChainLink: checkpoint, hash, time), kept with each
         // renewal: the next owner's first checkpoint links to it.
         (3, ["ALTER TABLE jobs ADD COLUMN chain_head jsonb"]),
+        // Each instance's own database session (ClusterLiveness): a session-level advisory lock
+        // on `key` while it lives. A job names the session it was claimed under; once that
+        // session has been seen gone for the takeover grace, the job is taken without waiting
+        // for its lease.
+        (4, [
+            """
+            CREATE TABLE instance_sessions (
+                key bigint PRIMARY KEY,
+                instance text NOT NULL,
+                started timestamptz NOT NULL DEFAULT now(),
+                gone_since timestamptz
+            )
+            """,
+            "CREATE INDEX instance_sessions_live ON instance_sessions (key) WHERE gone_since IS NULL",
+            "ALTER TABLE jobs ADD COLUMN owner_session bigint",
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

@@ -12,6 +12,8 @@ struct ClusterStore: Sendable {
     let instance: String
     let lease: Duration
     let log: Logger
+    /// The settings of the instance's own session (`ClusterLiveness`).
+    let session: PostgresConnection.Configuration
 
     /// One channel; payloads `new <id>`, `stop <id>`, `released`.
     static let channel = "sfubot_jobs"
@@ -39,6 +41,8 @@ struct ClusterStore: Sendable {
     struct Claim: Sendable {
         var row: Row
         var previous: String?
+        /// The previous owner's lease had run out (else its database session had ended).
+        var expired = true
     }
 
     static let encoder: JSONEncoder = {
@@ -72,35 +76,38 @@ struct ClusterStore: Sendable {
         return out
     }
 
-    /// Takes the oldest job that waits or whose owner's lease ran out, if any. Two instances
-    /// never take the same one: the row is locked (`FOR UPDATE SKIP LOCKED`) until the owner
-    /// and its history entry are written.
-    func claim() async throws -> Claim? {
-        try await client.withTransaction(logger: log) { connection -> Claim? in
+    /// Takes the oldest job that waits, whose owner's lease ran out, or whose owner's database
+    /// session has been gone for `grace`, if any, under this instance's `session`. Two
+    /// instances never take the same one: the row is locked (`FOR UPDATE SKIP LOCKED`) until
+    /// the owner and its history entry are written.
+    func claim(session: Int64, grace: Duration) async throws -> Claim? {
+        let graceSeconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        return try await client.withTransaction(logger: log) { connection -> Claim? in
             let rows = try await connection.query("""
                 WITH next AS (
-                    SELECT id, owner AS previous FROM jobs
-                    WHERE final_state IS NULL AND NOT stop_requested AND (owner IS NULL OR lease_until < now())
+                    SELECT id, owner AS previous, coalesce(lease_until < now(), true) AS expired FROM jobs
+                    WHERE final_state IS NULL AND NOT stop_requested AND (owner IS NULL OR lease_until < now()
+                        OR owner_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds))))
                     ORDER BY created LIMIT 1 FOR UPDATE SKIP LOCKED)
-                UPDATE jobs j SET owner = \(instance), lease_until = now() + make_interval(secs => \(leaseSeconds)),
+                UPDATE jobs j SET owner = \(instance), owner_session = \(session), lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     resumes = j.resumes + CASE WHEN EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id) THEN 1 ELSE 0 END
                 FROM next WHERE j.id = next.id
-                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text, j.chain_head::text
+                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text, j.chain_head::text, next.expired
                 """, logger: log)
             var claim: Claim?
-            for try await (id, json, created, resumes, previous, position, status, head) in
-                rows.decode((String, String, Date, Int, String?, Double?, String?, String?).self) {
+            for try await (id, json, created, resumes, previous, position, status, head, expired) in
+                rows.decode((String, String, Date, Int, String?, Double?, String?, String?, Bool).self) {
                 let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
                 // The last status its previous owner published: a paused job is taken up paused.
                 let shown = status.flatMap { try? Self.decoder.decode(JobStatus.self, from: Data($0.utf8)) }
                 claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, status: shown, position: position,
                                            chainHead: head.flatMap { try? Self.decoder.decode(ChainLink.self, from: Data($0.utf8)) }),
-                              previous: previous)
+                              previous: previous, expired: expired)
             }
             guard let claim else { return nil }
-            // The one before ends where its lease did (it stopped writing before that).
+            // The one before ends where its lease or its session did (it stopped writing before that).
             try await connection.query("""
-                UPDATE job_owners SET ended = now(), end_cause = 'lease expired' WHERE job_id = \(claim.row.id) AND ended IS NULL
+                UPDATE job_owners SET ended = now(), end_cause = \(claim.expired ? "lease expired" : "session ended") WHERE job_id = \(claim.row.id) AND ended IS NULL
                 """, logger: log)
             let cause = claim.previous != nil ? "failover" : (claim.row.resumes > 0 ? "released" : "new")
             try await connection.query("""
@@ -208,7 +215,8 @@ struct ClusterStore: Sendable {
 
     private func rows(_ condition: PostgresQuery) async throws -> [Row] {
         var query: PostgresQuery = "SELECT id, spec::text, created, resumes, owner, final_state, ended, error, status::text, "
-        query.sql += "coalesce(lease_until < now(), false) FROM jobs "
+        // Orphaned: its lease ran out, or its owner's session is gone (taken within the grace).
+        query.sql += "coalesce(lease_until < now(), false) OR EXISTS (SELECT 1 FROM instance_sessions s WHERE s.key = owner_session AND s.gone_since IS NOT NULL) FROM jobs "
         query.sql += condition.sql
         query.binds = condition.binds
         var out: [Row] = []
@@ -239,5 +247,6 @@ struct ClusterStore: Sendable {
     /// Forgets jobs that ended before `cutoff` (their recordings stay).
     func prune(before cutoff: Date) async throws {
         try await client.query("DELETE FROM jobs WHERE final_state IS NOT NULL AND ended < \(cutoff)", logger: log)
+        try await pruneSessions()
     }
 }

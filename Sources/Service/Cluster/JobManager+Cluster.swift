@@ -8,18 +8,28 @@ import Logging
 import Metrics
 
 /// `--database`: the jobs this instance runs are the ones it claimed; the database holds all
-/// of them. Four loops run beside the jobs: LISTEN (new jobs, stops), claiming, renewing the
+/// of them. Five loops run beside the jobs: this instance's own session (`ClusterLiveness`),
+/// LISTEN (new jobs, stops), claiming (and noticing others' sessions gone), renewing the
 /// leases (publishing each job's status with it), and the fence that stops a job whose lease
 /// could not be renewed in time (`LeaseFence`, docs/cluster.md).
 extension JobManager {
     func runCluster(_ store: ClusterStore) async {
         await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await ClusterLiveness.run(store.session, instance: store.instance, options: self.clusterOptions, log: self.log,
+                                          up: { await self.sessionUp($0) }, lost: { await self.sessionLost($0, because: $1) })
+            }
             group.addTask { await self.listen(store) }
             group.addTask {
-                // New jobs come by NOTIFY; expired leases only show by looking.
+                // New jobs come by NOTIFY; expired leases and ended sessions only show by looking.
                 while !Task.isCancelled {
+                    do {
+                        for gone in try await store.sweepSessions() {
+                            self.log.warning("cluster: the database session of \(gone) ended; its jobs are taken \(self.clusterOptions.takeoverGrace) later")
+                        }
+                    } catch { self.log.warning("cluster: cannot look at the other instances' sessions: \(error)") }
                     await self.claimAvailable(store)
-                    try? await Task.sleep(for: .milliseconds(500))
+                    try? await Task.sleep(for: .milliseconds(250))
                 }
             }
             group.addTask {
@@ -83,19 +93,24 @@ extension JobManager {
         claiming = true
         defer { claiming = false }
         while freeCapacity > 0, !shuttingDown, !Task.isCancelled {
+            // A job claimed without a live session could be taken from this instance at once.
+            guard let session = liveSession else { return }
             let sent = ContinuousClock.now
             let claim: ClusterStore.Claim?
-            do { claim = try await store.claim() } catch {
+            do { claim = try await store.claim(session: session, grace: clusterOptions.takeoverGrace) } catch {
                 log.warning("cluster: cannot look for jobs to take: \(error)")
                 return
             }
             guard let claim else { return }
             fence.renewed(claim.row.id, sentAt: sent)
+            jobSessions[claim.row.id] = session
             if let previous = claim.previous {
                 Counter(label: "sfubot_cluster_failovers_total").increment()
-                log.warning("job \(claim.row.id): taken over from \(previous), whose lease ran out")
+                log.warning("job \(claim.row.id): taken over from \(previous), whose \(claim.expired ? "lease ran out" : "database session ended")")
             }
             await take(claim.row, previous: claim.previous, store)
+            // Its session ended while it was being started: the others may take it already.
+            if liveSession != session { stopWriting(claim.row.id, because: "this instance's database session ended as it was taken") }
             if let previous = claim.previous, let job = jobs[claim.row.id] {
                 config.publishing?.failedOver(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, from: previous, resumes: job.resumes)
             }
@@ -156,6 +171,22 @@ extension JobManager {
         }
     }
 
+    private func sessionUp(_ key: Int64) {
+        liveSession = key
+        log.info("cluster: this instance's database session holds its lock")
+    }
+
+    /// This instance's own session ended (or failed): every job claimed under it stops
+    /// writing now, before the others may see the session gone and take them.
+    private func sessionLost(_ key: Int64, because why: String) {
+        if liveSession == key { liveSession = nil }
+        // At shutdown the jobs were released first: nothing to say.
+        if !Task.isCancelled { Counter(label: "sfubot_cluster_sessions_lost_total").increment() }
+        let held = jobSessions.filter { $0.value == key && jobs[$0.key]?.isActive == true && !fenced.contains($0.key) }.map(\.key).sorted()
+        if !held.isEmpty { log.error("cluster: this instance's database session ended (\(why)): its \(held.count) job(s) stop writing") }
+        for id in held { stopWriting(id, because: "this instance's database session ended") }
+    }
+
     private func fenceDue() {
         for id in fence.due(at: .now) {
             stopWriting(id, because: "its lease was not renewed for \(clusterOptions.lease - clusterOptions.margin)")
@@ -163,10 +194,15 @@ extension JobManager {
     }
 
     /// Stops a job this instance may no longer write; its outcome is not written (another
-    /// instance takes it once the lease has run out).
+    /// instance takes it once the lease has run out or its session is seen gone). A
+    /// recording's frames stop here, before its files are finished: no frame of it is written
+    /// after this instant.
     private func stopWriting(_ id: String, because why: String) {
+        fence.forget(id)
+        jobSessions[id] = nil
         guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
         fenced.insert(id)
+        if case .recording(let pauses) = job.pause { pauses.closeGate() }
         Counter(label: "sfubot_cluster_jobs_fenced_total").increment()
         log.error("job \(id): stops writing (fenced): \(why)")
         Task { await job.stop() }

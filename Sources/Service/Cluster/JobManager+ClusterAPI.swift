@@ -144,6 +144,7 @@ extension JobManager {
         let status = JobStatus(job)
         if let outcome = job.outcome {
             fence.forget(job.id)
+            jobSessions[job.id] = nil
             // Retried: a job whose end is not written would be taken up again once its lease ran out.
             Task { [log] in
                 for attempt in 1...300 {
