@@ -20,20 +20,17 @@ enum ClusterLiveness {
         while !Task.isCancelled {
             attempt += 1
             let key = Int64.random(in: 1...Int64.max)
-            var held = false
             var connection: PostgresConnection?
             do {
                 let opened = try await PostgresConnection.connect(configuration: config, id: attempt, logger: log)
                 connection = opened
+                // Only these throw: nothing was claimed under `key` before `up`.
                 try await prepare(opened, key: key, instance: instance, options: options, log: log)
-                held = true
                 await up(key)
                 let why = await watch(opened, every: options.pingEvery, timeout: options.pingTimeout, log: log)
                 // The jobs stop writing first: closing the session lets the others take them.
                 await lost(key, why)
-                held = false
             } catch {
-                if held { await lost(key, "\(error)") }
                 if Task.isCancelled { break }
                 log.warning("cluster: cannot hold this instance's database session (\(String(reflecting: error).prefix(200))); again in 1 s")
             }
