@@ -94,7 +94,7 @@ import Glibc
     }
 
     @Test("a recording's folders are held from their check: written through /proc/self/fd/N after their names lead out of the root, errors shown with the checked paths")
-    func heldOutputs() async throws {
+    func heldOutputs() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-held-\(UUID().uuidString.prefix(8))")
         let outside = dir.appendingPathComponent("outside")
         try FileManager.default.createDirectory(at: outside.appendingPathComponent("a"), withIntermediateDirectories: true)
@@ -126,5 +126,13 @@ import Glibc
         // Undone through the held folder: the mix is removed where it was made, not at its name.
         prepared.discard()
         #expect(!FileManager.default.fileExists(atPath: moved.appendingPathComponent("mix.opus").path))
+
+        // A restart or a failover opens the folders again with the same walk: the symlink is refused.
+        do throws(RequestProblem) {
+            _ = try JobPreparation(spec, paths: try JobPaths(spec, roots: roots), roots: roots, fresh: false)
+            Issue.record("a job resumed through a swapped folder was prepared")
+        } catch {
+            #expect(error.status == 403 && error.message.hasPrefix("out:"), "\(error.message)")
+        }
     }
 }
