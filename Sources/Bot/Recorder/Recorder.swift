@@ -114,13 +114,13 @@ public struct Recorder: Sendable {
     /// A held folder exists and was checked where it was opened: it is not made again by name.
     func prepareOutputs(mixFile: RecordingFile?) throws(BotError) {
         let created = folder.isHeld ? false : try PrivateFiles.createFolder(folder.access)
-        do throws(BotError) { try PrivateFiles.checkWritable(folder.access) } catch { throw .output(folder.showing(error.description)) }
+        try PrivateFiles.checkWritable(folder.access, shown: folder.shown)
         if !created, PrivateFiles.isShared(folder.access) {
             var log = config.logger
             log[metadataKey: "component"] = "recorder"
             log.warning("other users can open \(folder.shown.path): the recordings in it are private (0600), their names are not")
         }
         guard let mixFile else { return }
-        do throws(BotError) { try PrivateFiles.create(mixFile.access, option: "--mix") } catch { throw .output(mixFile.folder.showing(error.description)) }
+        try PrivateFiles.create(mixFile.access, option: "--mix", shown: mixFile.shown)
     }
 }
