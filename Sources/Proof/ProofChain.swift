@@ -13,7 +13,10 @@ import Locking
 /// until the next checkpoint after it closed. Ogg pages are never rewritten.
 public final class ProofChain: Sendable {
     public static let fileName = "proof.jsonl"
+    /// Where `proof.jsonl` and the files named relative to it are reached.
     public let directory: URL
+    /// Where a file named by an absolute path is reached (a held folder's `/proc/self/fd/N`).
+    let locate: @Sendable (String) -> URL
     let key: SigningKey
     let head: ChainHead?
     /// CPU the checkpoints took (their hashing, signing and writing).
@@ -43,8 +46,10 @@ public final class ProofChain: Sendable {
     /// over from another instance (`takeover`): continues from the checkpoint that instance
     /// published, unless this folder's own chain already holds it and goes on from there (a
     /// folder both share); the next checkpoint names the takeover. `head` is kept at the newest.
-    public init(directory: URL, key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
+    public init(directory: URL, key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil,
+                locate: @escaping @Sendable (String) -> URL = { URL(fileURLWithPath: $0) }) {
         self.directory = directory
+        self.locate = locate
         self.key = key
         self.head = head
         var s = State()
@@ -81,7 +86,7 @@ public final class ProofChain: Sendable {
         try state.withLock { s in
             var entries: [JSONValue] = []
             for name in Set(files).sorted() {
-                let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : directory.appendingPathComponent(name)
+                let url = name.hasPrefix("/") ? locate(name) : directory.appendingPathComponent(name)
                 var t = s.trackers[name] ?? Tracker()
                 guard let size = Self.advance(&t, url) else { continue }
                 s.trackers[name] = t

@@ -42,7 +42,7 @@ extension JobManager {
                 defer { reserved[record.id] = nil }
                 let spec = record.spec
                 let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
-                _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media,
+                _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media, outputs: prepared.outputs,
                                created: record.created, resumes: record.resumes + 1, pauses: record.pauses)
             } catch {
                 log.error("job \(record.id) cannot be resumed: \(error.message)")

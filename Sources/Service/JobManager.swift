@@ -117,18 +117,19 @@ actor JobManager: Service {
         let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
         do throws(RequestProblem) {
             let canonical = try paths.canonicalSpec(spec, roots: roots)
-            if kind == .recording {
-                // The recorder's own check of its folder and mix, off the pool too (a mkdir or
-                // an open can wait on a slow disk).
+            if kind == .recording, let outputs = prepared.outputs {
+                // The recorder's own check of its folder and mix (through the folders the walk
+                // opened), off the pool too: an open can wait on a slow disk.
                 let check = Recorder(config: botConfig(for: canonical, id: id, protection: prepared.protection),
-                                     directory: URL(fileURLWithPath: canonical.out!), mixFile: canonical.mix.map { URL(fileURLWithPath: $0) })
+                                     folder: outputs.folder, mix: outputs.mix)
                 try await RootFiles.offPool { () throws(RequestProblem) in
                     do { try check.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
                 }
             }
             guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
             if let cluster { return try await enqueue(id: id, spec: canonical, cluster) }
-            let job = try launch(id: id, spec: canonical, protection: prepared.protection, media: prepared.media, created: Date(), resumes: 0)
+            let job = try launch(id: id, spec: canonical, protection: prepared.protection, media: prepared.media, outputs: prepared.outputs,
+                                 created: Date(), resumes: 0)
             return JobStatus(job)
         } catch {
             prepared.discard()
@@ -195,8 +196,10 @@ actor JobManager: Service {
     // MARK: - Running
 
     /// `startAt`: a playback goes on from there in its file (taken over from another instance).
-    /// `media`: a playback's file, held open since its check (read through it, not by name).
-    func launch(id: String, spec: JobSpec, protection: FrameProtection, media: HeldFile?, created: Date, resumes: Int, startAt: Double? = nil,
+    /// `media`: a playback's file, held open since its check (read through it, not by name);
+    /// `outputs`: a recording's folders, held open since their check (written through them).
+    func launch(id: String, spec: JobSpec, protection: FrameProtection, media: HeldFile?, outputs: HeldOutputs?, created: Date, resumes: Int,
+                startAt: Double? = nil,
                 pauses: [RecordingManifest.Pause]? = nil, takeover: ChainTakeover? = nil) throws(RequestProblem) -> Job {
         let pause = JobPause(spec.kind, resuming: pauses)
         let botConfig = botConfig(for: spec, id: id, protection: protection)
@@ -211,16 +214,20 @@ actor JobManager: Service {
         let job: Job
         switch spec.kind {
         case .recording:
-            var recorder = Recorder(
-                config: botConfig, directory: URL(fileURLWithPath: spec.out!), duration: duration,
-                mixFile: spec.mix.map { URL(fileURLWithPath: $0) })
+            guard let outputs else { throw RequestProblem(status: 500, message: "job \(id): its folder was not opened below --output-root") }
+            var recorder = Recorder(config: botConfig, folder: outputs.folder, duration: duration, mix: outputs.mix)
             recorder.resume = resumes > 0
             recorder.signingKey = config.signingKey
             recorder.takeover = takeover
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead)
             let configured = recorder
-            job.start { await Self.outcome(of: job) { () async throws(BotError) in
+            // Errors name the folders as the job gave them, never their /proc/self/fd paths.
+            let show: @Sendable (String) -> String = { text in
+                let inFolder = outputs.folder.showing(text)
+                return outputs.mix?.folder.showing(inFolder) ?? inFolder
+            }
+            job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
                 // Whatever ended it, a recording that lost something is a failed job.
                 let manifest = try await configured.run()
                 if manifest.lostSomething { throw .incomplete(manifest.errors.map(\.error).joined(separator: "; ")) }
@@ -233,7 +240,8 @@ actor JobManager: Service {
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
                       played: player.played, pause: pause)
             let named = media.map { ($0.path, spec.file!) }  // errors name the file the job gave
-            job.start { await Self.outcome(of: job, naming: named) { () async throws(BotError) in
+            let show: @Sendable (String) -> String = { text in named.map { text.replacingOccurrences(of: $0.0, with: $0.1) } ?? text }
+            job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
                 _ = try await player.run()
                 withExtendedLifetime(media) {}  // open until the player is done with it
             } }
@@ -250,15 +258,14 @@ actor JobManager: Service {
         return job
     }
 
-    private static func outcome(of job: Job, naming: (String, String)? = nil, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
+    private static func outcome(of job: Job, show: @Sendable (String) -> String, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
         do {
             try await body()
             return .init(state: .done, ended: Date(), error: nil)
         } catch {
             // A stop asked for is a clean end, whatever the step it interrupted said.
             if job.stopRequested && !error.isLoss && (error.isStopped || Task.isCancelled) { return .init(state: .done, ended: Date(), error: nil) }
-            let said = naming.map { error.description.replacingOccurrences(of: $0.0, with: $0.1) } ?? error.description
-            return .init(state: .failed, ended: Date(), error: said)
+            return .init(state: .failed, ended: Date(), error: show(error.description))
         }
     }
 

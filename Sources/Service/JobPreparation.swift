@@ -11,10 +11,12 @@ import Glibc
 struct JobPreparation: Sendable {
     let protection: FrameProtection
     /// The mix file this preparation created (empty), removed again if the job does not start.
-    let createdMix: String?
+    let createdMix: RecordingFile?
     /// A playback's file, held open from the check on: GStreamer reads it through this
     /// descriptor, so a path swapped for a symlink after the check cannot redirect it.
     let media: HeldFile?
+    /// A recording's folder and its mix's folder, held open from the check on, as `media` is.
+    let outputs: HeldOutputs?
 
     /// `fresh`: a new job (its folder new or empty, its mix a new file); else a job taken up
     /// again after a restart, whose folder holds its earlier files.
@@ -30,16 +32,33 @@ struct JobPreparation: Sendable {
         }
         media = try paths.file.map { file throws(RequestProblem) in HeldFile(try RootFiles.openRegular(file, in: roots.media, field: "file")) }
         if let out = paths.out {
-            createdMix = try RootFiles.prepareOutputs(out: out, mix: paths.mix, in: roots.output, fresh: fresh)
+            let root = roots.output
+            let made = try RootFiles.prepareOutputs(out: out, mix: paths.mix, in: root, fresh: fresh)
+            let folder = RecordingFolder(holding: made.folder, shown: URL(fileURLWithPath: root.canonical(out)))
+            let mix = paths.mix.flatMap { mix in
+                made.mixFolder.map { fd in
+                    RecordingFolder(holding: fd, shown: URL(fileURLWithPath: root.canonical(Array(mix.dropLast())))).file(mix.last ?? "")
+                }
+            }
+            outputs = HeldOutputs(folder: folder, mix: mix)
+            createdMix = made.createdMix ? mix : nil
         } else {
+            outputs = nil
             createdMix = nil
         }
     }
 
-    /// Undoes what this preparation created, for a job that did not start after all.
+    /// Undoes what this preparation created, for a job that did not start after all (through
+    /// the held folder: never by a name that may lead elsewhere now).
     func discard() {
-        if let createdMix { unlink(createdMix) }
+        if let createdMix { unlink(createdMix.access.path) }
     }
+}
+
+/// Where a serve job's recording is written: folders opened by the check, written through.
+struct HeldOutputs: Sendable {
+    let folder: RecordingFolder
+    let mix: RecordingFile?
 }
 
 /// A descriptor owned for as long as a job may read it, closed with the last reference.

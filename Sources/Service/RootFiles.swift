@@ -75,31 +75,47 @@ enum RootFiles {
         return fd
     }
 
+    /// A recording's outputs, each folder held open as the walk found it: the recorder writes
+    /// through these descriptors (`/proc/self/fd/N`), never by name, so a path component swapped
+    /// for a symlink after this check cannot lead it out of the root.
+    struct Outputs {
+        /// The recording's folder (`out`), and the folder holding `mix`; the caller owns both.
+        var folder: Int32
+        var mixFolder: Int32?
+        /// Whether the mix was created here (removed again should the job not start).
+        var createdMix: Bool
+    }
+
     /// A fresh recording's outputs: `out` created (0700) or found empty, and the mix created
-    /// empty with `O_EXCL`. Returns the mix's path if it created one (removed again should the
-    /// job not start). A resumed recording's folder holds its earlier files: only walked.
-    static func prepareOutputs(out: [String], mix: [String]?, in root: Root, fresh: Bool) throws(RequestProblem) -> String? {
+    /// empty with `O_EXCL`. A resumed recording's folder holds its earlier files: only walked.
+    static func prepareOutputs(out: [String], mix: [String]?, in root: Root, fresh: Bool) throws(RequestProblem) -> Outputs {
         let dir = try folder(out[...], in: root, field: "out", create: true)
-        defer { close(dir) }
+        var kept = false
+        defer { if !kept { close(dir) } }
         if fresh, try !isEmpty(dir, field: "out") {
             throw RequestProblem(status: 409, message: "out: \(root.canonical(out)) already holds files: a new recording takes a new or empty folder (the service never overwrites a file)")
         }
-        guard let mix, fresh, let name = mix.last else {
-            if let mix { close(try folder(mix.dropLast(), in: root, field: "mix", create: true)) }
-            return nil
+        guard let mix, let name = mix.last else {
+            kept = true
+            return Outputs(folder: dir, mixFolder: nil, createdMix: false)
         }
         let parent = try folder(mix.dropLast(), in: root, field: "mix", create: true)
-        defer { close(parent) }
+        guard fresh else {
+            kept = true
+            return Outputs(folder: dir, mixFolder: parent, createdMix: false)
+        }
         let fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
+            close(parent)
             if code == EEXIST {
                 throw RequestProblem(status: 409, message: "mix: \(root.canonical(mix)) already exists: the service never overwrites a file")
             }
             throw failure(code, field: "mix", shown: root.canonical(mix))
         }
         close(fd)
-        return root.canonical(mix)
+        kept = true
+        return Outputs(folder: dir, mixFolder: parent, createdMix: true)
     }
 
     /// The whole of the regular file open at `fd`, if it is one of at most `maxBytes`.

@@ -43,18 +43,20 @@ public struct Root: Sendable {
         self.fd = fd
     }
 
-    /// Why this root is weaker than it looks, if it is: a job's paths are checked below the root
-    /// without following symlinks, but the recorder and GStreamer then open them by name; someone
-    /// else who may write in the root could swap a checked folder for a symlink in between.
-    /// Roots only the service's user can write in close that window.
+    /// Why this root is weaker than it looks, if it is. Jobs read and write through the
+    /// descriptors their checks opened, but two things still go by name: the files inside a
+    /// recording's folder are created by name within it, and `--storage` uploads and deletes a
+    /// finished recording's files by their paths. Someone else who may write in the root could
+    /// put a symlink there; roots only the service's user can write in leave no one who could.
     public var weakness: String? {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
+        let byName = "jobs write through the folders their checks opened, but files inside a folder others can write in, and uploads of finished recordings (--storage), still go by name"
         if info.st_mode & 0o022 != 0 {
-            return "\(use.rawValue) \(path) is writable by its group or others: a path checked there could be swapped for a symlink before a job opens it; make it writable by the service's user only (chmod go-w)"
+            return "\(use.rawValue) \(path) is writable by its group or others: \(byName); make it writable by the service's user only (chmod go-w)"
         }
         if info.st_uid != geteuid() {
-            return "\(use.rawValue) \(path) belongs to another user, who could swap a path checked there for a symlink before a job opens it; give the service a root of its own"
+            return "\(use.rawValue) \(path) belongs to another user: \(byName); give the service a root of its own"
         }
         return nil
     }

@@ -1,6 +1,10 @@
+import Bot
 import Foundation
 @testable import Service
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The pure parts of issue 25's fixes: Janus URLs as the WebSocket client would read them,
 /// paths below a root, overlapping folders, errors without a connection's reason.
@@ -92,5 +96,48 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: dir.path)
         let weak = try Root(dir.path, use: .output, create: false).weakness
         #expect(weak?.contains("writable by its group or others") == true, "\(weak ?? "nil")")
+    }
+
+    @Test("a recording's folders are held from their check: written through /proc/self/fd/N after their names lead out of the root, errors shown with the checked paths")
+    func heldOutputs() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sfubot-held-\(UUID().uuidString.prefix(8))")
+        let outside = dir.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside.appendingPathComponent("a"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let root = try Root(dir.appendingPathComponent("root").path, use: .output, create: true)
+        let roots = Roots(output: root, media: root)
+        let spec = try JobSpec.parse(Data(#"{"room": 1, "key": {"none": true}, "out": "calls/a", "mix": "calls/mix.opus"}"#.utf8), kind: .recording)
+        let prepared = try JobPreparation(spec, paths: try JobPaths(spec, roots: roots), roots: roots, fresh: true)
+        let outputs = try #require(prepared.outputs)
+        #expect(outputs.folder.shown.path == root.path + "/calls/a" && outputs.folder.access.path.hasPrefix("/proc/self/fd/"))
+        #expect(outputs.mix?.shown.path == root.path + "/calls/mix.opus")
+
+        // `calls` swapped for a symlink out of the root after the check.
+        let calls = URL(fileURLWithPath: root.path).appendingPathComponent("calls")
+        let moved = URL(fileURLWithPath: root.path).appendingPathComponent("moved")
+        #expect(rename(calls.path, moved.path) == 0 && symlink(outside.path, calls.path) == 0)
+        #expect(FileManager.default.createFile(atPath: outputs.folder.file("1-x.opus").access.path, contents: Data("x".utf8)))
+        #expect(FileManager.default.fileExists(atPath: moved.appendingPathComponent("a/1-x.opus").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.appendingPathComponent("a").path).isEmpty)
+        let mixSize = try FileManager.default.attributesOfItem(atPath: moved.appendingPathComponent("mix.opus").path)[.size] as? Int
+        #expect(mixSize == 0, "the mix was created, empty, where it was checked")
+
+        // What people see names the folder as checked; fd 1 is not the start of fd 12.
+        let access = outputs.folder.access.path
+        #expect(outputs.folder.showing("cannot open \"\(access)/1-x.opus\" for writing") == "cannot open \"\(root.path)/calls/a/1-x.opus\" for writing")
+        #expect(outputs.folder.showing("\(access)7/x") == "\(access)7/x")
+        #expect(outputs.folder.access(ofShown: root.path + "/calls/a/1-x.opus")?.path == access + "/1-x.opus")
+        #expect(outputs.folder.access(ofShown: root.path + "/calls/ab") == nil)
+        // Undone through the held folder: the mix is removed where it was made, not at its name.
+        prepared.discard()
+        #expect(!FileManager.default.fileExists(atPath: moved.appendingPathComponent("mix.opus").path))
+
+        // A restart or a failover opens the folders again with the same walk: the symlink is refused.
+        do throws(RequestProblem) {
+            _ = try JobPreparation(spec, paths: try JobPaths(spec, roots: roots), roots: roots, fresh: false)
+            Issue.record("a job resumed through a swapped folder was prepared")
+        } catch {
+            #expect(error.status == 403 && error.message.hasPrefix("out:"), "\(error.message)")
+        }
     }
 }

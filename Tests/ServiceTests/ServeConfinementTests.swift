@@ -83,6 +83,84 @@ extension MediaScene {
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
 
+    @Test("a recording's folder and its mix's folder swapped for symlinks out of the root right after the 201: written where the check opened them, nothing outside, no /proc path shown")
+    func swappedFolderIsNotFollowed() async throws {
+        let room = try await Scene.createRoom()
+        let s = try Scene25.make("serve-swap")
+        let tone = try await Audio.tone(440, seconds: 3, in: s.mediaRoot)
+        // Where a writer by name would land after the swap: the same names, outside the root.
+        for name in ["a", "m"] { try FileManager.default.createDirectory(at: s.outside.appendingPathComponent(name), withIntermediateDirectories: true) }
+        let serve = try await ServeProcess.start(port: 18498, in: s.dir, outputRoot: s.outRoot, mediaRoot: s.mediaRoot)
+        defer { serve.process.signal(SIGKILL) }
+        let janusPort = try #require(URL(string: Scene.janusURL!)?.port)
+
+        // The order is made certain, not hoped for: with Janus's port held (its SYNs dropped),
+        // the recorder cannot join, and it writes manifest.json and its tracks only once joined.
+        // So every file of the recording is written after the swap below.
+        try await Faults.holdTCP(port: janusPort)
+        let rec: ServeProcess.Answer
+        do {
+            rec = try await serve.request("POST", "/v1/recordings", json: ["room": room, "key": ["none": true], "out": "calls/a", "mix": "mixes/m/mix.opus"])
+        } catch {
+            try await Faults.releaseTCP(port: janusPort)
+            throw error
+        }
+        let calls = s.outRoot.appendingPathComponent("calls"), mixes = s.outRoot.appendingPathComponent("mixes")
+        let movedCalls = s.outRoot.appendingPathComponent("calls-moved"), movedMixes = s.outRoot.appendingPathComponent("mixes-moved")
+        // The swap: each checked component renamed away (a descriptor held on a folder follows
+        // it) and a symlink out of the root put at its name.
+        let swapped = rename(calls.path, movedCalls.path) == 0 && symlink(s.outside.path, calls.path) == 0
+            && rename(mixes.path, movedMixes.path) == 0 && symlink(s.outside.path, mixes.path) == 0
+        let atSwap = (try? FileManager.default.contentsOfDirectory(atPath: movedCalls.appendingPathComponent("a").path)) ?? ["?"]
+        let mixAtSwap = (try? FileManager.default.attributesOfItem(atPath: movedMixes.appendingPathComponent("m/mix.opus").path)[.size] as? Int) ?? -1
+        let stateAtSwap = try? await serve.request("GET", "/v1/recordings").list().first?["state"] as? String
+        try await Faults.releaseTCP(port: janusPort)
+        #expect(rec.status == 201, "\(rec.text)")
+        let id = try #require(try rec.json()["id"] as? String)
+        print("serve swap: at the swap the job was \(stateAtSwap ?? "?"), its folder held \(atSwap), its mix \(mixAtSwap) bytes")
+        try #require(swapped, "the swap itself failed: errno \(errno)")
+        try #require(atSwap.isEmpty && mixAtSwap == 0 && stateAtSwap == "starting", "the recorder wrote before the swap: the race was not exercised")
+
+        let play = try await serve.request("POST", "/v1/playbacks", json: ["room": room, "key": ["none": true], "file": tone.lastPathComponent, "loop": true, "display": "7:Tone"])
+        #expect(play.status == 201, "\(play.text)")
+        let running = try await serve.waitFor("/v1/recordings/\(id)") { j in
+            ((j["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesOpened"] as? Int ?? 0) > 100 }
+        }
+        #expect(running["state"] as? String == "running", "\(running)")
+        let stopped = try await serve.request("DELETE", "/v1/recordings/\(id)")
+        let final = try stopped.json()
+        #expect(stopped.status == 200 && final["state"] as? String == "done", "\(stopped.text)")
+
+        // Outside the root: nothing, at either name a writer by name would have used.
+        for name in ["a", "m"] {
+            let there = try FileManager.default.contentsOfDirectory(atPath: s.outside.appendingPathComponent(name).path)
+            #expect(there.isEmpty, "written outside the root: \(name)/\(there)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: s.outside.path).sorted() == ["a", "m", "victim.opus"])
+        // What a user finds: the recording in the folder the check opened, now named calls-moved/a.
+        let folder = movedCalls.appendingPathComponent("a")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        print("serve swap: the recording is in \(folder.path): \(files)")
+        let track = try #require(files.first { $0.hasSuffix(".opus") }, "no track in \(files)")
+        let samples = try await Audio.decode(folder.appendingPathComponent(track))
+        #expect(samples.count > 48_000 && Audio.dominantFrequency(samples).map { abs($0 - 440) < 10 } == true, "\(samples.count) samples")
+        let mix = try await Audio.decode(movedMixes.appendingPathComponent("m/mix.opus"))
+        #expect(mix.count > 48_000, "the mix holds \(mix.count) samples")
+        let manifestText = try String(contentsOf: folder.appendingPathComponent("manifest.json"), encoding: .utf8)
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(manifestText.utf8)) as? [String: Any])
+        #expect(manifest["ended"] != nil && (manifest["errors"] as? [Any])?.isEmpty != false, "\(manifestText)")
+        #expect((manifest["mix"] as? String)?.hasSuffix("/recordings/mixes/m/mix.opus") == true, "the mix as the job named it: \(manifest["mix"] ?? "-")")
+        #expect((final["out"] as? String)?.hasSuffix("/recordings/calls/a") == true, "\(final)")
+
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+        let log = await serve.process.finished().errText
+        for (what, text) in [("the status", stopped.text), ("manifest.json", manifestText), ("the log", log)] {
+            #expect(!text.contains("/proc/self/fd"), "\(what) shows a /proc path")
+        }
+        #expect(log.contains("/recordings/calls/a"), "the log names the folder as the job gave it")
+    }
+
     @Test("a recording's folder, a folder inside it, one around it, or a mix in it are refused (409) while it runs; the paths it shows are canonical")
     func foldersDoNotOverlap() async throws {
         let room = try await Scene.createRoom()

@@ -97,6 +97,25 @@ public enum Faults {
 
     private static func tcpRule(_ port: Int) -> [String] { ["-p", "tcp", "--dport", "\(port)", "-j", "REJECT", "--reject-with", "tcp-reset"] }
 
+    /// Drops every TCP packet sent to 127.0.0.1:`port` until `releaseTCP(port:)`: a client's
+    /// connect neither succeeds nor fails, it resends its SYN (after 1 s, then 3 s) and gets
+    /// through once released. Checked in place.
+    public static func holdTCP(port: Int) async throws {
+        let rule = holdRule(port)
+        let r = try await iptables(["-I", "INPUT"] + rule)
+        guard r.status == 0 else { throw Failed(message: "iptables -I INPUT \(rule.joined(separator: " ")) failed: \(r.errText)") }
+        guard try await isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) was not in INPUT after adding it") }
+    }
+
+    /// Undoes `holdTCP(port:)`; checked gone.
+    public static func releaseTCP(port: Int) async throws {
+        let rule = holdRule(port)
+        for _ in 0..<5 where try await isPresent(rule) { _ = try await iptables(["-D", "INPUT"] + rule) }
+        guard try await !isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) still in INPUT after removing it") }
+    }
+
+    private static func holdRule(_ port: Int) -> [String] { ["-p", "tcp", "--dport", "\(port)", "-j", "DROP"] }
+
     /// What `dropUDP` did: packets its rules dropped, when both rules were in and when both
     /// were out again (each a few ms after the iptables command that did it returned).
     public struct Drop: Sendable {

@@ -5,7 +5,7 @@ import Synchronization
 /// `record --mix FILE`: one Ogg Opus track of the whole call (`record-mix.pipeline`), into which
 /// every audio recording feeds its decrypted frames while it lasts.
 final class CallMix: Sendable {
-    let file: URL
+    let file: RecordingFile
     private let bin: Bin
     private let library: PipelineLibrary
     private let finished: AsyncStream<Void>
@@ -17,17 +17,17 @@ final class CallMix: Sendable {
     static let branchName = "mix"
 
     /// Adds the mixer to the (running) subscriber pipeline and starts it.
-    init(file: URL, pipeline: Pipeline, library: PipelineLibrary) throws {
+    init(file: RecordingFile, pipeline: Pipeline, library: PipelineLibrary) throws {
         self.file = file
         self.library = library
-        bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.path]), name: Self.branchName)
+        bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.access.path]), name: Self.branchName)
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
         let sink = try bin.element(named: "file").staticPad("sink")
         endProbe = sink.onEndOfStream { done.yield(); done.finish() }
         let bytesOut = BotMetrics.bytesWritten()
         bytesProbe = sink.addBufferObserver { bytesOut.add($0.count) }
-        guard bin.syncStateWithParent() else { throw BotError.output("the mix \(file.path) could not be started") }
+        guard bin.syncStateWithParent() else { throw BotError.output("the mix \(file.shown.path) could not be started") }
     }
 
     /// Whether writing the mix failed: recordings stop feeding it and go on without it.

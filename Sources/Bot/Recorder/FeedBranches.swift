@@ -14,7 +14,8 @@ final class FeedBranches: Sendable {
     private let config: BotConfig
     /// Read by every branch's pause gate.
     private let pause: PauseFlag
-    private let directory: URL
+    /// Track files are reached through `folder.access`; errors name `folder.shown`.
+    private let folder: RecordingFolder
     private let log: Logger
 
     struct Map {
@@ -35,10 +36,10 @@ final class FeedBranches: Sendable {
         var failed: [String: Int64] = [:]
     }
 
-    init(config: BotConfig, directory: URL, pause: PauseFlag = PauseFlag(), logger: Logger) {
+    init(config: BotConfig, folder: RecordingFolder, pause: PauseFlag = PauseFlag(), logger: Logger) {
         self.config = config
         self.pause = pause
-        self.directory = directory
+        self.folder = folder
         log = logger
     }
 
@@ -151,20 +152,21 @@ final class FeedBranches: Sendable {
             let userID = RecordingManifest.splitDisplay(display).0
             m.failed[mid] = nil
             let ext = kind.fileExtension
-            let name = Self.newName(feed: feed, userID: userID, ext: ext, in: directory, &m)
+            let name = Self.newName(feed: feed, userID: userID, ext: ext, in: folder.access, &m)
             do {
                 if let bin = m.discards.removeValue(forKey: mid) { pad.unlink(); pipeline.remove(bin) }
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
-                    kind: kind, feedID: feed, display: display, mid: mid, file: directory.appendingPathComponent(name),
+                    kind: kind, feedID: feed, display: display, mid: mid, file: folder.access.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
                     pause: pause, onKeyMissing: config.onKeyMissing, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
             } catch {
+                let error = folder.showing("\(error)")
                 log.error("cannot record feed \(feed) \(kind.rawValue) (mid \(mid)); the other feeds go on: \(error)", metadata: ["janus.feed": "\(feed)"])
-                note(.init(time: Date(), feedID: feed, display: display, mid: mid, kind: kind.media, file: nil, error: "\(error)"))
+                note(.init(time: Date(), feedID: feed, display: display, mid: mid, kind: kind.media, file: nil, error: error))
                 // An unlinked pad would stop the whole PeerConnection (not-linked): discard instead.
                 discard(pad: pad, mid: mid, pipeline: pipeline, &m)
             }

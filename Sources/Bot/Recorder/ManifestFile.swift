@@ -6,17 +6,20 @@ import Synchronization
 /// still say so: a hidden reserve file holds space that is given up for the manifest's next
 /// write, and taken again once there is space. A failure is logged once until a write succeeds.
 final class ManifestFile: Sendable {
-    let directory: URL
+    /// Written through `folder.access`; its errors are said with `folder.shown`.
+    let folder: RecordingFolder
     private let reserve: URL
     /// Far more than a manifest of hundreds of tracks needs (twice: the temporary and the file).
     static let reserveBytes: Int = 1 << 20
     private let complained = Atomic<Bool>(false)
     private let reserved = Atomic<Bool>(false)
 
-    init(directory: URL) {
-        self.directory = directory
-        reserve = directory.appendingPathComponent(".manifest.reserve")
+    init(folder: RecordingFolder) {
+        self.folder = folder
+        reserve = folder.access.appendingPathComponent(".manifest.reserve")
     }
+
+    private var directory: URL { folder.access }
 
     /// Writes `manifest` atomically; on a full disk, gives up the reserve and tries again.
     func write(_ manifest: RecordingManifest, log: Logger) throws {
@@ -33,7 +36,7 @@ final class ManifestFile: Sendable {
     /// Logs a failed write, once until one succeeds.
     func failed(_ error: any Error, log: Logger) {
         guard !complained.exchange(true, ordering: .relaxed) else { return }
-        log.error("cannot write manifest.json (\(error)): the one on disk is older than the recording; trying again every second")
+        log.error("cannot write manifest.json (\(folder.showing("\(error)"))): the one on disk is older than the recording; trying again every second")
     }
 
     /// Takes the reserve if it is not held (fails quietly while the disk is full).

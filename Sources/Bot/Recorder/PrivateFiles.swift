@@ -32,13 +32,13 @@ enum PrivateFiles {
     }
 
     /// Whether files can be created in `folder` (permissions alone do not say, for root or a
-    /// read-only mount): creates one and removes it.
-    static func checkWritable(_ folder: URL) throws(BotError) {
+    /// read-only mount): creates one and removes it. `shown`: the folder as its errors name it.
+    static func checkWritable(_ folder: URL, shown: URL? = nil) throws(BotError) {
         let probe = folder.appendingPathComponent(".sfubot-write-check-\(UUID().uuidString)")
         let fd = open(probe.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
         guard fd >= 0 else {
             let code = errno
-            throw .output("cannot create files in \(folder.path) (\(reason(code))): choose another --out or fix its permissions")
+            throw .output("cannot create files in \((shown ?? folder).path) (\(reason(code))): choose another --out or fix its permissions")
         }
         _ = close(fd)
         _ = unlink(probe.path)
@@ -46,18 +46,18 @@ enum PrivateFiles {
 
     /// Creates `file` empty and 0600 for a sink to write into (filesink's `fopen(…, "wb")` keeps
     /// the mode of a file that exists). An existing regular file is truncated and made 0600; a
-    /// device such as /dev/null is opened and left as it is.
-    static func create(_ file: URL, option: String = "output") throws(BotError) {
+    /// device such as /dev/null is opened and left as it is. `shown`: the file as its errors name it.
+    static func create(_ file: URL, option: String = "output", shown: URL? = nil) throws(BotError) {
         let fd = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fileMode)
         guard fd >= 0 else {
             let code = errno
-            throw .output("cannot create \(file.path) (\(reason(code))): check \(option) and its folder")
+            throw .output("cannot create \((shown ?? file).path) (\(reason(code))): check \(option) and its folder")
         }
         defer { _ = close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, fchmod(fd, fileMode) != 0 {
             let code = errno
-            throw .output("cannot make \(file.path) private (\(reason(code)))")
+            throw .output("cannot make \((shown ?? file).path) private (\(reason(code)))")
         }
     }
 

@@ -12,10 +12,12 @@ import Logging
 /// `config.rejoinTimeout`, each publisher continuing in a new segment file.
 public struct Recorder: Sendable {
     public let config: BotConfig
-    public let directory: URL
+    /// The recording's folder (as shown, and as the file system is reached).
+    public let folder: RecordingFolder
+    public var directory: URL { folder.shown }
     public let duration: Duration?
     /// Also write one mixed audio track of the whole call here (Ogg Opus).
-    public let mixFile: URL?
+    public let mix: RecordingFile?
     /// Continue a recording an earlier process left in `directory` (a crash, a restart): its
     /// files and manifest are kept, every publisher continues in a new segment file, and the
     /// time the recorder was away is a gap in the manifest. Without it the folder is recorded
@@ -33,10 +35,15 @@ public struct Recorder: Sendable {
     public var pauses = RecordingPauses()
 
     public init(config: BotConfig, directory: URL, duration: Duration? = nil, mixFile: URL? = nil) {
+        self.init(config: config, folder: RecordingFolder(directory), duration: duration, mix: mixFile.map(RecordingFile.init))
+    }
+
+    /// A recording written through `folder`'s and `mix`'s access paths (a serve job's held folders).
+    public init(config: BotConfig, folder: RecordingFolder, duration: Duration? = nil, mix: RecordingFile? = nil) {
         self.config = config
-        self.directory = directory
+        self.folder = folder
         self.duration = duration
-        self.mixFile = mixFile
+        self.mix = mix
     }
 
     /// Records until `duration` elapses or the task is cancelled; then finishes every file and
@@ -47,34 +54,34 @@ public struct Recorder: Sendable {
 
     /// `run` with `config`'s `turns:` bridges open.
     private func record(_ config: BotConfig) async throws(BotError) -> RecordingManifest {
-        let earlier = resume ? try? RecordingManifest.read(from: directory) : nil
-        let mixFile = earlier.flatMap { _ in self.mixFile.map(Self.nextFree) } ?? self.mixFile
+        let earlier = resume ? try? RecordingManifest.read(from: folder.access) : nil
+        let mixFile = earlier.flatMap { _ in self.mix.map(Self.nextFree) } ?? self.mix
         // Every mix an earlier process began, also one it was killed before naming in its
         // manifest (taken before this run creates its own).
-        let mixes = earlier == nil ? [] : self.mixFile.map { Self.taken($0) } ?? []
+        let mixes = earlier == nil ? [] : self.mix.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
-        let room = RoomRecording(config: config, directory: directory, mixFile: mixFile, status: status, pauses: pauses)
+        let room = RoomRecording(config: config, folder: folder, mix: mixFile, status: status, pauses: pauses)
         if let signingKey { await room.sign(with: signingKey, takeover: takeover, head: chainHead) }
         if let earlier {
-            await room.resume(from: earlier, awaySince: Self.lastWrite(in: directory) ?? Date(), mixesOnDisk: mixes)
+            await room.resume(from: earlier, awaySince: Self.lastWrite(in: folder.access) ?? Date(), mixesOnDisk: mixes)
         }
         do {
             try await room.start()
             try await room.follow(for: duration)
         } catch {
             let manifest = await Finishing.run { await room.finish() }
-            if let manifest, !(error is CancellationError) { config.logger.info("kept \(manifest.feeds.count) recording(s) in \(directory.path)") }
+            if let manifest, !(error is CancellationError) { config.logger.info("kept \(manifest.feeds.count) recording(s) in \(folder.shown.path)") }
             throw BotError(error)
         }
         // Finishing the files is the stop: the cancellation that asked for it must not cut it short.
         let manifest = await Finishing.run { await room.finish() }
-        guard let manifest else { throw .output("could not write manifest.json in \(directory.path)") }
+        guard let manifest else { throw .output("could not write manifest.json in \(folder.shown.path)") }
         return manifest
     }
 
     /// What `run` checks before joining (the folder takes files, the mix can be created),
     /// for a caller that wants to refuse a job at once rather than see it fail.
-    public func checkOutputs() throws(BotError) { try prepareOutputs(mixFile: mixFile) }
+    public func checkOutputs() throws(BotError) { try prepareOutputs(mixFile: mix) }
 
     /// When the manifest was last written: the last moment an earlier recorder is known to
     /// have been recording.
@@ -85,39 +92,35 @@ public struct Recorder: Sendable {
 
     /// `file`, or `name-2.ext`, `name-3.ext`… : the first that does not exist (a resumed
     /// recording's mix must not overwrite the earlier one).
-    static func nextFree(_ file: URL) -> URL {
+    static func nextFree(_ file: RecordingFile) -> RecordingFile {
         var n = 1
-        while FileManager.default.fileExists(atPath: numbered(file, n).path) { n += 1 }
-        return numbered(file, n)
+        while FileManager.default.fileExists(atPath: file.numbered(n).access.path) { n += 1 }
+        return file.numbered(n)
     }
 
     /// `file`, `name-2.ext`, … up to the first that does not exist: those that do.
-    static func taken(_ file: URL) -> [URL] {
-        var n = 1, found: [URL] = []
-        while FileManager.default.fileExists(atPath: numbered(file, n).path) {
-            found.append(numbered(file, n))
+    static func taken(_ file: RecordingFile) -> [RecordingFile] {
+        var n = 1, found: [RecordingFile] = []
+        while FileManager.default.fileExists(atPath: file.numbered(n).access.path) {
+            found.append(file.numbered(n))
             n += 1
         }
         return found
     }
 
-    private static func numbered(_ file: URL, _ n: Int) -> URL {
-        guard n > 1 else { return file }
-        let ext = file.pathExtension
-        return URL(fileURLWithPath: file.deletingPathExtension().path + "-\(n)" + (ext.isEmpty ? "" : "." + ext))
-    }
-
     /// Every output checked before joining, so a path that cannot be written ends the run at
     /// once rather than after the call: the folder (created 0700 if missing) takes new files,
     /// and the mix is created (0600).
-    func prepareOutputs(mixFile: URL?) throws(BotError) {
-        let created = try PrivateFiles.createFolder(directory)
-        try PrivateFiles.checkWritable(directory)
-        if !created, PrivateFiles.isShared(directory) {
+    /// A held folder exists and was checked where it was opened: it is not made again by name.
+    func prepareOutputs(mixFile: RecordingFile?) throws(BotError) {
+        let created = folder.isHeld ? false : try PrivateFiles.createFolder(folder.access)
+        try PrivateFiles.checkWritable(folder.access, shown: folder.shown)
+        if !created, PrivateFiles.isShared(folder.access) {
             var log = config.logger
             log[metadataKey: "component"] = "recorder"
-            log.warning("other users can open \(directory.path): the recordings in it are private (0600), their names are not")
+            log.warning("other users can open \(folder.shown.path): the recordings in it are private (0600), their names are not")
         }
-        if let mixFile { try PrivateFiles.create(mixFile, option: "--mix") }
+        guard let mixFile else { return }
+        try PrivateFiles.create(mixFile.access, option: "--mix", shown: mixFile.shown)
     }
 }

@@ -10,8 +10,13 @@ import Logging
 /// in `unrecorded`, never in `feeds`.
 struct RecordingCheck {
     let library: PipelineLibrary
+    /// Where the files are reached (a held folder's `/proc/self/fd/N`).
     let directory: URL
     let logger: Logger
+    /// Where the mix, named in the manifest as shown, is reached.
+    var mixAccess: @Sendable (String) -> URL = { URL(fileURLWithPath: $0) }
+    /// Errors spelled with the folders' shown paths (GStreamer's name the location it read).
+    var show: @Sendable (String) -> String = { $0 }
 
     /// What `RoomRecording.resume` notes on a track an earlier process did not finish (killed):
     /// its file holds what reached the disk, which is compared with nothing.
@@ -35,6 +40,7 @@ struct RecordingCheck {
                 contents = try await ReadBack(library: library).read(
                     url, audio: entries.contains { $0.kind == "audio" }, video: entries.contains { $0.kind == "video" })
             } catch {
+                let error = show("\(error)")
                 if wrote || entries.contains(where: { $0.error == Self.interrupted }) {
                     lost(&m, entries[0], file: file, "\(file) cannot be read back (\(error)): it is not listed as a recording")
                     m.unrecorded += entries.map { var e = $0; e.error = "its file \(file) cannot be read back: \(error)"; return e }
@@ -73,19 +79,20 @@ struct RecordingCheck {
         }
         m.feeds = kept
         // A mix that failed while recording is in `errors` already, with what it kept.
-        if let mix = m.mix, !m.errors.contains(where: { $0.feedID == nil && $0.file == mix }) { await checkMix(&m, URL(fileURLWithPath: mix)) }
+        if let mix = m.mix, !m.errors.contains(where: { $0.feedID == nil && $0.file == mix }) { await checkMix(&m, shown: mix) }
         m.participants = RecordingManifest.participants(of: m.feeds, recorderGaps: m.gaps)
         return m
     }
 
-    private func checkMix(_ m: inout RecordingManifest, _ url: URL) async {
+    private func checkMix(_ m: inout RecordingManifest, shown: String) async {
+        let name = URL(fileURLWithPath: shown).lastPathComponent
         do {
-            let c = try await ReadBack(library: library).read(url, audio: true, video: false)
+            let c = try await ReadBack(library: library).read(mixAccess(shown), audio: true, video: false)
             let t = c.audio ?? .init()
             m.mixOnDisk = .init(bytes: c.bytes, frames: t.frames, decoded: t.decoded, seconds: t.first.flatMap { f in t.last.map { $0 - f } })
-            if t.decoded == 0 { note(&m, .init(time: Date(), file: url.path, error: "the mix \(url.lastPathComponent) holds no audio that decodes")) }
+            if t.decoded == 0 { note(&m, .init(time: Date(), file: shown, error: "the mix \(name) holds no audio that decodes")) }
         } catch {
-            note(&m, .init(time: Date(), file: url.path, error: "the mix \(url.lastPathComponent) cannot be read back: \(error)"))
+            note(&m, .init(time: Date(), file: shown, error: "the mix \(name) cannot be read back: \(show("\(error)"))"))
         }
     }
 

@@ -10,18 +10,18 @@ extension RoomRecording {
         guard diskFullSince == nil else { return }
         diskFullSince = Date()
         gaps.append(.init(start: Date(), cause: DiskSpace.gapCause))
-        log.error("the disk holding \(directory.path) is full: every track stops being written (each file keeps what was written, and plays); they go on in new files once \(DiskSpace.resumeBytes >> 20) MiB are free again")
+        log.error("the disk holding \(folder.shown.path) is full: every track stops being written (each file keeps what was written, and plays); they go on in new files once \(DiskSpace.resumeBytes >> 20) MiB are free again")
     }
 
     /// Every second: with space again, the tracks the full disk stopped go on in new files.
     func resumeAfterDiskFull() {
-        guard let since = diskFullSince, state == .recording, let media, DiskSpace.free(in: directory) >= DiskSpace.resumeBytes else { return }
+        guard let since = diskFullSince, state == .recording, let media, DiskSpace.free(in: folder.access) >= DiskSpace.resumeBytes else { return }
         diskFullSince = nil
         failedBranches.subtract(fullBranches)
         let resumed = branches.retry(branches: fullBranches, pipeline: media.pipeline, mix: media.mix)
         fullBranches = []
         if let i = gaps.lastIndex(where: { $0.end == nil && $0.cause == DiskSpace.gapCause }) { gaps[i].close(cause: nil) }
-        log.notice("there is space again in \(directory.path) after \(Int(Date().timeIntervalSince(since))) s: \(resumed) track(s) go on in new files")
+        log.notice("there is space again in \(folder.shown.path) after \(Int(Date().timeIntervalSince(since))) s: \(resumed) track(s) go on in new files")
     }
 }
 

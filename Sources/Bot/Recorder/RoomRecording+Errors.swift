@@ -7,7 +7,9 @@ extension RoomRecording {
     /// A pipeline error: if it comes from one feed's branch, that branch is taken out and the
     /// others go on; if from the mix, the recordings stop feeding it. Logged once per branch,
     /// and counted in the manifest.
-    func mediaError(source: String, text: String, debug: String?) async {
+    func mediaError(source: String, text said: String, debug saidDebug: String?) async {
+        // The sinks' errors name the paths they write, which people see as the folder's own.
+        let text = showing(said), debug = saidDebug.map(showing)
         let branch = debug.flatMap(Self.branch(inPath:))
         guard let branch, let media else {
             log.error("pipeline error from \(source): \(text)", metadata: ["gst.debug": "\(debug ?? "")"])
@@ -23,18 +25,18 @@ extension RoomRecording {
             guard branch == CallMix.branchName else {
                 // One input's decoder: that publisher is no longer heard in the mix.
                 log.error("\(branch) no longer feeds the call's mix (\(text)); the mix and the recordings go on")
-                branches.note(.init(time: Date(), file: mix.file.path, error: "\(branch): \(text)"))
+                branches.note(.init(time: Date(), file: mix.file.shown.path, error: "\(branch): \(text)"))
                 return
             }
             guard mix.markFailed() else { return }
             if full {
-                log.error("the call's mix \(mix.file.path) stopped (the disk is full): it keeps what was written, and is not written again in this recording")
+                log.error("the call's mix \(mix.file.shown.path) stopped (the disk is full): it keeps what was written, and is not written again in this recording")
             } else {
-                log.error("the call's mix \(mix.file.path) stopped (\(text)): it keeps what was written; every publisher's own file goes on",
+                log.error("the call's mix \(mix.file.shown.path) stopped (\(text)): it keeps what was written; every publisher's own file goes on",
                           metadata: ["gst.debug": "\(debug ?? "")"])
             }
             BotMetrics.recordingLoss()
-            branches.note(.init(time: Date(), file: mix.file.path, error: text))
+            branches.note(.init(time: Date(), file: mix.file.shown.path, error: text))
             writeManifest()
             return
         }

@@ -14,7 +14,7 @@ extension RoomRecording {
         let feeds = (finished + branches.liveEntries).sorted { ($0.joined, $0.feedID, $0.kind) < ($1.joined, $1.feedID, $1.kind) }
         var m = RecordingManifest(
             room: config.room, janus: config.janusURL, e2ee: config.protection.isEncrypted, started: started, ended: ended,
-            feeds: feeds, timeline: timeline, mix: media?.mix?.file.path ?? mixFile?.path, earlierMixes: earlierMixes,
+            feeds: feeds, timeline: timeline, mix: media?.mix?.file.shown.path ?? mixFile?.shown.path, earlierMixes: earlierMixes,
             errors: branches.errors, gaps: gaps, pauses: pauses.all, reconnection: counters,
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
         m.candidatePair = candidatePair
@@ -60,7 +60,12 @@ extension RoomRecording {
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
         state = .finished
         // Every file read back: the manifest says what is on disk.
-        var final = await RecordingCheck(library: config.pipelines, directory: directory, logger: log).check(manifest(ended: Date()))
+        let (folder, mix) = (self.folder, mixFile)
+        var final = await RecordingCheck(
+            library: config.pipelines, directory: folder.access, logger: log,
+            mixAccess: { Self.access(ofShown: $0, folder: folder, mix: mix) },
+            show: { Self.showing($0, folder: folder, mix: mix) }
+        ).check(manifest(ended: Date()))
         if let proof {
             final = await proof.seal(final, log: log)
             log.info("\(proof.costLine)")
@@ -70,7 +75,7 @@ extension RoomRecording {
             try manifestFile.write(final, log: log)
             return final
         } catch {
-            log.error("cannot write manifest.json: \(error)")
+            log.error("cannot write manifest.json: \(showing("\(error)"))")
             return nil
         }
     }
@@ -83,7 +88,7 @@ extension RoomRecording {
                 for r in live { group.addTask { await r.finish(in: media.pipeline) } }
             }
         }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(live.map(\.entry))
+        finished += await remux.merge(live.map(\.entry))
         await checkpoint()
     }
 }

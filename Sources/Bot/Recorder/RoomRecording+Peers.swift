@@ -49,7 +49,7 @@ extension RoomRecording {
         timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
         let done = branches.detach(feed: p.id)
         for r in done { await r.finish(in: media.pipeline) }
-        finished += await TrackRemux(library: config.pipelines, directory: directory, logger: log).merge(done.map(\.entry))
+        finished += await remux.merge(done.map(\.entry))
         writeManifest()
         // The merge replaced track files: a checkpoint now, so a kill does not find them named and gone.
         await checkpoint()

@@ -40,9 +40,10 @@ actor RoomRecording {
     }
     let status: LiveStatus
     let config: BotConfig
-    let directory: URL
+    /// The recording's folder: files reached through `folder.access`, named by `folder.shown`.
+    let folder: RecordingFolder
     let log: Logger
-    let mixFile: URL?
+    let mixFile: RecordingFile?
     var started = Date()
     /// Mixes of the recording before this process resumed it.
     var earlierMixes: [String] = []
@@ -99,19 +100,25 @@ actor RoomRecording {
 
     init(config: BotConfig, directory: URL, mixFile: URL?, status: LiveStatus = LiveStatus(), pauses: RecordingPauses = RecordingPauses(),
          connect: Rejoin.Connect? = nil, hooks: Hooks = Hooks()) {
+        self.init(config: config, folder: RecordingFolder(directory), mix: mixFile.map(RecordingFile.init), status: status, pauses: pauses,
+                  connect: connect, hooks: hooks)
+    }
+
+    init(config: BotConfig, folder: RecordingFolder, mix mixFile: RecordingFile?, status: LiveStatus = LiveStatus(), pauses: RecordingPauses = RecordingPauses(),
+         connect: Rejoin.Connect? = nil, hooks: Hooks = Hooks()) {
         self.pauses = pauses
         self.connect = connect ?? config.connector
         self.hooks = hooks
         self.status = status
         self.mixFile = mixFile
         self.config = config
-        self.directory = directory
+        self.folder = folder
         var log = config.logger
         log[metadataKey: "component"] = "recorder"
         log[metadataKey: "room"] = "\(config.room)"
         self.log = log
-        branches = FeedBranches(config: config, directory: directory, pause: pauses.flag, logger: log)
-        manifestFile = ManifestFile(directory: directory)
+        branches = FeedBranches(config: config, folder: folder, pause: pauses.flag, logger: log)
+        manifestFile = ManifestFile(folder: folder)
     }
 
     /// Connects, joins the room and subscribes to everyone already there; later changes are
@@ -141,7 +148,7 @@ actor RoomRecording {
         self.roster = roster
         state = .recording
         if let last = gaps.indices.last, gaps[last].end == nil { gaps[last].close(cause: nil) }
-        log.info("recording room \(config.room) into \(directory.path)")
+        log.info("recording room \(config.room) into \(folder.shown.path)")
         try await add(await roster.current)
         follow(roster)
         writeManifest()
@@ -218,7 +225,7 @@ actor RoomRecording {
     /// file names, and the time away is a gap that ends when the recorder is back.
     /// `mixesOnDisk`: the mix files earlier processes began (a 0-byte one, begun by a process
     /// killed before its first page, is removed, never listed).
-    func resume(from earlier: RecordingManifest, awaySince: Date, mixesOnDisk: [URL] = []) {
+    func resume(from earlier: RecordingManifest, awaySince: Date, mixesOnDisk: [RecordingFile] = []) {
         started = earlier.started
         finished = earlier.feeds.map { feed in
             var f = feed
@@ -235,22 +242,23 @@ actor RoomRecording {
         gaps.append(.init(start: awaySince, cause: "the recorder was not running (process restarted)"))
         counters = earlier.reconnection
         earlierMixes = earlier.earlierMixes + (earlier.mix.map { [$0] } ?? [])
-        for url in mixesOnDisk where !earlierMixes.contains(url.path) {
-            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-            if size > 0 { earlierMixes.append(url.path) } else { unlink(url.path) }
+        for file in mixesOnDisk where !earlierMixes.contains(file.shown.path) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: file.access.path)[.size] as? Int) ?? 0
+            if size > 0 { earlierMixes.append(file.shown.path) } else { unlink(file.access.path) }
         }
         earlierMixes.removeAll { path in
-            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            if size == 0 { unlink(path) }
+            let access = self.access(ofShown: path).path
+            let size = (try? FileManager.default.attributesOfItem(atPath: access)[.size] as? Int) ?? 0
+            if size == 0 { unlink(access) }
             return size == 0
         }
         for e in earlier.errors { branches.note(e) }
         // A merge the earlier process was killed in: its track files are listed and kept.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".partial") {
-            unlink(directory.appendingPathComponent(name).path)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.access.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".partial") {
+            unlink(folder.access.appendingPathComponent(name).path)
         }
         branches.reserve(files: earlier.feeds.map(\.file))
-        log.info("resuming the recording in \(directory.path): \(earlier.feeds.count) earlier track(s) kept, new segments follow")
+        log.info("resuming the recording in \(folder.shown.path): \(earlier.feeds.count) earlier track(s) kept, new segments follow")
     }
 
     // MARK: - Media

@@ -12,8 +12,11 @@ import Logging
 /// finishing files is the stop.
 struct TrackRemux {
     let library: PipelineLibrary
+    /// Where the files are reached (a held folder's `/proc/self/fd/N`).
     let directory: URL
     let logger: Logger
+    /// Errors spelled with the folder's shown path (GStreamer's name the location it read).
+    var show: @Sendable (String) -> String = { $0 }
 
     /// Returns the entries with the merged ones naming the new file.
     func merge(_ entries: [RecordingManifest.Feed]) async -> [RecordingManifest.Feed] {
@@ -41,9 +44,10 @@ struct TrackRemux {
                 out[a].file = name
                 logger.info("feed \(feed): audio and video in \(name)")
             } catch {
+                let error = show("\(error)")
                 logger.error("feed \(feed): the track files \(out[v].file) and \(out[a].file) were kept as they are: \(error)")
-                out[v].notMerged = "\(error)"
-                out[a].notMerged = "\(error)"
+                out[v].notMerged = error
+                out[a].notMerged = error
             }
         }
         return out

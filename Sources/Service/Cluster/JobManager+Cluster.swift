@@ -132,7 +132,8 @@ extension JobManager {
             defer { reserved[row.id] = nil }
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
-            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media, created: row.created, resumes: row.resumes,
+            _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media,
+                           outputs: prepared.outputs, created: row.created, resumes: row.resumes,
                        startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses,
                        takeover: row.resumes > 0 ? ChainTakeover(cause: previous == nil ? "released" : "failover", from: previous, link: row.chainHead) : nil)
         } catch {

@@ -9,20 +9,24 @@ import Synchronization
 public final class RecordingProof: Sendable {
     public let key: SigningKey
     let chain: ProofChain
-    let directory: URL
+    /// Files are named relative to `folder.shown` and reached through `folder.access`.
+    let folder: RecordingFolder
+    /// Where a file named by its shown absolute path (a mix outside the folder) is reached.
+    let locate: @Sendable (String) -> URL
     private let complained = Atomic<Bool>(false)
     /// Seconds between checkpoints.
     public static let interval = 5
 
-    public init(key: SigningKey, directory: URL, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
+    init(key: SigningKey, folder: RecordingFolder, takeover: ChainTakeover?, head: ChainHead?, locate: @escaping @Sendable (String) -> URL) {
         self.key = key
-        self.directory = directory
-        chain = ProofChain(directory: directory, key: key, takeover: takeover, head: head)
+        self.folder = folder
+        self.locate = locate
+        chain = ProofChain(directory: folder.access, key: key, takeover: takeover, head: head, locate: locate)
     }
 
     /// Names as the proof gives them: relative to the folder if inside it, else the path.
     func name(_ path: String) -> String {
-        let prefix = directory.standardizedFileURL.path + "/"
+        let prefix = folder.shown.standardizedFileURL.path + "/"
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
@@ -42,7 +46,7 @@ public final class RecordingProof: Sendable {
             if complained.exchange(false, ordering: .relaxed) { log.notice("checkpoints are written to proof.jsonl again") }
         } catch {
             // Once until one is written again (a full disk would say it every 5 s).
-            if !complained.exchange(true, ordering: .relaxed) { log.error("cannot append a checkpoint to proof.jsonl (\(error)): none is written until there is room again; the chain itself stays whole") }
+            if !complained.exchange(true, ordering: .relaxed) { log.error("cannot append a checkpoint to proof.jsonl (\(folder.showing("\(error)"))): none is written until there is room again; the chain itself stays whole") }
         }
     }
 
@@ -50,12 +54,12 @@ public final class RecordingProof: Sendable {
     func seal(_ final: RecordingManifest, log: Logger) async -> RecordingManifest {
         var m = final
         let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
-        let directory = self.directory
+        let (directory, locate) = (folder.access, self.locate)
         let cost = chain.cost
         let files: [ManifestProof.File] = (try? await ProofChain.offPool { cost.measure {
             var out: [ManifestProof.File] = []
             for n in Array(Set(names)).sorted() {
-                let url = n.hasPrefix("/") ? URL(fileURLWithPath: n) : directory.appendingPathComponent(n)
+                let url = n.hasPrefix("/") ? locate(n) : directory.appendingPathComponent(n)
                 if let d = try? FileDigest.of(url) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
             }
             return out
