@@ -54,6 +54,7 @@ extension MediaScene {
         func credentialsTLSURLWithTheWrongCA() async throws {
             let o = try await Self.scene(.credentialsTURNS, wrongCA: true)
             let expected = "the TURN server's certificate for 127.0.0.1 did not verify against \(o.caFile): "
+            print("agent with the wrong CA: \(o.manifest?.gaps.count ?? -1) gap(s), first: \(o.manifest?.gaps.first?.cause ?? "no manifest"); \(o.counts)")
             #expect(o.log.contains(expected), "the agent's log names the certificate and the CA file: \(o.log.suffix(3000))")
             if let manifest = o.manifest {
                 #expect(manifest.gaps.contains { $0.cause.hasPrefix(expected) }, "the recording's gaps name it: \(manifest.gaps.map(\.cause))")
