@@ -17,12 +17,14 @@ public struct BotConfig: Sendable {
     /// Called (on a streaming thread, with the feed id) for each received frame no key in the
     /// ring opens: the ECall agent asks the key host for the call key then.
     public var onKeyMissing: (@Sendable (Int64) -> Void)?
-    /// TURN servers for ICE (`turn(s)://user:password@host:port`), e.g. from ECall's `/credentials`.
-    public var turnServers: [String] = []
+    /// TURN servers a backend handed out with credentials of their own (ECall's `/credentials`),
+    /// used beside `ice`'s, whose STUN server and transport policy apply; a `turns:` one goes
+    /// through a bridge like `ice`'s.
+    public var issuedTURN = ICEServers()
     /// STUN/TURN servers, TURN credentials and the ICE transport policy (`--ice-server` and its
     /// options); applied to every webrtcbin the participant makes.
     public var ice = ICEServers()
-    /// The participant's TLS bridges to `ice`'s `turns:` servers, while it runs (set by
+    /// The participant's TLS bridges to the `turns:` servers of `ice` and `issuedTURN`, while it runs (set by
     /// `withTLSBridges`, never by a caller).
     public internal(set) var tlsBridges: TURNTLSBridges?
     /// How long a participant that lost Janus (its WebSocket, the session, or its media path)

@@ -55,7 +55,7 @@ extension Agent {
         var bot = BotConfig(janusURL: config.janus, room: room, display: "\(c.me.userId):\(config.displayName)", protection: .e2ee(session.ring),
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
-        bot.turnServers = c.turnServers
+        bot.issuedTURN = c.issuedTURN
         bot.ice = config.ice
         // Janus's own reconnection (claim, new session) first; past this, the call is rejoined
         // through the backend (request-rejoin), which may move it to another room.

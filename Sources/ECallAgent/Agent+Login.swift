@@ -1,3 +1,4 @@
+import Bot
 import ECall
 import FrameCrypto
 import Foundation
@@ -29,30 +30,49 @@ extension Agent {
         guard let me = await client.session else { throw .backend("no session after login") }
         let credentials: Credentials
         do { credentials = try await client.credentials() } catch { throw .backend(error.description) }
-        // ECALL-WIRE does not say what tlsUrl/noneTlsUrl address: TURN when they are turn(s): URIs,
-        // the Web-STOMP endpoint when they are ws(s): URLs (the stand-in's). `stomp` in the config wins.
-        let url = config.stomp ?? [credentials.tlsUrl, credentials.noneTlsUrl].compactMap { $0 }.first { $0.hasPrefix("ws") } ?? ""
-        guard !url.isEmpty else { throw .config("no Web-STOMP URL: set stomp in the config") }
+        guard let url = Self.stompURL(config: config.stomp, credentials) else {
+            throw .config("no Web-STOMP URL: set stomp in the config (/credentials gave none)")
+        }
+        let turn = turnServers(credentials)
+        try checkRelay(turn)
+        let trust = turn.servers.contains { $0.scheme == .turns } ? " (turns: verified against \(turn.caFile ?? "the system's CAs"))" : ""
+        log.info("TURN from /credentials: \(turn.servers.isEmpty ? "none" : turn.servers.map(\.description).joined(separator: ", "))\(trust)")
         let stomp = StompClient(options: .init(url: url, host: "ecall"), logger: log) {
             let c = try await client.credentials()
             return .init(login: "device-\(me.deviceId)", passcode: c.rabbitmqToken, expires: c.rabbitmqTokenExpiresAt.map(Date.init(timeIntervalSince1970:)))
         }
         do { try await stomp.start() } catch { throw .stomp(error.description) }
         log.info("agent up: user \(me.userId), device \(me.deviceId) (\(identity.kind.rawValue) key \(identity.publicKey.hash.prefix(16))…)")
-        return Connections(backend: client, stomp: stomp, identity: identity, me: me, turnServers: Self.turnServers(credentials),
+        return Connections(backend: client, stomp: stomp, identity: identity, me: me, issuedTURN: turn,
                            turnRefreshAfter: Self.turnRefreshDelay(username: credentials.turnUsername))
     }
 
-    /// `/credentials`' TURN fields as webrtcbin TURN URIs: `turn:host:port` → `turn://user:password@host:port`.
-    static func turnServers(_ c: Credentials) -> [String] {
-        guard let user = c.turnUsername, let password = c.turnPassword, !user.isEmpty else { return [] }
-        let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s }
-        return [c.noneTlsUrl, c.tlsUrl].compactMap { $0 }.compactMap { url -> String? in
-            // turns: (tlsUrl) is left out: these URIs go to libnice as they are, and libnice
-            // would speak plain TCP to it (only --ice-server turns: goes through sfubot's TLS).
-            guard url.hasPrefix("turn:") else { return nil }
-            let rest = url.dropFirst("turn:".count).drop { $0 == "/" }.split(separator: "?").first.map(String.init) ?? ""
-            return rest.isEmpty ? nil : "turn://\(escape(user)):\(escape(password))@\(rest)"
-        }
+    /// The Web-STOMP URL: the config's `stomp`, else the first `ws(s):` URL of `tlsUrl` and
+    /// `noneTlsUrl`. ECALL-WIRE does not say what these address; ECall gives TURN URIs there,
+    /// the stand-in backend its Web-STOMP endpoint when it has no TLS TURN to give.
+    static func stompURL(config stomp: String?, _ c: Credentials) -> String? {
+        if let stomp, !stomp.isEmpty { return stomp }
+        return [c.tlsUrl, c.noneTlsUrl].compactMap { $0 }.first { $0.hasPrefix("ws:") || $0.hasPrefix("wss:") }
+    }
+
+    /// `/credentials`' TURN servers (`noneTlsUrl`, then `tlsUrl`) with its credentials; a
+    /// `turns:` one goes through sfubot's TLS bridge, verified against `turn_ca_file` (else
+    /// `--turn-ca-file`, else the system's CAs). Other URLs (ws:) are left out.
+    func turnServers(_ c: Credentials) -> ICEServers {
+        Self.turnServers(c, caFile: config.turnCAFile ?? config.ice.caFile)
+    }
+
+    static func turnServers(_ c: Credentials, caFile: String?) -> ICEServers {
+        guard let user = c.turnUsername, let password = c.turnPassword, !user.isEmpty else { return ICEServers(caFile: caFile) }
+        let servers = [c.noneTlsUrl, c.tlsUrl].compactMap { $0 }.filter { $0.hasPrefix("turn:") || $0.hasPrefix("turns:") }.compactMap { try? ICEServer(parsing: $0) }
+        return ICEServers(servers: servers, credential: servers.isEmpty ? .none : .password(username: user, password: password), caFile: caFile)
+    }
+
+    /// Relay only needs a TURN server: `--ice-server`'s or `/credentials`'. Without either the
+    /// agent would join calls it can never hear.
+    func checkRelay(_ issued: ICEServers) throws(AgentError) {
+        guard config.ice.policy == .relay, !issued.servers.contains(where: { $0.scheme != .stun }),
+              !config.ice.servers.contains(where: { $0.scheme != .stun }) else { return }
+        throw .config("--ice-transport-policy relay needs a TURN server: give --ice-server turn:… or turns:…, or a backend whose /credentials gives one (with credentials)")
     }
 }

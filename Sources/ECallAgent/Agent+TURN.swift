@@ -1,3 +1,4 @@
+import Bot
 import ECall
 import Foundation
 import Logging
@@ -22,9 +23,9 @@ extension Agent {
             return .seconds(60)
         }
         guard case .running(var now) = state else { return .seconds(60) }
-        now.turnServers = Self.turnServers(fresh)
+        now.issuedTURN = turnServers(fresh)
         state = .running(now)
-        log.debug("TURN credentials renewed for \(now.turnServers.count) server(s)")
+        log.debug("TURN credentials renewed for \(now.issuedTURN.servers.count) server(s)")
         return Self.turnRefreshDelay(username: fresh.turnUsername)
     }
 }

@@ -50,8 +50,9 @@ public actor Agent {
         let stomp: StompClient?
         let identity: DeviceIdentity
         let me: SessionState
-        /// TURN from `/credentials`, fetched again before its REST credentials expire (`refreshTURN`).
-        var turnServers: [String]
+        /// TURN from `/credentials` (`turns:` verified against `turn_ca_file`), fetched again
+        /// before its REST credentials expire (`refreshTURN`).
+        var issuedTURN = ICEServers()
         /// When to fetch them again (halfway to the expiry in a coturn REST username).
         var turnRefreshAfter: Duration = .seconds(3600)
     }

@@ -18,7 +18,8 @@ public struct AgentConfig: Codable, Sendable {
     public var otp: String?
     public var janus: String
     public var janusApiSecret: String?
-    /// The Web-STOMP URL, if not the one `/credentials` gives.
+    /// The Web-STOMP URL. Without it, a `ws(s):` URL in `/credentials`' `tlsUrl` or
+    /// `noneTlsUrl` (only the stand-in backend puts one there: ECall's are TURN URLs).
     public var stomp: String?
     /// `record` (default) or `play`.
     public var onInvite: String?
@@ -45,6 +46,10 @@ public struct AgentConfig: Codable, Sendable {
         }
     }
 
+    /// PEM CA certificates (or a self-signed certificate) a `turns:` `tlsUrl` of `/credentials`
+    /// must chain to; nil: `--turn-ca-file`, else the system's trust store.
+    public var turnCAFile: String?
+
     /// STUN/TURN servers from the command line (`--ice-server`…), beside the TURN servers of
     /// ECall's `/credentials`; not part of the JSON.
     public var ice = ICEServers()
@@ -53,6 +58,7 @@ public struct AgentConfig: Codable, Sendable {
         case api, apiId = "api_id", apiSecret = "api_secret", identity, session, email, phoneNumber = "phone_number"
         case displayName = "display_name", otp, janus, janusApiSecret = "janus_api_secret", stomp
         case onInvite = "on_invite", playFile = "play_file", recordings, pollSeconds = "poll_seconds", rotationSeconds = "rotation_seconds"
+        case turnCAFile = "turn_ca_file"
     }
 
     /// Reads the file; relative paths become relative to its folder.
@@ -67,6 +73,9 @@ public struct AgentConfig: Codable, Sendable {
         c.session = resolve(c.session)
         c.playFile = c.playFile.map(resolve)
         c.recordings = resolve(c.recordings ?? "recordings")
+        c.turnCAFile = c.turnCAFile.map(resolve)
+        // A usage error now rather than a refused TURN server in the first call.
+        do { try ICEServers(caFile: c.turnCAFile).checkCAFile(option: "turn_ca_file") } catch { throw .config("\(path): \(error)") }
         return c
     }
 }

@@ -104,9 +104,10 @@ extension ECallStandIn {
             let token = UUID().uuidString, expires = Date().addingTimeInterval(configuration.rabbitTokenLifetime)
             state.withLock { $0.brokerTokens[token] = (me.deviceId, expires) }
             let turn = turnCredentials(user: "\(me.userId)")
-            return ["tlsUrl": configuration.stompURL, "noneTlsUrl": configuration.turn?.url ?? configuration.stompURL,
-                    "turnUsername": turn?.username ?? "", "turnPassword": turn?.password ?? "",
-                    "rabbitmqToken": token, "rabbitmqTokenExpiresAt": expires.timeIntervalSince1970]
+            var answer: [String: Any] = ["turnUsername": turn?.username ?? "", "turnPassword": turn?.password ?? "",
+                                         "rabbitmqToken": token, "rabbitmqTokenExpiresAt": expires.timeIntervalSince1970]
+            for (key, url) in turnURLs() { answer[key] = url }
+            return answer
         case ("POST", "call", 2) where route[1] == "start":
             guard let room = (json["roomId"] as? NSNumber)?.int64Value else { throw Failure(status: .badRequest, code: "ErrBadRequest", detail: "roomId is required") }
             let callees = (json["calleeIds"] as? [Any])?.compactMap { ($0 as? NSNumber)?.int64Value } ?? []

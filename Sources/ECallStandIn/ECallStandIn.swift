@@ -21,12 +21,27 @@ public final class ECallStandIn: Sendable {
         public var stompURL = "ws://127.0.0.1:15674/ws/"
         /// How long a RabbitMQ token from `/credentials` is good for.
         public var rabbitTokenLifetime: TimeInterval = 3600
-        /// A coturn `turn:` URL for `/credentials`' `noneTlsUrl`, with coturn's shared secret
-        /// (`use-auth-secret`): each answer carries fresh REST API credentials, valid for
-        /// `turnLifetime`. Nil: no TURN (empty username and password, as before).
-        public var turn: (url: String, secret: String)?
+        /// The coturn `/credentials` points to. Nil: no TURN (empty username and password).
+        public var turn: TURN?
         public var turnLifetime: TimeInterval = 86_400
         public init() {}
+    }
+
+    /// A coturn with its shared secret (`use-auth-secret`): each `/credentials` answer carries
+    /// fresh REST API credentials, valid for `turnLifetime`.
+    public struct TURN: Sendable {
+        public var secret: String
+        /// Its `turn:` URL, `/credentials`' `noneTlsUrl`; nil: none.
+        public var url: String?
+        /// Its `tls-listening-port`: `/credentials`' `tlsUrl` is then
+        /// `turns:127.0.0.1:PORT?transport=tcp`, as ECall's backend gives. Nil: `tlsUrl` is the
+        /// Web-STOMP URL, as this stand-in gave before it served TURN over TLS.
+        public var tlsPort: Int?
+        public init(url: String?, secret: String, tlsPort: Int? = nil) {
+            self.url = url
+            self.secret = secret
+            self.tlsPort = tlsPort
+        }
     }
 
     public let configuration: Configuration

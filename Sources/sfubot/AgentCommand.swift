@@ -20,14 +20,18 @@ struct AgentCommand: AsyncParsableCommand {
             It leaves on call_ended/call_cancelled. Ctrl-C leaves every call, files finished.
 
             Config (JSON; paths relative to it): api, api_id, api_secret, identity, session, email \
-            or phone_number, display_name, janus, and optionally otp, janus_api_secret, stomp, \
-            on_invite, play_file, recordings, poll_seconds, rotation_seconds.
+            or phone_number, display_name, janus, and optionally otp, janus_api_secret, stomp (the \
+            Web-STOMP URL; without it a ws(s): URL in /credentials, as only the stand-in gives), \
+            on_invite, play_file, recordings, poll_seconds, rotation_seconds, turn_ca_file (the CA \
+            file a turns: tlsUrl of /credentials must chain to; without it, the TURN CA file \
+            option's, else the system's trust store).
             """)
 
     @Option(help: ArgumentHelp("The agent's JSON config.", valueName: "file"))
     var config: String
 
-    @OptionGroup var ice: ICEOptions
+    /// Beside the TURN servers of ECall's `/credentials` (`--ice-transport-policy` applies to both).
+    @OptionGroup var ice: ICEOptionsOf<IssuedTURN>
     @OptionGroup var pipeline: PipelineOptions
     @OptionGroup var logOptions: LogOptions
 

@@ -84,7 +84,7 @@ struct AgentJoinRaceTests {
         let identity = try DeviceIdentity.generate(.p256), caller = try DeviceIdentity.generate(.p256)
         let backend = backend(me)
         let agent = Agent(config: config, pipelines: try PipelineLibrary(), logger: Logger(label: "test.agent"), media: media)
-        await agent.attach(.init(backend: backend, stomp: nil, identity: identity, me: me, turnServers: []))
+        await agent.attach(.init(backend: backend, stomp: nil, identity: identity, me: me))
         var invitation = SignalMessage(type: .callInvitation)
         invitation.callId = 41
         invitation.roomId = 1234

@@ -77,7 +77,7 @@ struct AgentRejoinStateTests {
         let backend = RejoinBackend(me: me, caller: caller, holdRequests: holdRequests)
         let agent = Agent(config: config, pipelines: try PipelineLibrary(), logger: Logger(label: "test.agent"), media: media,
                           rejoin: RejoinPolicy(acceptTimeout: .seconds(1), attempts: 2, firstBackoff: .milliseconds(100)))
-        await agent.attach(.init(backend: backend, stomp: nil, identity: identity, me: me, turnServers: []))
+        await agent.attach(.init(backend: backend, stomp: nil, identity: identity, me: me))
         let key = CallKey.random()
         var invitation = SignalMessage(type: .callInvitation)
         invitation.callId = 41

@@ -26,9 +26,8 @@ import Locking
         let connects = Counter()
         let dir = try Scene.tempDirectory("comeback")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
+        let config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
                                pipelines: try PipelineLibrary(), logger: Scene.logger)
-        config.turnServers = []
         let recording = RoomRecording(config: config, directory: dir, mixFile: nil, connect: { [options] _ throws(BotError) in
             connects.increment()
             guard connects.value > 1 else { return first }

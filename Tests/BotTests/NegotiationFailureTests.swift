@@ -18,9 +18,8 @@ import TestSupport
         let session = try await JanusSession.open(over: fake, url: "fake://janus", logger: Scene.logger)
         let dir = try Scene.tempDirectory("negotiation")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
+        let config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
                                pipelines: try PipelineLibrary(), logger: Scene.logger)
-        config.turnServers = []
         let recording = RoomRecording(config: config, directory: dir, mixFile: nil, connect: { _ in session })
         let starting = Task { try await recording.start() }
 

@@ -100,10 +100,8 @@ import TestSupport
     }
 
     func config() throws -> BotConfig {
-        var config = BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
-                               pipelines: try PipelineLibrary(), logger: Scene.logger)
-        config.turnServers = []
-        return config
+        try BotConfig(janusURL: "fake://janus", room: room, display: "9:Rec", protection: .e2ee(KeyRing(current: .random())),
+                      pipelines: PipelineLibrary(), logger: Scene.logger)
     }
 
     /// The roster's `exists` and publisher `join`, in an empty room (no subscription follows).

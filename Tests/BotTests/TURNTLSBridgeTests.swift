@@ -10,7 +10,7 @@ import Testing
     func listensAndCloses() async throws {
         let server = try ICEServer(parsing: "turns:127.0.0.1:1")
         let ice = ICEServers(servers: [server], credential: .password(username: "u", password: "p"), policy: .relay)
-        let bridges = try #require(try await TURNTLSBridges.open(for: ice, logger: Logger(label: "test")))
+        let bridges = try #require(try await TURNTLSBridges.open(for: [ice], logger: Logger(label: "test")))
         let port = try #require(bridges.port(for: server))
         let uri = ice.turnURIs(bridged: { bridges.port(for: $0) })
         #expect(uri == ["turn://u:p@127.0.0.1:\(port)?transport=tcp"])

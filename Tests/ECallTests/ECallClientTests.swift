@@ -59,10 +59,11 @@ import TestSupport
         }
     }
 
-    @Test("with coturn's shared secret, /credentials gives REST API credentials coturn would accept: EXPIRY:USER, base64(HMAC-SHA1)")
-    func turnRESTCredentials() async throws {
+    @Test("with coturn's shared secret, /credentials gives REST API credentials coturn would accept: EXPIRY:USER, base64(HMAC-SHA1); with its TLS port, tlsUrl is turns:",
+          arguments: [nil, 5349])
+    func turnRESTCredentials(tlsPort: Int?) async throws {
         var configuration = ECallStandIn.Configuration()
-        configuration.turn = (url: "turn:127.0.0.1:3478", secret: "north-wind")
+        configuration.turn = .init(url: "turn:127.0.0.1:3478", secret: "north-wind", tlsPort: tlsPort)
         let backend = ECallStandIn(configuration: configuration)
         let url = try await backend.start()
         do {
@@ -74,6 +75,8 @@ import TestSupport
             let before = Date().timeIntervalSince1970
             let credentials = try await c.credentials()
             #expect(credentials.noneTlsUrl == "turn:127.0.0.1:3478")
+            // Without TLS TURN the stand-in's tlsUrl is its Web-STOMP URL (the agent's fallback for `stomp`).
+            #expect(credentials.tlsUrl == (tlsPort.map { "turns:127.0.0.1:\($0)?transport=tcp" } ?? configuration.stompURL))
             let parts = (credentials.turnUsername ?? "").split(separator: ":")
             #expect(parts.count == 2 && parts.last.map(String.init) == "\(session.userId)", "\(credentials.turnUsername ?? "none")")
             let expiry = parts.first.flatMap { Double($0) } ?? 0

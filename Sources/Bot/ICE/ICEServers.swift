@@ -134,7 +134,7 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
 public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Kind: Equatable, Sendable {
         case badURL(String, String)
-        case caFile(String, String)
+        case caFile(String, String, option: String)
         case bridge(String, String)
         case noCredentials
         case credentialsWithoutTURN
@@ -144,17 +144,23 @@ public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatabl
     private let kind: Kind
 
     static func badURL(_ url: String, _ why: String) -> Self { .init(kind: .badURL(url, why)) }
-    static func caFile(_ path: String, _ why: String) -> Self { .init(kind: .caFile(path, why)) }
+    static func caFile(_ path: String, _ why: String) -> Self { .init(kind: .caFile(path, why, option: "--turn-ca-file")) }
     static func bridge(_ server: String, _ why: String) -> Self { .init(kind: .bridge(server, why)) }
     public static let noCredentials = Self(kind: .noCredentials)
     public static let credentialsWithoutTURN = Self(kind: .credentialsWithoutTURN)
     public static let twoSTUNServers = Self(kind: .twoSTUNServers)
     public static let relayWithoutTURN = Self(kind: .relayWithoutTURN)
 
+    /// The same error naming the setting the CA file came from (`turn_ca_file` in a config).
+    func naming(_ option: String) -> Self {
+        guard case .caFile(let path, let why, _) = kind else { return self }
+        return .init(kind: .caFile(path, why, option: option))
+    }
+
     public var description: String {
         switch kind {
         case .badURL(let url, let why): "--ice-server \(url): \(why)"
-        case .caFile(let path, let why): "--turn-ca-file \(path): \(why)"
+        case .caFile(let path, let why, let option): "\(option) \(path): \(why)"
         case .bridge(let server, let why): "TLS to \(server): \(why)"
         case .noCredentials: "a turn: server needs credentials: --turn-username with --turn-password or --turn-credentials-file, or --turn-secret-file"
         case .credentialsWithoutTURN: "TURN credentials given but no --ice-server turn:…"
@@ -165,13 +171,14 @@ public struct ICEConfigError: Error, CustomStringConvertible, Sendable, Equatabl
 }
 
 extension ICEServers {
-    /// Checks the combination: credentials for TURN, one STUN server, relay only with TURN.
-    public func validate() throws(ICEConfigError) {
+    /// Checks the combination: credentials for TURN, one STUN server, relay only with TURN
+    /// (unless `turnElsewhere`: the ECall agent's TURN servers come from `/credentials`).
+    public func validate(turnElsewhere: Bool = false) throws(ICEConfigError) {
         let turn = servers.contains { $0.scheme != .stun }
         if servers.filter({ $0.scheme == .stun }).count > 1 { throw .twoSTUNServers }
         if turn, case .none = credential { throw .noCredentials }
         if !turn, !(credential.isNone) { throw .credentialsWithoutTURN }
-        if policy == .relay, !turn { throw .relayWithoutTURN }
+        if policy == .relay, !turn, !turnElsewhere { throw .relayWithoutTURN }
     }
 }
 

@@ -11,23 +11,24 @@ public final class TURNTLSBridges: Sendable {
 
     private init(_ bridges: [TURNTLSBridge]) { self.bridges = bridges }
 
-    /// One bridge per `turns:` server of `ice`; nil when it has none.
-    static func open(for ice: ICEServers, logger: Logger) async throws(BotError) -> TURNTLSBridges? {
-        let servers = ice.servers.filter { $0.scheme == .turns }
-        guard !servers.isEmpty else { return nil }
+    /// One bridge per `turns:` server of `sets` (each verified against its set's CA file; a
+    /// server in two sets gets the first one's bridge); nil when they have none.
+    static func open(for sets: [ICEServers], logger: Logger) async throws(BotError) -> TURNTLSBridges? {
         var opened: [TURNTLSBridge] = []
         do {
-            // The CA file is read at each participant's start: on a thread of its own, since a
-            // file system that hangs (NFS) must not hold the cooperative pool (serve's jobs).
-            let context = try await OffPool.run { () throws -> NIOSSLContext in try NIOSSLContext(configuration: try ice.tlsConfiguration()) }
-            for server in servers {
-                opened.append(try await TURNTLSBridge.open(to: server, tls: context, caFile: ice.caFile, logger: logger))
+            for ice in sets where ice.servers.contains(where: { $0.scheme == .turns }) {
+                // The CA file is read at each participant's start: on a thread of its own, since a
+                // file system that hangs (NFS) must not hold the cooperative pool (serve's jobs).
+                let context = try await OffPool.run { () throws -> NIOSSLContext in try NIOSSLContext(configuration: try ice.tlsConfiguration()) }
+                for server in ice.servers where server.scheme == .turns && !opened.contains(where: { $0.server == server }) {
+                    opened.append(try await TURNTLSBridge.open(to: server, tls: context, caFile: ice.caFile, logger: logger))
+                }
             }
         } catch {
             for b in opened { b.close() }
             throw .negotiation("could not set up TLS to the turns: server: \(error)")
         }
-        return TURNTLSBridges(opened)
+        return opened.isEmpty ? nil : TURNTLSBridges(opened)
     }
 
     /// The local port libnice connects to for `server`.
@@ -63,8 +64,10 @@ extension ICEServers {
 
     /// Checks that `caFile` (if given) exists and holds PEM certificates: a usage error before
     /// joining rather than a refused TURN server later.
-    public func checkCAFile() throws(ICEConfigError) {
-        if let caFile { _ = try Self.certificates(in: caFile) }
+    /// `option` names where the file was given, in the error.
+    public func checkCAFile(option: String = "--turn-ca-file") throws(ICEConfigError) {
+        guard let caFile else { return }
+        do { _ = try Self.certificates(in: caFile) } catch { throw error.naming(option) }
     }
 
     static func certificates(in path: String) throws(ICEConfigError) -> [NIOSSLCertificate] {

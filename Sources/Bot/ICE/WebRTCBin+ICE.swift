@@ -5,10 +5,13 @@ extension WebRTCBin {
     /// Points this webrtcbin's ICE at the configured servers: `stun-server`, one
     /// `add-turn-server` per TURN URL (credentials made now, so a shared secret's are fresh for
     /// each new PeerConnection; a `turns:` server through its bridge in `bridges`, left out
-    /// without one), `ice-transport-policy`. Before the first description.
-    public func useICE(_ ice: ICEServers, bridges: TURNTLSBridges? = nil, extraTURN: [String] = []) throws(GStreamerError) {
+    /// without one), then `issued`'s TURN servers with their own credential, `ice`'s
+    /// `ice-transport-policy`. Before the first description.
+    public func useICE(_ ice: ICEServers, bridges: TURNTLSBridges? = nil, issued: ICEServers = ICEServers()) throws(GStreamerError) {
         if let stun = ice.stunURI { try element.set("stun-server", stun) }
-        for uri in ice.turnURIs(bridged: { bridges?.port(for: $0) }) + extraTURN { try addTurnServer(uri) }
+        for uri in ice.turnURIs(bridged: { bridges?.port(for: $0) }) + issued.turnURIs(bridged: { bridges?.port(for: $0) }) {
+            try addTurnServer(uri)
+        }
         if ice.policy == .relay { try useRelayOnly() }
     }
 }
@@ -16,16 +19,16 @@ extension WebRTCBin {
 extension BotConfig {
     /// Applies this participant's ICE servers (the options' and the agent's `/credentials`).
     func configureICE(_ webrtc: WebRTCBin) throws(GStreamerError) {
-        try webrtc.useICE(ice, bridges: tlsBridges, extraTURN: turnServers)
+        try webrtc.useICE(ice, bridges: tlsBridges, issued: issuedTURN)
     }
 
-    /// Runs `body` with this config's `turns:` bridges open (`tlsBridges` set), and closes them
+    /// Runs `body` with this config's `turns:` bridges open (`ice`'s and `issuedTURN`'s) (`tlsBridges` set), and closes them
     /// when it returns or throws: the participant is their one owner.
     func withTLSBridges<T>(_ body: (BotConfig) async throws(BotError) -> T) async throws(BotError) -> T {
         var config = self
         var log = logger
         log[metadataKey: "component"] = "turn-tls"
-        config.tlsBridges = try await TURNTLSBridges.open(for: ice, logger: log)
+        config.tlsBridges = try await TURNTLSBridges.open(for: [ice, issuedTURN], logger: log)
         defer { config.tlsBridges?.close() }
         return try await body(config)
     }

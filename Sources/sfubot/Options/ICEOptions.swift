@@ -7,7 +7,16 @@ import PrivateIO
 /// webrtcbin reaches Janus when UDP to it is blocked or NATed. One group for record, play,
 /// load, serve (the server-wide default) and agent. No credential has a default or appears
 /// in `--help`, a log line or an error.
-struct ICEOptions: ParsableArguments {
+typealias ICEOptions = ICEOptionsOf<OwnTURN>
+
+/// Whether a command's participants get TURN servers from elsewhere than `--ice-server`.
+protocol TURNSource { static var turnElsewhere: Bool { get } }
+/// record, play, load, serve: `--ice-transport-policy relay` needs an `--ice-server turn(s):`.
+enum OwnTURN: TURNSource { static var turnElsewhere: Bool { false } }
+/// agent: ECall's `/credentials` gives TURN servers too; relay without `--ice-server` is fine.
+enum IssuedTURN: TURNSource { static var turnElsewhere: Bool { true } }
+
+struct ICEOptionsOf<Source: TURNSource>: ParsableArguments {
     @Option(name: .customLong("ice-server"), help: ArgumentHelp(
         "A STUN or TURN server, as WebRTC's iceServers: stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] (without a transport webrtcbin tries both), turns:HOST[:PORT] (TLS, default port 5349: sfubot does the TLS itself and verifies the server's certificate and HOST against --turn-ca-file). Repeatable.",
         valueName: "url"))
@@ -46,7 +55,7 @@ struct ICEOptions: ParsableArguments {
         }
         var ice = ICEServers(servers: try iceServers.map { try ICEServer(parsing: $0) }, policy: policy, caFile: turnCAFile)
         ice.credential = try credential()
-        try ice.validate()
+        try ice.validate(turnElsewhere: Source.turnElsewhere)
         try ice.checkCAFile()
         return ice
     }
