@@ -239,30 +239,7 @@ final class RawServer: Sendable {
     private let connections = Locked<[Int32]>([])
 
     init(ipv6: Bool = false) throws {
-        listener = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var storage = sockaddr_storage()
-        var len = socklen_t(ipv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutableBytes(of: &storage) { raw in
-            if ipv6 {
-                let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
-                a.pointee.sin6_family = sa_family_t(AF_INET6)
-                a.pointee.sin6_addr = in6addr_loopback
-            } else {
-                let a = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
-                a.pointee.sin_family = sa_family_t(AF_INET)
-                a.pointee.sin_addr.s_addr = inet_addr("127.0.0.1")
-            }
-        }
-        let fd = listener
-        let bound = withUnsafeMutablePointer(to: &storage) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard listener >= 0, bound, listen(listener, 4) == 0 else {
-            throw PipelineRunError(message: "cannot listen on \(ipv6 ? "::1" : "127.0.0.1"): errno \(errno)")
-        }
-        port = withUnsafeBytes(of: &storage) { raw in
-            Int(UInt16(bigEndian: ipv6 ? raw.load(as: sockaddr_in6.self).sin6_port : raw.load(as: sockaddr_in.self).sin_port))
-        }
+        (listener, port) = try LoopbackListen.open(ipv6: ipv6, backlog: 4)
     }
 
     /// Accepts one connection on a thread of its own and runs `script` on it.

@@ -81,35 +81,30 @@ public enum Faults {
     /// Refuses every new and open TCP connection to 127.0.0.1:`port` (a reset for each packet
     /// sent to it: a store that is down, without losing what the server holds) until
     /// `allowTCP(port:)`. Checked in place.
-    public static func refuseTCP(port: Int) async throws {
-        let rule = tcpRule(port)
-        let r = try await iptables(["-I", "INPUT"] + rule)
-        guard r.status == 0 else { throw Failed(message: "iptables -I INPUT \(rule.joined(separator: " ")) failed: \(r.errText)") }
-        guard try await isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) was not in INPUT after adding it") }
-    }
+    public static func refuseTCP(port: Int) async throws { try await insertInput(tcpRule(port)) }
 
     /// Undoes `refuseTCP(port:)`; checked gone.
-    public static func allowTCP(port: Int) async throws {
-        let rule = tcpRule(port)
-        for _ in 0..<5 where try await isPresent(rule) { _ = try await iptables(["-D", "INPUT"] + rule) }
-        guard try await !isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) still in INPUT after removing it") }
-    }
+    public static func allowTCP(port: Int) async throws { try await removeInput(tcpRule(port)) }
 
     private static func tcpRule(_ port: Int) -> [String] { ["-p", "tcp", "--dport", "\(port)", "-j", "REJECT", "--reject-with", "tcp-reset"] }
 
     /// Drops every TCP packet sent to 127.0.0.1:`port` until `releaseTCP(port:)`: a client's
     /// connect neither succeeds nor fails, it resends its SYN (after 1 s, then 3 s) and gets
     /// through once released. Checked in place.
-    public static func holdTCP(port: Int) async throws {
-        let rule = holdRule(port)
+    public static func holdTCP(port: Int) async throws { try await insertInput(holdRule(port)) }
+
+    /// Undoes `holdTCP(port:)`; checked gone.
+    public static func releaseTCP(port: Int) async throws { try await removeInput(holdRule(port)) }
+
+    /// Puts `rule` first in INPUT; checked in place.
+    private static func insertInput(_ rule: [String]) async throws {
         let r = try await iptables(["-I", "INPUT"] + rule)
         guard r.status == 0 else { throw Failed(message: "iptables -I INPUT \(rule.joined(separator: " ")) failed: \(r.errText)") }
         guard try await isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) was not in INPUT after adding it") }
     }
 
-    /// Undoes `holdTCP(port:)`; checked gone.
-    public static func releaseTCP(port: Int) async throws {
-        let rule = holdRule(port)
+    /// Takes every copy of `rule` out of INPUT; checked gone.
+    private static func removeInput(_ rule: [String]) async throws {
         for _ in 0..<5 where try await isPresent(rule) { _ = try await iptables(["-D", "INPUT"] + rule) }
         guard try await !isPresent(rule) else { throw Failed(message: "iptables rule \(rule.joined(separator: " ")) still in INPUT after removing it") }
     }
