@@ -121,15 +121,16 @@ extension WebSocketWireTests {
             if n > 0 { hello.withLock { $0 = Array(buffer[0..<n]) } }
             _ = RawServer.send(c, Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
         }
-        let started = ContinuousClock.now
         do {
             let session = try await JanusSession.connect(url: "wss://\(host):\(server.port)", logger: Scene.logger)
             await session.close()
             Issue.record("a plain TCP server passed for TLS")
         } catch {
+            // Failed on the server's answer, not at the handshake limit (the reason says which;
+            // a time bound failed in CI, where the first seconds of the run starve every test).
             #expect(error.isUnreachable, "\(error)")
+            #expect(!"\(error)".contains("no answer to the WebSocket handshake"), "\(error)")
         }
-        #expect(ContinuousClock.now - started < .seconds(5), "failed at once, not at the handshake limit")
         let bytes = hello.withLock { $0 }
         #expect(bytes.first == 0x16, "a TLS handshake record came first")
         let named = bytes.count >= host.utf8.count && (0...(bytes.count - host.utf8.count)).contains { bytes[$0..<($0 + host.utf8.count)].elementsEqual(host.utf8) }
