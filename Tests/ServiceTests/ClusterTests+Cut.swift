@@ -19,14 +19,8 @@ extension MediaScene.ClusterTests {
         defer { player.signal(SIGKILL) }
         do {
             let a = pair.a
-            let out = dir.appendingPathComponent("rec")
-            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
-            let id = try #require(try rec.json()["id"] as? String)
-            _ = try await a.waitFor("/v1/recordings/\(id)") { $0["owner"] as? String == "a" && Self.live($0, frames: 100) }
-            let b = try await Self.serve("b", port: 18530, dir: dir, database: pg.url(), token: a.token)
-            pair.b = b
-            let mine = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.json" && $0 != "proof.jsonl" && !$0.hasPrefix(".") }
-            #expect(!mine.isEmpty)
+            let (id, out, mine) = try await recordOnAThenStartB(&pair, room: room, bPort: 18530)
+            let b = try #require(pair.b)
             // ss -K destroys A's sockets to the database (to 127.0.0.2: the pool's, LISTEN's, its
             // own session's; its kernel resets each towards the server); pg_terminate_backend
             // ends A's own session on the server's side (A gets FATAL and a FIN).
@@ -74,5 +68,20 @@ extension MediaScene.ClusterTests {
             throw error
         }
         await pair.stop()
+    }
+
+    /// A recording posted to A and live there, then B started beside it: the job's id, its
+    /// folder, and A's files so far. None of those may change once B holds the job
+    /// (manifest.json and proof.jsonl are the job's, continued by whoever holds it).
+    func recordOnAThenStartB(_ pair: inout Pair, room: Int64, bPort: Int) async throws -> (id: String, out: URL, mine: [String]) {
+        let a = pair.a
+        let out = pair.dir.appendingPathComponent("rec")
+        let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+        let id = try #require(try rec.json()["id"] as? String)
+        _ = try await a.waitFor("/v1/recordings/\(id)") { $0["owner"] as? String == "a" && Self.live($0, frames: 100) }
+        pair.b = try await Self.serve("b", port: bPort, dir: pair.dir, database: pair.pg.url(), token: a.token)
+        let mine = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.json" && $0 != "proof.jsonl" && !$0.hasPrefix(".") }
+        #expect(!mine.isEmpty)
+        return (id, out, mine)
     }
 }

@@ -258,16 +258,8 @@ extension MediaScene {
         let rule = ["INPUT", "-p", "tcp", "-d", "127.0.0.2", "--dport", "15433", "-j", "DROP"]
         do {
             let a = pair.a
-            let out = dir.appendingPathComponent("rec")
-            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
-            let id = try #require(try rec.json()["id"] as? String)
-            _ = try await a.waitFor("/v1/recordings/\(id)") { $0["owner"] as? String == "a" && Self.live($0, frames: 100) }
-            let b = try await Self.serve("b", port: 18526, dir: dir, database: pg.url(), token: a.token)
-            pair.b = b
-            // A's files so far: none of them may change once B holds the job (manifest.json and
-            // proof.jsonl are the job's, continued by whoever holds it).
-            let mine = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.json" && $0 != "proof.jsonl" && !$0.hasPrefix(".") }
-            #expect(!mine.isEmpty)
+            let (id, out, mine) = try await recordOnAThenStartB(&pair, room: room, bPort: 18526)
+            let b = try #require(pair.b)
             let cut = try await ChildProcess.run("/usr/sbin/iptables", ["-I"] + rule)
             #expect(cut.status == 0, "\(cut.errText)")
             let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { $0["owner"] as? String == "b" && Self.live($0, frames: 50) }
