@@ -36,9 +36,10 @@ static int enlarge(int fd, int bytes) {
   return held;
 }
 
-// The descriptors of the sockets libnice selected for webrtcbin's streams (at most `max`),
-// valid while webrtcbin keeps its agent. Returns how many, or -1 (no libnice agent).
-static int selected_fds(GstElement *webrtc, int *fds, int max) {
+// The sockets libnice selected for webrtcbin's streams (at most `max`), each with a reference
+// the caller drops (`release`) once done with its descriptor: an ICE restart cannot close one,
+// and its number be reused, in between. Returns how many, or -1 (no libnice agent).
+static int selected_fds(GstElement *webrtc, int *fds, GObject **held, int max) {
   selected_socket_fn selected = NULL;
   socket_fd_fn fd_of = NULL;
   if (!find_functions(&selected, &fd_of)) return -1;
@@ -55,24 +56,30 @@ static int selected_fds(GstElement *webrtc, int *fds, int max) {
     for (guint component = 1; component <= 2 && count < max; component++) {
       GObject *socket = selected(agent, stream, component);
       if (socket == NULL) continue;
+      held[count] = socket;
       fds[count++] = fd_of(socket);
-      g_object_unref(socket);
     }
   }
   g_object_unref(agent);
   return count;
 }
 
+static void release(GObject **held, int n) {
+  for (int i = 0; i < n; i++) g_object_unref(held[i]);
+}
+
 int sfb_webrtc_enlarge_receive_buffers(GstElement *webrtc, int bytes, int *smallest) {
   *smallest = 0;
   int fds[32];
-  int n = selected_fds(webrtc, fds, 32), count = 0;
+  GObject *held[32];
+  int n = selected_fds(webrtc, fds, held, 32), count = 0;
   for (int i = 0; i < n; i++) {
-    int held = enlarge(fds[i], bytes);
-    if (held < 0) continue;
-    if (count == 0 || held < *smallest) *smallest = held;
+    int size = enlarge(fds[i], bytes);
+    if (size < 0) continue;
+    if (count == 0 || size < *smallest) *smallest = size;
     count++;
   }
+  release(held, n);
   return n < 0 ? -1 : count;
 }
 
@@ -95,13 +102,15 @@ static void add_drops(const char *table, const ino_t *inodes, int n, gint64 *dro
 
 gint64 sfb_webrtc_receive_drops(GstElement *webrtc) {
   int fds[32];
-  int n = selected_fds(webrtc, fds, 32);
+  GObject *held[32];
+  int n = selected_fds(webrtc, fds, held, 32);
   if (n <= 0) return -1;
   ino_t inodes[32];
   for (int i = 0; i < n; i++) {
     struct stat st;
     inodes[i] = fstat(fds[i], &st) == 0 ? st.st_ino : 0;
   }
+  release(held, n);
   gint64 drops = 0;
   add_drops("/proc/self/net/udp", inodes, n, &drops);
   add_drops("/proc/self/net/udp6", inodes, n, &drops);
