@@ -41,6 +41,7 @@ actor JobManager: Service {
         self.cluster = cluster
         clusterOptions = config.cluster ?? ClusterOptions(database: "", instanceID: "single")
         fence = LeaseFence(lease: clusterOptions.lease, margin: clusterOptions.margin)
+        if let cluster { config.publishing?.use(cluster) }
         store = cluster != nil ? nil : try config.stateDirectory.map { dir throws(ServeError) in JobStoreWriter(store: try JobStore(stateDirectory: dir), log: log) }
     }
 

@@ -98,14 +98,14 @@ extension JobManager {
             publishing.ended(job: id, kind: kind, room: room, failed: failed, directory: out)
             return
         }
-        let log = log
+        let (log, session) = (log, jobSessions[id] ?? liveSession)
         Task {
             let owners: [JobStatus.Owner]?
             do { owners = try await cluster.owners([id])[id] } catch {
                 log.warning("job \(id): its owners cannot be read (\(error)); its files are uploaded without a merged manifest")
                 owners = nil
             }
-            publishing.ended(job: id, kind: kind, room: room, failed: failed, directory: out, owners: owners)
+            publishing.ended(job: id, kind: kind, room: room, failed: failed, directory: out, owners: owners, session: session)
         }
     }
 }

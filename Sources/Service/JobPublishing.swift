@@ -22,8 +22,11 @@ public final class JobPublishing: Sendable {
     /// `job.reconnecting` announced so far, by job (JobPublishing+Reconnects).
     let reconnects = Tally([String: ReconnectWatch]())
     let logger: Logger
+    /// With `--database`: the uploads' table, which replaces `batches` and `progress`
+    /// (JobPublishing+Cluster).
+    let cluster = Tally<ClusterStore?>(nil)
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
-    private let files = DispatchQueue(label: "sfubot.publishing.files")
+    let files = DispatchQueue(label: "sfubot.publishing.files")
 
     /// `storage` nil: nothing uploaded; `webhook` nil: nothing sent.
     public init(stateDirectory: URL, storage: S3Client?, webhook: (url: URL, secret: WebhookSecret)?, logger: Logger) throws {
@@ -32,12 +35,27 @@ public final class JobPublishing: Sendable {
         let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
         let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
         (self.webhooks, self.batches, self.progress, self.logger, location) = (webhooks, batches, progress, logger, storage?.location)
+        let cluster = self.cluster
+        @Sendable func settle(_ entry: UploadEntry, _ object: UploadedObject?) async {
+            if let store = cluster.value {
+                await Self.clusterSettled(entry, object, store, webhooks: webhooks, logger: logger)
+            } else {
+                Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhooks, logger: logger)
+            }
+        }
         uploads = try storage.map { client in
             try UploadQueue(directory: stateDirectory.appendingPathComponent("uploads"), client: client, logger: logger,
-                            uploaded: { entry, object in Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhooks, logger: logger) },
+                            uploaded: { entry, object in await settle(entry, object) },
                             failed: { entry, why, givenUp in
                                 Self.uploadFailed(entry, why, progress: progress, webhooks: webhooks, logger: logger)
-                                if givenUp { Self.settled(entry, nil, batches: batches, progress: progress, webhooks: webhooks, logger: logger) }
+                                if let store = cluster.value, let job = entry.context["job"] {
+                                    try? await store.uploadFailed(job: job, key: entry.key, why: why)
+                                }
+                                if givenUp { await settle(entry, nil) }
+                            },
+                            check: { entry in
+                                guard let store = cluster.value else { return .upload }
+                                return await Self.clusterCheck(entry, store)
                             })
         }
     }
@@ -73,7 +91,8 @@ public final class JobPublishing: Sendable {
     /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
     /// `owners` (with `--database`): every instance that held the job, for the merged manifest
     /// (`recording.json`) queued with the files.
-    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?, owners: [JobStatus.Owner]? = nil) {
+    /// `session`: the database session this instance queues the files under.
+    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?, owners: [JobStatus.Owner]? = nil, session: Int64? = nil) {
         if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
         guard let directory else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
@@ -94,6 +113,16 @@ public final class JobPublishing: Sendable {
                 let file = BatchFile(key: location.key("\(job)/recording.json"), name: "recording.json")
                 entries.append(file)
                 queued.append((merged.path, file))
+            }
+            if let store = clusterStore {
+                let rows = queued.map { path, entry in
+                    ClusterStore.UploadRow(job: job, key: entry.key, name: entry.name, file: path,
+                                           content: entry.name == "recording.json" && path.hasPrefix(mergedDirectory.path)
+                                               ? (try? String(contentsOfFile: path, encoding: .utf8)) : nil)
+                }
+                queueClustered(rows, failedJob: error != nil, session: session, store: store, uploads: uploads)
+                logger.info("job \(job): \(found.count) file(s) queued for \(location) (known to the cluster)")
+                return
             }
             do {
                 // The batch first: an upload that finishes at once finds it.

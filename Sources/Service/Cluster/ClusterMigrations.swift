@@ -63,6 +63,33 @@ enum ClusterMigrations {
             "CREATE INDEX instance_sessions_live ON instance_sessions (key) WHERE gone_since IS NULL",
             "ALTER TABLE jobs ADD COLUMN owner_session bigint",
         ]),
+        // A recording's files on their way to the store, known to every instance: who uploads
+        // each (and under which session: a dead uploader's files are taken by another), and
+        // how far it got. `content`: a file kept in the uploader's state directory (the merged
+        // manifest), which no other instance could read. `uploads_finished`: set once, by the
+        // instance that settled the last pending file, which alone sends `job.finished`.
+        (5, [
+            """
+            CREATE TABLE job_uploads (
+                job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                key text NOT NULL,
+                name text NOT NULL,
+                file text NOT NULL,
+                content text,
+                failed_job boolean NOT NULL,
+                uploader text NOT NULL,
+                uploader_session bigint,
+                state text NOT NULL DEFAULT 'pending',
+                object jsonb,
+                attempts integer NOT NULL DEFAULT 0,
+                last_error text,
+                updated timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (job_id, key)
+            )
+            """,
+            "CREATE INDEX job_uploads_pending ON job_uploads (uploader_session) WHERE state = 'pending'",
+            "ALTER TABLE jobs ADD COLUMN uploads_finished timestamptz",
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

@@ -22,6 +22,7 @@ extension JobManager {
             group.addTask { await self.listen(store) }
             group.addTask {
                 // New jobs come by NOTIFY; expired leases and ended sessions only show by looking.
+                var tick = 0
                 while !Task.isCancelled {
                     do {
                         for gone in try await store.sweepSessions() {
@@ -29,6 +30,11 @@ extension JobManager {
                         }
                     } catch { self.log.warning("cluster: cannot look at the other instances' sessions: \(error)") }
                     await self.claimAvailable(store)
+                    // Uploads wait for the store anyway: once a second is soon enough.
+                    if tick % 4 == 0, let session = await self.liveSession {
+                        await self.config.publishing?.takeUploads(session: session, grace: self.clusterOptions.takeoverGrace)
+                    }
+                    tick += 1
                     try? await Task.sleep(for: .milliseconds(250))
                 }
             }

@@ -41,7 +41,8 @@ extension JobManager {
         guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
         var status = shown(row, store)
         status.owners = try? await store.owners([id])[id]
-        status.uploads = config.publishing?.uploads(of: id)
+        // The table, kept by whichever instance uploads; this instance's view if it cannot be read.
+        status.uploads = (try? await store.uploads(of: id)) ?? config.publishing?.uploads(of: id)
         return status
     }
 
