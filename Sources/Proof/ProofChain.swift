@@ -75,6 +75,9 @@ public final class ProofChain: Sendable {
     /// Checkpoints written (this process and earlier ones), and the last one's hash.
     public var end: (count: Int, last: String?) { state.withLock { ($0.count, $0.last) } }
 
+    /// A takeover not yet named by a checkpoint of this folder.
+    public var takeoverPending: Bool { state.withLock { $0.takeover != nil } }
+
     /// Appends one checkpoint for `files` (names relative to the folder, or absolute paths)
     /// with `counters` (signed as given). Returns its number; throws if it could not be written.
     @discardableResult

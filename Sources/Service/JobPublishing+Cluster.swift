@@ -1,3 +1,4 @@
+import Bot
 import CoreMetrics
 import Foundation
 import Logging
@@ -5,41 +6,45 @@ import ObjectStore
 import Spool
 import Webhooks
 
-/// Uploads with `--database`: the table `job_uploads` (ClusterStore+Uploads) replaces the
-/// state directory's batches. Every instance shows a recording's uploads; a file is uploaded by
-/// the instance the table names, and the files of one whose session is gone are taken by
-/// another (it reads them where the first did: the roots are shared); the instance that
-/// settles the last file sends `job.finished`.
+/// Uploads with `--database`: the tables `job_uploads` and `job_folders` (ClusterStore+Uploads)
+/// replace the state directory's batches. Every instance shows a recording's uploads; a file is
+/// uploaded by the instance the table names, and the files of one whose session is gone are
+/// taken by another (it reads them where the first did: a folder is on shared storage, or else
+/// only its own instance queues it); once every folder is uploaded one instance writes the
+/// merged manifest, and the one that settles it sends `job.finished`.
 extension JobPublishing {
     /// From now on, uploads are kept in `store` (set once the database is open).
     func use(_ store: ClusterStore) { cluster.update { $0 = store } }
 
     var clusterStore: ClusterStore? { cluster.value }
 
-    /// Queues a recording's files as this instance's: their rows first (retried while the
-    /// database is away: the files wait in the folder meanwhile), then the local queue.
-    func queueClustered(_ rows: [ClusterStore.UploadRow], failedJob: Bool, session: Int64?, store: ClusterStore, uploads: UploadQueue) {
-        let (log, files) = (logger, self.files)
-        Task {
-            for attempt in 1... {
-                do {
-                    try await store.queueUploads(rows, failedJob: failedJob, session: session)
-                    break
-                } catch {
-                    if attempt == 1 { log.error("job \(rows.first?.job ?? "?"): its uploads cannot be written to the database (\(error)); trying again every 5 s") }
-                    try? await Task.sleep(for: .seconds(5))
-                    if Task.isCancelled { return }
-                }
+    static func mergedKey(_ job: String, _ location: S3Location) -> String { location.key("\(job)/recording.json") }
+
+    /// Once a second on every instance: folders of ended recordings queued, a dead uploader's
+    /// files taken over, a recording whose uploads stalled between two steps moved on.
+    func sweep(session: Int64, grace: Duration) async {
+        guard let store = clusterStore, uploads != nil, let location else { return }
+        self.session.update { $0 = session }
+        await queueEndedFolders(store, session: session)
+        await takeUploads(store, session: session, grace: grace)
+        do {
+            for job in try await store.stalledUploads() {
+                await advance(job, try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location)))
             }
-            await Self.enqueue(rows, uploads: uploads, on: files, log: log)
+        } catch {
+            logger.warning("cluster: cannot look at recordings whose uploads wait: \(error)")
         }
     }
 
     /// Pending files of uploaders whose database session is gone, taken by this instance.
-    func takeUploads(session: Int64, grace: Duration) async {
-        guard let store = clusterStore, let uploads else { return }
+    func takeUploads(_ store: ClusterStore, session: Int64, grace: Duration) async {
+        guard let uploads else { return }
         let taken: [(row: ClusterStore.UploadRow, from: String)]
-        do { taken = try await store.takeUploads(session: session, grace: grace) } catch {
+        let files = self.files
+        let reachable: @Sendable (String, String) async -> Bool = { folder, folderID in
+            (try? await Self.off(files) { FolderMarker.existing(in: folder) == folderID }) ?? false
+        }
+        do { taken = try await store.takeUploads(session: session, grace: grace, reachable: reachable) } catch {
             logger.warning("cluster: cannot look for uploads left by others: \(error)")
             return
         }
@@ -61,27 +66,24 @@ extension JobPublishing {
 
     /// Into the local queue, off the pool (each entry is a synced file).
     static func enqueue(_ rows: [ClusterStore.UploadRow], uploads: UploadQueue, on files: DispatchQueue, log: Logger) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            files.async {
-                for row in rows {
-                    do {
-                        if let content = row.content {
-                            let path = URL(fileURLWithPath: row.file)
-                            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true,
-                                                                    attributes: [.posixPermissions: 0o700])
-                            try Data(content.utf8).write(to: path, options: .atomic)
-                        }
-                        try uploads.enqueue(file: row.file, key: row.key, context: ["job": row.job])
-                    } catch {
-                        log.error("job \(row.job): cannot queue \(row.file) for upload: \(error); it stays where it is")
+        _ = try? await off(files) {
+            for row in rows {
+                do {
+                    if let content = row.content {
+                        let path = URL(fileURLWithPath: row.file)
+                        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true,
+                                                                attributes: [.posixPermissions: 0o700])
+                        try Data(content.utf8).write(to: path, options: .atomic)
                     }
+                    try uploads.enqueue(file: row.file, key: row.key, context: ["job": row.job])
+                } catch {
+                    log.error("job \(row.job): cannot queue \(row.file) for upload: \(error); it stays where it is")
                 }
-                done.resume()
             }
         }
     }
 
-    // MARK: - Upload results (UploadQueue's hooks)
+    // MARK: - Steps after a file settled
 
     static func clusterCheck(_ entry: UploadEntry, _ store: ClusterStore) async -> UploadCheck {
         guard let job = entry.context["job"] else { return .upload }
@@ -95,23 +97,52 @@ extension JobPublishing {
         }
     }
 
-    static func clusterSettled(_ entry: UploadEntry, _ object: UploadedObject?, _ store: ClusterStore, webhooks: WebhookOutbox?, logger: Logger) async {
-        guard let job = entry.context["job"] else { return }
-        let finished: ClusterStore.FinishedUploads?
-        do { finished = try await store.settleUpload(job: job, key: entry.key, object: object) } catch {
-            // The local entry is done; the row stays pending until its uploader's session ends
-            // and another instance uploads it again (same bytes, same key).
-            logger.error("job \(job): \(entry.key) is \(object == nil ? "missing" : "uploaded") but the database cannot be told: \(error)")
+    /// A recording's next step: its merged manifest written and queued, or `job.finished` sent.
+    func advance(_ job: String, _ step: ClusterStore.NextStep) async {
+        switch step {
+        case .wait: return
+        case .merge(let input): await merge(job, input)
+        case .finished(let finished):
+            guard !finished.failedJob else { return }
+            let files = finished.files.compactMap { f in f.object.map { FileEvent(name: f.name, object: $0) } }
+            let missing = finished.files.filter { $0.object == nil }.map(\.name)
+            send(.jobFinished, JobEvent(job: job, kind: finished.kind, room: finished.room, files: files, missing: missing.isEmpty ? nil : missing),
+                 id: "\(job).finished")
+        }
+    }
+
+    /// The merged manifest (`recording.json`) from every folder's manifest, written to the
+    /// state directory and queued inline: whoever uploads it may be another instance.
+    private func merge(_ job: String, _ input: ClusterStore.MergeInput) async {
+        guard let store = clusterStore, let uploads, let location else { return }
+        let decoder = RecordingManifest.decoder
+        let folders = input.folders.compactMap { f in
+            f.manifest.flatMap { try? decoder.decode(RecordingManifest.self, from: Data($0.utf8)) }.map { (prefix: f.prefix, manifest: $0) }
+        }
+        if folders.count < input.folders.count {
+            logger.error("job \(job): \(input.folders.count - folders.count) folder(s) had no readable manifest; the merged one lists the others")
+        }
+        let listed = input.files.map { MergedManifest.File(name: $0.name, key: $0.key, size: $0.size, sha256: $0.sha256) }
+        let path = mergedDirectory.appendingPathComponent("\(job).recording.json")
+        let manifest = MergedManifest(job: job, folders: folders, owners: input.owners, files: listed)
+        let text: String
+        do {
+            text = try await Self.off(files) {
+                try manifest.write(to: path)
+                return try String(contentsOf: path, encoding: .utf8)
+            }
+        } catch {
+            logger.error("job \(job): the merged manifest cannot be written (\(error)); tried again by the next sweep")
             return
         }
-        guard let finished, !finished.failedJob, let webhooks else { return }
-        let files = finished.files.compactMap { f in f.object.map { FileEvent(name: f.name, object: $0) } }
-        let missing = finished.files.filter { $0.object == nil }.map(\.name)
+        let row = ClusterStore.UploadRow(job: job, key: Self.mergedKey(job, location), name: "recording.json", file: path.path, content: text)
         do {
-            try webhooks.send(WebhookEvent(.jobFinished, data: JobEvent(job: job, kind: finished.kind, room: finished.room, files: files,
-                                                                        missing: missing.isEmpty ? nil : missing), id: "\(job).finished"))
+            guard try await store.queueMerged(row, session: session.value) else { return }
         } catch {
-            logger.error("webhook job.finished: \(error)")
+            logger.error("job \(job): the merged manifest cannot be queued (\(error)); tried again by the next sweep")
+            return
         }
+        logger.info("job \(job): merged manifest of \(folders.count) folder(s) and \(input.owners.count) owner(s) queued")
+        await Self.enqueue([row], uploads: uploads, on: files, log: logger)
     }
 }

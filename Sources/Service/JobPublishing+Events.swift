@@ -86,13 +86,16 @@ extension JobPublishing {
         var sha256 = ""
     }
 
-    /// Every regular file below a recording's folder (manifest and proof included), sorted;
+    /// Every regular file below a recording's folder (manifest and proof included, hidden ones not), sorted;
     /// hashed when `hash` (the upload queue hashes what it uploads itself).
     static func localFiles(_ directory: String, hash: Bool) -> [LocalFile] {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
         var files: [LocalFile] = []
-        for case let url as URL in walker where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+        // Hidden files are the recorder's own (the folder's marker, a killed process's
+        // manifest reserve or half-written temporary), never the recording's.
+        for case let url as URL in walker where !url.lastPathComponent.hasPrefix(".")
+            && (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
             let path = url.standardizedFileURL.path
             var file = LocalFile(path: path, relative: String(path.dropFirst(root.path.count).drop { $0 == "/" }))
             if hash {

@@ -45,15 +45,24 @@ struct MergedManifest: Codable, Sendable {
         var sha256: String
     }
 
-    /// `owners` from the cluster's history; `manifest` the recording's own (segments, frames).
-    init(job: String, manifest: RecordingManifest, owners: [JobStatus.Owner], files: [File]) {
-        (self.job, room, started, ended, self.files) = (job, manifest.room, manifest.started, manifest.ended, files)
+    /// `owners` from the cluster's history; `folders` the recording's own manifests (segments,
+    /// frames): one on shared storage, one per owner's disk otherwise, each with the prefix of
+    /// its files' names in the bucket.
+    init(job: String, folders: [(prefix: String, manifest: RecordingManifest)], owners: [JobStatus.Owner], files: [File]) {
+        let manifests = folders.map(\.manifest)
+        (self.job, self.files) = (job, files)
+        room = manifests.first?.room ?? 0
+        started = manifests.map(\.started).min() ?? Date()
+        ended = manifests.compactMap(\.ended).max()
         func holder(_ time: Date) -> Int? {
             owners.lastIndex { $0.since <= time } ?? (owners.isEmpty ? nil : 0)
         }
         var segments = Array(repeating: [RecordingManifest.Feed](), count: owners.count)
-        for feed in manifest.feeds {
-            if let i = holder(feed.firstFrame ?? feed.joined) { segments[i].append(feed) }
+        for (prefix, manifest) in folders {
+            for var feed in manifest.feeds {
+                feed.file = prefix + feed.file
+                if let i = holder(feed.firstFrame ?? feed.joined) { segments[i].append(feed) }
+            }
         }
         self.owners = owners.enumerated().map { i, o in
             Owner(instance: o.instance, cause: o.cause, since: o.since, until: o.until, endCause: o.endCause, segments: segments[i].map(\.file))
@@ -88,41 +97,12 @@ extension MergedManifest {
 }
 
 extension JobManager {
-    /// A job's end to publishing; with `--database`, a recording's owners from the database
-    /// first, for its merged manifest.
+    /// A job's end to publishing. With `--database` and storage, a recording's folders are
+    /// queued by the instances holding them once its end is in the database
+    /// (JobPublishing+Folders), this one's included.
     func publishEnded(_ job: Job, _ outcome: Job.Outcome) {
         guard let publishing = config.publishing else { return }
         let failed = outcome.state == .failed ? outcome.error ?? "failed" : nil
-        let (id, kind, room, out) = (job.id, job.spec.kind.rawValue, job.spec.room, job.spec.out)
-        guard let cluster, job.spec.kind == .recording else {
-            publishing.ended(job: id, kind: kind, room: room, failed: failed, directory: out)
-            return
-        }
-        let (log, session) = (log, jobSessions[id] ?? liveSession)
-        Task {
-            let owners: [JobStatus.Owner]?
-            do { owners = try await cluster.owners([id])[id] } catch {
-                log.warning("job \(id): its owners cannot be read (\(error)); its files are uploaded without a merged manifest")
-                owners = nil
-            }
-            publishing.ended(job: id, kind: kind, room: room, failed: failed, directory: out, owners: owners, session: session)
-        }
-    }
-}
-
-extension JobPublishing {
-    /// The merged manifest of a recording's folder, written to the state directory; nil (and
-    /// logged) when the folder has no manifest to read.
-    func merged(job: String, directory: String, owners: [JobStatus.Owner], found: [LocalFile], entries: [BatchFile]) -> URL? {
-        do {
-            let manifest = try RecordingManifest.read(from: URL(fileURLWithPath: directory))
-            let files = zip(found, entries).map { MergedManifest.File(name: $1.name, key: $1.key, size: $0.size, sha256: $0.sha256) }
-            let path = mergedDirectory.appendingPathComponent("\(job).recording.json")
-            try MergedManifest(job: job, manifest: manifest, owners: owners, files: files).write(to: path)
-            return path
-        } catch {
-            logger.error("job \(job): no merged manifest (\(error)); its files are uploaded without one")
-            return nil
-        }
+        publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, directory: job.spec.out)
     }
 }

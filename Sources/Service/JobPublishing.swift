@@ -25,6 +25,14 @@ public final class JobPublishing: Sendable {
     /// With `--database`: the uploads' table, which replaces `batches` and `progress`
     /// (JobPublishing+Cluster).
     let cluster = Tally<ClusterStore?>(nil)
+    /// This instance's live database session, for the rows it queues (set by each sweep).
+    let session = Tally<Int64?>(nil)
+    /// With `--database`: the recording folders this instance wrote, each queued once its job
+    /// has ended (JobPublishing+Folders).
+    let parts: Spool<RecordingPart>
+    /// A recording's next step once a file of it settled, run by `run()` (JobPublishing+Cluster).
+    let steps: AsyncStream<(job: String, step: ClusterStore.NextStep)>
+    let stepsIn: AsyncStream<(job: String, step: ClusterStore.NextStep)>.Continuation
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     let files = DispatchQueue(label: "sfubot.publishing.files")
 
@@ -33,12 +41,21 @@ public final class JobPublishing: Sendable {
         mergedDirectory = stateDirectory.appendingPathComponent("merged")
         let webhooks = try webhook.map { try WebhookOutbox(directory: stateDirectory.appendingPathComponent("webhooks"), url: $0.url, secret: $0.secret, logger: logger) }
         let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
+        parts = try Spool<RecordingPart>(directory: stateDirectory.appendingPathComponent("recording-parts"), what: "the recording folders held")
         let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
         (self.webhooks, self.batches, self.progress, self.logger, location) = (webhooks, batches, progress, logger, storage?.location)
-        let cluster = self.cluster
+        let cluster = self.cluster, location = storage?.location
+        let (steps, stepsIn) = AsyncStream.makeStream(of: (job: String, step: ClusterStore.NextStep).self)
+        (self.steps, self.stepsIn) = (steps, stepsIn)
         @Sendable func settle(_ entry: UploadEntry, _ object: UploadedObject?) async {
-            if let store = cluster.value {
-                await Self.clusterSettled(entry, object, store, webhooks: webhooks, logger: logger)
+            if let store = cluster.value, let location, let job = entry.context["job"] {
+                do {
+                    stepsIn.yield((job, try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))))
+                } catch {
+                    // The local entry is done; the row stays pending until its uploader's
+                    // session ends and another instance uploads it again (same bytes, same key).
+                    logger.error("job \(job): \(entry.key) is \(object == nil ? "missing" : "uploaded") but the database cannot be told: \(error)")
+                }
             } else {
                 Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhooks, logger: logger)
             }
@@ -65,6 +82,12 @@ public final class JobPublishing: Sendable {
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             if let uploads { group.addTask { await uploads.run() } }
+            group.addTask {
+                for await (job, step) in self.steps {
+                    if Task.isCancelled { return }
+                    await self.advance(job, step)
+                }
+            }
             if let webhooks { group.addTask { await webhooks.run() } }
         }
     }
@@ -88,48 +111,30 @@ public final class JobPublishing: Sendable {
     }
 
     /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
-    /// is queued for upload; `job.failed` says why a job failed, `job.finished` what it made.
-    /// `owners` (with `--database`): every instance that held the job, for the merged manifest
-    /// (`recording.json`) queued with the files.
-    /// `session`: the database session this instance queues the files under.
-    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?, owners: [JobStatus.Owner]? = nil, session: Int64? = nil) {
+    /// is queued for upload (with `--database`, by the folder sweep instead); `job.failed` says
+    /// why a job failed, `job.finished` what it made.
+    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
         if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
         guard let directory else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
         }
+        if uploads != nil, clusterStore != nil { return }
         files.async { [self] in
-            let merging = owners.map { !$0.isEmpty } ?? false
-            let found = Self.localFiles(directory, hash: uploads == nil || merging)
+            let found = Self.localFiles(directory, hash: uploads == nil)
             guard let uploads, let location else {
                 if error == nil {
                     send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map(FileEvent.init(local:))), id: "\(job).finished")
                 }
                 return
             }
-            var entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
-            var queued = zip(found.map(\.path), entries).map { ($0, $1) }
-            if merging, let owners, let merged = merged(job: job, directory: directory, owners: owners, found: found, entries: entries) {
-                let file = BatchFile(key: location.key("\(job)/recording.json"), name: "recording.json")
-                entries.append(file)
-                queued.append((merged.path, file))
-            }
-            if let store = clusterStore {
-                let rows = queued.map { path, entry in
-                    ClusterStore.UploadRow(job: job, key: entry.key, name: entry.name, file: path,
-                                           content: entry.name == "recording.json" && path.hasPrefix(mergedDirectory.path)
-                                               ? (try? String(contentsOfFile: path, encoding: .utf8)) : nil)
-                }
-                queueClustered(rows, failedJob: error != nil, session: session, store: store, uploads: uploads)
-                logger.info("job \(job): \(found.count) file(s) queued for \(location) (known to the cluster)")
-                return
-            }
+            let entries = found.map { BatchFile(key: location.key("\(job)/\($0.relative)"), name: $0.relative) }
             do {
                 // The batch first: an upload that finishes at once finds it.
                 let batch = UploadBatch(job: job, kind: kind, room: room, failed: error != nil, files: entries)
                 try batches.add(job, batch)
                 progress.update { $0[job] = JobStatus.Uploads(batch) }
-                for (path, entry) in queued { try uploads.enqueue(file: path, key: entry.key, context: ["job": job]) }
+                for (file, entry) in zip(found, entries) { try uploads.enqueue(file: file.path, key: entry.key, context: ["job": job]) }
                 logger.info("job \(job): \(found.count) file(s) queued for \(location)")
             } catch {
                 logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(directory)")

@@ -55,6 +55,11 @@ public struct JobStatus: Codable, Sendable {
         public var failedTries: Int
         /// Why the last try failed, while files are pending.
         public var lastError: String?
+        /// With `--database`: owners whose own folder (on a disk of their own) is not queued
+        /// yet; they queue it once they run again. The merged manifest and `job.finished` wait.
+        public var waitingFor: [String]? = nil
+        /// With `--database`: every folder uploaded, the merged manifest too, `job.finished` sent.
+        public var finished: Bool? = nil
     }
 
     public struct Owner: Codable, Sendable {

@@ -143,7 +143,8 @@ enum RootFiles {
         defer { closedir(stream) }
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { return false }
+            // The marker of a folder whose earlier recording went to the store is no file of it.
+            if name != "." && name != ".." && name != FolderMarker.name { return false }
         }
         return true
     }

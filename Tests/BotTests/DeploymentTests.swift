@@ -67,7 +67,7 @@ import TestSupport
         "sfubot_load_media_restarts_total", "sfubot_load_gap_seconds_total", "sfubot_load_chaos_faults_total",
         "sfubot_load_chaos_not_recovered_total", "sfubot_load_cpu_cores", "sfubot_load_resident_bytes", "sfubot_load_threads",
         "sfubot_cluster_failovers_total", "sfubot_cluster_jobs_fenced_total", "sfubot_cluster_lease_renewals_missed_total",
-        "sfubot_upload_queue_depth", "sfubot_uploads_total", "sfubot_upload_failures_total", "sfubot_upload_bytes_total",
+        "sfubot_upload_queue_depth", "sfubot_uploads_total", "sfubot_upload_failures_total", "sfubot_upload_bytes_total", "sfubot_upload_takeovers_total",
         "sfubot_webhook_outbox_depth", "sfubot_webhook_attempts_total", "sfubot_webhook_failures_total",
         "sfubot_webhooks_delivered_total", "sfubot_webhooks_expired_total",
     ]

@@ -45,7 +45,10 @@ extension MediaScene.ClusterTests {
             let bytes = try await client.get(key: key)
             #expect(bytes.count == file["size"] as? Int, "\(name)")
             #expect(SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() == file["sha256"] as? String, "\(name)")
-            try Data(bytes).write(to: folder.appendingPathComponent(name))
+            // An earlier owner's own disk is under part-N/.
+            let path = folder.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: path)
         }
         #expect(names.contains("manifest.json"))
         let gaps = try #require(merged["gaps"] as? [[String: Any]])

@@ -137,7 +137,7 @@ extension MediaScene {
 
             // Measured from the files in the bucket, as the merged manifest lists them.
             let uploaded = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(60)) { s in
-                ((s["uploads"] as? [String: Any])?["pending"] as? Int) == 0
+                ((s["uploads"] as? [String: Any])?["finished"] as? Bool) == true
             }
             let merged = try await Self.checkMerged(store.client, id: id, owners: [first, try #require(taken["owner"] as? String)], into: dir.appendingPathComponent("bucket"))
             #expect((uploaded["uploads"] as? [String: Any])?["uploaded"] as? Int == merged.files + 1, "the files it lists and itself: \(uploaded)")

@@ -166,11 +166,16 @@ public struct RecordingManifest: Codable, Sendable {
     }
 
     public static func read(from directory: URL) throws -> RecordingManifest {
+        try decoder.decode(RecordingManifest.self, from: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
+    }
+
+    /// Reads a manifest's JSON as `write` wrote it.
+    public static var decoder: JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { d in
             let text = try d.singleValueContainer().decode(String.self)
             return try Self.timeFormat.parse(text)
         }
-        return try decoder.decode(RecordingManifest.self, from: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
+        return decoder
     }
 }

@@ -66,8 +66,10 @@ enum ClusterMigrations {
         // A recording's files on their way to the store, known to every instance: who uploads
         // each (and under which session: a dead uploader's files are taken by another), and
         // how far it got. `content`: a file kept in the uploader's state directory (the merged
-        // manifest), which no other instance could read. `uploads_finished`: set once, by the
-        // instance that settled the last pending file, which alone sends `job.finished`.
+        // manifest), which no other instance could read. A recording's folders (`folder_id`,
+        // the `.sfubot-folder` marker: one for every owner on shared storage, one per disk
+        // otherwise), each queued once by the instance holding it, with its manifest for the
+        // merged one. `uploads_finished`: set once, by the instance that settled the last file.
         (5, [
             """
             CREATE TABLE job_uploads (
@@ -76,6 +78,9 @@ enum ClusterMigrations {
                 name text NOT NULL,
                 file text NOT NULL,
                 content text,
+                folder_id text,
+                size bigint,
+                sha256 text,
                 failed_job boolean NOT NULL,
                 uploader text NOT NULL,
                 uploader_session bigint,
@@ -88,6 +93,19 @@ enum ClusterMigrations {
             )
             """,
             "CREATE INDEX job_uploads_pending ON job_uploads (uploader_session) WHERE state = 'pending'",
+            """
+            CREATE TABLE job_folders (
+                job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                folder_id text NOT NULL,
+                queued_by text NOT NULL,
+                folder text NOT NULL,
+                manifest text,
+                prefix text NOT NULL,
+                queued timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (job_id, folder_id)
+            )
+            """,
+            "ALTER TABLE job_owners ADD COLUMN folder_id text",
             "ALTER TABLE jobs ADD COLUMN uploads_finished timestamptz",
         ]),
     ]

@@ -2,34 +2,90 @@ import Foundation
 import ObjectStore
 import PostgresNIO
 
-/// A recording's uploads as the cluster knows them (`job_uploads`, migration step 5): every
-/// instance answers GET's `uploads` from here, an instance uploads only the files the table
-/// says are its own, and one whose session is gone has its pending files taken by another.
+/// A recording's uploads as the cluster knows them (`job_uploads`, `job_folders`, migration
+/// step 5): every instance answers GET's `uploads` from here, an instance uploads only the
+/// files the table says are its own, one whose session is gone has its pending files taken by
+/// another, and each folder of a recording is queued once, by an instance that holds it.
 extension ClusterStore {
     /// One file of a recording, as queued.
     struct UploadRow: Sendable {
         var job: String
         var key: String
-        /// Its path in the recording's folder.
+        /// Its name in the recording (`part-N/` before it for an earlier owner's own disk).
         var name: String
         /// Where the uploader reads it.
         var file: String
         /// A file only the uploader's state directory holds (the merged manifest), inline.
         var content: String?
+        /// The folder it is in (its marker's id); nil for the merged manifest.
+        var folderID: String?
+        var size: Int?
+        var sha256: String?
     }
 
-    /// Writes a recording's files as this instance's to upload, under `session`. A file
-    /// already there (queued again after a crash) keeps its row.
-    func queueUploads(_ rows: [UploadRow], failedJob: Bool, session: Int64?) async throws {
-        try await client.withTransaction(logger: log) { connection in
-            for row in rows {
-                try await connection.query("""
-                    INSERT INTO job_uploads (job_id, key, name, file, content, failed_job, uploader, uploader_session)
-                    VALUES (\(row.job), \(row.key), \(row.name), \(row.file), \(row.content), \(failedJob), \(instance), \(session))
-                    ON CONFLICT (job_id, key) DO NOTHING
-                    """, logger: log)
-            }
+    /// This run's folder, in its owner row.
+    func setFolder(job: String, folderID: String) async throws {
+        try await client.query("""
+            UPDATE job_owners SET folder_id = \(folderID) WHERE job_id = \(job) AND owner = \(instance) AND ended IS NULL
+            """, logger: log)
+    }
+
+    enum FolderState: Sendable, Equatable {
+        /// This folder is queued already.
+        case done
+        /// The job is no longer in the database.
+        case forgotten
+        /// The job still runs: its folders are queued once it has ended.
+        case active
+        /// Ended: queue the folder under `prefix` (empty for the last owner's folder).
+        case ended(prefix: String, failed: Bool)
+    }
+
+    func folderState(job: String, folderID: String) async throws -> FolderState {
+        let rows = try await client.query("""
+            SELECT final_state, EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
+                (SELECT folder_id FROM job_owners WHERE job_id = \(job) ORDER BY seq DESC LIMIT 1),
+                coalesce((SELECT min(seq) FROM job_owners WHERE job_id = \(job) AND folder_id = \(folderID)), 0)
+            FROM jobs WHERE id = \(job)
+            """, logger: log).collect()
+        guard let row = rows.first else { return .forgotten }
+        let (state, queued, last, first) = try row.decode((String?, Bool, String?, Int).self)
+        if queued { return .done }
+        guard let state else { return .active }
+        return .ended(prefix: last == folderID ? "" : "part-\(first)/", failed: state == "failed")
+    }
+
+    /// Queues a folder's files as this instance's, under `session`, unless another instance
+    /// queued the same folder (shared storage): answers whether this one did.
+    func queueFolder(job: String, folderID: String, folder: String, prefix: String, manifest: String?, rows: [UploadRow], failedJob: Bool,
+                     session: Int64?) async throws -> Bool {
+        try await client.withTransaction(logger: log) { connection -> Bool in
+            let won = try await connection.query("""
+                INSERT INTO job_folders (job_id, folder_id, queued_by, folder, manifest, prefix)
+                VALUES (\(job), \(folderID), \(instance), \(folder), \(manifest), \(prefix))
+                ON CONFLICT (job_id, folder_id) DO NOTHING RETURNING 1
+                """, logger: log).collect()
+            guard !won.isEmpty else { return false }
+            for row in rows { try await insert(row, failedJob: failedJob, session: session, connection) }
+            return true
         }
+    }
+
+    /// The merged manifest's row; answers whether it was written now (not by another before).
+    func queueMerged(_ row: UploadRow, session: Int64?) async throws -> Bool {
+        try await client.withTransaction(logger: log) { connection -> Bool in
+            try await insert(row, failedJob: false, session: session, connection)
+        }
+    }
+
+    @discardableResult
+    private func insert(_ row: UploadRow, failedJob: Bool, session: Int64?, _ connection: PostgresConnection) async throws -> Bool {
+        !(try await connection.query("""
+            INSERT INTO job_uploads (job_id, key, name, file, content, folder_id, size, sha256, failed_job, uploader, uploader_session)
+            VALUES (\(row.job), \(row.key), \(row.name), \(row.file), \(row.content), \(row.folderID), \(row.size), \(row.sha256), \(failedJob),
+                    \(instance), \(session))
+            ON CONFLICT (job_id, key) DO NOTHING RETURNING 1
+            """, logger: log).collect().isEmpty)
     }
 
     enum UploadTurn: Sendable, Equatable {
@@ -47,42 +103,6 @@ extension ClusterStore {
         return uploader == instance ? .mine : .notMine("taken over by \(uploader)")
     }
 
-    /// What `job.finished` names, for the one instance that settled a recording's last file.
-    struct FinishedUploads: Sendable {
-        var kind: String
-        var room: Int64
-        var failedJob: Bool
-        /// Every file in its batch's order (by name), with its object; nil: missing.
-        var files: [(name: String, object: UploadedObject?)]
-    }
-
-    /// A file of this instance's verified in the store (`object`), or given up (nil: its file
-    /// is gone). Answers the recording's files when this settled the last pending one.
-    func settleUpload(job: String, key: String, object: UploadedObject?) async throws -> FinishedUploads? {
-        let json = try object.map { String(decoding: try Self.encoder.encode($0), as: UTF8.self) }
-        return try await client.withTransaction(logger: log) { connection -> FinishedUploads? in
-            try await connection.query("""
-                UPDATE job_uploads SET state = \(object == nil ? "missing" : "uploaded"), object = \(json)::jsonb, updated = now()
-                WHERE job_id = \(job) AND key = \(key) AND uploader = \(instance) AND state = 'pending'
-                """, logger: log)
-            // Once: the row's lock orders two instances settling a job's last files together.
-            let done = try await connection.query("""
-                UPDATE jobs SET uploads_finished = now() WHERE id = \(job) AND uploads_finished IS NULL
-                    AND NOT EXISTS (SELECT 1 FROM job_uploads WHERE job_id = \(job) AND state = 'pending')
-                RETURNING kind, (spec->>'room')::bigint
-                """, logger: log).collect()
-            guard let first = done.first else { return nil }
-            let (kind, room) = try first.decode((String, Int64).self)
-            var finished = FinishedUploads(kind: kind, room: room, failedJob: false, files: [])
-            let rows = try await connection.query("SELECT name, object::text, failed_job FROM job_uploads WHERE job_id = \(job) ORDER BY name", logger: log)
-            for try await (name, object, failed) in rows.decode((String, String?, Bool).self) {
-                finished.failedJob = finished.failedJob || failed
-                finished.files.append((name, object.flatMap { try? Self.decoder.decode(UploadedObject.self, from: Data($0.utf8)) }))
-            }
-            return finished
-        }
-    }
-
     func uploadFailed(job: String, key: String, why: String) async throws {
         try await client.query("""
             UPDATE job_uploads SET attempts = attempts + 1, last_error = \(why), updated = now()
@@ -95,32 +115,56 @@ extension ClusterStore {
         let rows = try await client.query("""
             SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'uploaded'), count(*) FILTER (WHERE state = 'missing'),
                 coalesce(sum(attempts), 0), (SELECT last_error FROM job_uploads WHERE job_id = \(job) AND state = 'pending' AND last_error IS NOT NULL
-                                             ORDER BY updated DESC LIMIT 1), count(*)
+                                             ORDER BY updated DESC LIMIT 1), count(*),
+                (SELECT string_agg(DISTINCT o.owner, ',') FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = o.job_id AND f.folder_id = o.folder_id)),
+                (SELECT uploads_finished IS NOT NULL FROM jobs WHERE id = \(job))
             FROM job_uploads WHERE job_id = \(job)
             """, logger: log).collect()
         guard let row = rows.first else { return nil }
-        let (pending, uploaded, missing, tries, lastError, all) = try row.decode((Int, Int, Int, Int, String?, Int).self)
+        let (pending, uploaded, missing, tries, lastError, all, waiting, finished) = try row.decode((Int, Int, Int, Int, String?, Int, String?, Bool?).self)
         guard all > 0 else { return nil }
-        return JobStatus.Uploads(pending: pending, uploaded: uploaded, missing: missing, failedTries: tries, lastError: lastError)
+        return JobStatus.Uploads(pending: pending, uploaded: uploaded, missing: missing, failedTries: tries, lastError: lastError,
+                                 waitingFor: waiting.map { $0.split(separator: ",").map(String.init) }, finished: finished ?? false)
     }
 
     /// Takes the pending files of uploaders whose session has been gone for `grace` (their
     /// process died, or lost the database: their own queue may still hold them, and drops
-    /// them once it sees they are no longer its own).
-    func takeUploads(session: Int64, grace: Duration) async throws -> [(row: UploadRow, from: String)] {
+    /// them once it sees they are no longer its own), of the folders `reachable` says this
+    /// instance sees too (its marker there has the same id: shared storage). A dead owner's
+    /// own disk is not: its files wait for it, never read from the same path on this disk.
+    func takeUploads(session: Int64, grace: Duration, reachable: @Sendable (_ folder: String, _ folderID: String) async -> Bool) async throws
+        -> [(row: UploadRow, from: String)] {
         let graceSeconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
-        let rows = try await client.query("""
-            WITH gone AS (SELECT job_id, key, uploader FROM job_uploads WHERE state = 'pending'
-                          AND uploader_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds)))
-                          FOR UPDATE SKIP LOCKED)
-            UPDATE job_uploads u SET uploader = \(instance), uploader_session = \(session), updated = now()
-            FROM gone WHERE u.job_id = gone.job_id AND u.key = gone.key
-            RETURNING u.job_id, u.key, u.name, u.file, u.content, gone.uploader
-            """, logger: log)
-        var taken: [(UploadRow, String)] = []
-        for try await (job, key, name, file, content, from) in rows.decode((String, String, String, String, String?, String).self) {
-            taken.append((UploadRow(job: job, key: key, name: name, file: file, content: content), from))
+        return try await client.withTransaction(logger: log) { connection -> [(row: UploadRow, from: String)] in
+            let rows = try await connection.query("""
+                SELECT u.job_id, u.key, u.name, u.file, u.content, u.folder_id, f.folder, u.uploader FROM job_uploads u
+                    LEFT JOIN job_folders f ON f.job_id = u.job_id AND f.folder_id = u.folder_id
+                WHERE u.state = 'pending'
+                    AND u.uploader_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds)))
+                FOR UPDATE OF u SKIP LOCKED
+                """, logger: log)
+            var candidates: [(row: UploadRow, folder: String?, from: String)] = []
+            for try await (job, key, name, file, content, folderID, folder, from) in rows.decode((String, String, String, String, String?, String?, String?, String).self) {
+                candidates.append((UploadRow(job: job, key: key, name: name, file: file, content: content, folderID: folderID), folder, from))
+            }
+            var seen: [String: Bool] = [:], taken: [(row: UploadRow, from: String)] = []
+            for c in candidates {
+                if let folderID = c.row.folderID {
+                    guard let folder = c.folder else { continue }
+                    let ok: Bool
+                    if let known = seen[folder + "\u{0}" + folderID] { ok = known } else {
+                        ok = await reachable(folder, folderID)
+                        seen[folder + "\u{0}" + folderID] = ok
+                    }
+                    guard ok else { continue }
+                }
+                try await connection.query("""
+                    UPDATE job_uploads SET uploader = \(instance), uploader_session = \(session), updated = now() WHERE job_id = \(c.row.job) AND key = \(c.row.key)
+                    """, logger: log)
+                taken.append((c.row, c.from))
+            }
+            return taken
         }
-        return taken
     }
 }

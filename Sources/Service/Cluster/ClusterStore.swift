@@ -244,9 +244,13 @@ struct ClusterStore: Sendable {
         return out
     }
 
-    /// Forgets jobs that ended before `cutoff` (their recordings stay).
+    /// Forgets jobs that ended before `cutoff` (their recordings stay), but not a recording
+    /// whose uploads have not finished: its folders and files are still on their way.
     func prune(before cutoff: Date) async throws {
-        try await client.query("DELETE FROM jobs WHERE final_state IS NOT NULL AND ended < \(cutoff)", logger: log)
+        try await client.query("""
+            DELETE FROM jobs j WHERE final_state IS NOT NULL AND ended < \(cutoff)
+                AND (uploads_finished IS NOT NULL OR NOT EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id AND o.folder_id IS NOT NULL))
+            """, logger: log)
         try await pruneSessions()
     }
 }

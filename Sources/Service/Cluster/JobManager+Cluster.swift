@@ -32,7 +32,7 @@ extension JobManager {
                     await self.claimAvailable(store)
                     // Uploads wait for the store anyway: once a second is soon enough.
                     if tick % 4 == 0, let session = await self.liveSession {
-                        await self.config.publishing?.takeUploads(session: session, grace: self.clusterOptions.takeoverGrace)
+                        await self.config.publishing?.sweep(session: session, grace: self.clusterOptions.takeoverGrace)
                     }
                     tick += 1
                     try? await Task.sleep(for: .milliseconds(250))
@@ -138,6 +138,7 @@ extension JobManager {
             defer { reserved[row.id] = nil }
             let spec = row.spec
             let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
+            await noteFolder(row.id, prepared.outputs, store)
             _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media,
                            outputs: prepared.outputs, created: row.created, resumes: row.resumes,
                        startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses,
@@ -146,6 +147,21 @@ extension JobManager {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
             try? await store.finish(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
+        }
+    }
+
+    /// A recording taken here, before its first frame: its folder's identity in its owner row,
+    /// and a note in the state directory that this instance holds a folder of it, queued for
+    /// upload once the job has ended (JobPublishing+Folders). A failure is logged and the job
+    /// runs: recording comes first.
+    private func noteFolder(_ id: String, _ outputs: HeldOutputs?, _ store: ClusterStore) async {
+        guard let publishing = config.publishing, publishing.uploads != nil, let folder = outputs?.folder else { return }
+        do {
+            let folderID = try await RootFiles.offPool { () throws(RequestProblem) in try FolderMarker.id(of: folder) }
+            try await store.setFolder(job: id, folderID: folderID)
+            try await publishing.notePart(RecordingPart(job: id, folder: folder.shown.path, folderID: folderID))
+        } catch {
+            log.error("job \(id): its folder cannot be noted for upload (\(error)); what this instance records of it is not uploaded")
         }
     }
 

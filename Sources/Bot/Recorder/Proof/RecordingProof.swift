@@ -52,6 +52,9 @@ public final class RecordingProof: Sendable {
 
     /// `final` with its signed proof: every file hashed as it is now (after the read-back).
     func seal(_ final: RecordingManifest, log: Logger) async -> RecordingManifest {
+        // A run that took the recording over and ends before its first checkpoint still writes
+        // the takeover line: else its manifest would name a checkpoint only another folder holds.
+        if chain.takeoverPending { await checkpoint(final, log: log) }
         var m = final
         let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
         let (directory, locate) = (folder.access, self.locate)

@@ -1,0 +1,73 @@
+import Foundation
+import Logging
+import ObjectStore
+import Spool
+
+/// A recording folder this instance wrote, noted in its state directory before the first
+/// frame: once the job has ended (here or on another instance), the folder is queued for upload
+/// by one instance holding it. On shared storage every owner holds the one folder and the
+/// first to queue it uploads it; on a disk of its own, only its instance can, even after a
+/// SIGKILL and restart on the same state directory.
+struct RecordingPart: Codable, Sendable {
+    var job: String
+    /// The folder as shown (its canonical path; the same on every instance).
+    var folder: String
+    var folderID: String
+}
+
+extension JobPublishing {
+    /// Notes a folder this instance is about to write (off the pool: a synced file).
+    func notePart(_ part: RecordingPart) async throws {
+        let parts = self.parts
+        try await Self.off(files) { try parts.put(part.job, part) }
+    }
+
+    /// `body` on `queue`, off Swift's cooperative pool (file opens, reads, syncs).
+    static func off<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { done in
+            queue.async { done.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Each noted folder whose job has ended: queued (the last owner's folder at the job's
+    /// prefix, an earlier owner's own disk under `part-N/`), or forgotten if another instance
+    /// queued the same folder.
+    func queueEndedFolders(_ store: ClusterStore, session: Int64) async {
+        let parts = self.parts
+        let noted = (try? await Self.off(files) { parts.load().entries.map(\.entry) }) ?? []
+        for part in noted {
+            do {
+                switch try await store.folderState(job: part.job, folderID: part.folderID) {
+                case .active: continue
+                case .done: break
+                case .forgotten:
+                    // Kept in the database while its uploads wait: only a job ended without storage, or removed by hand.
+                    logger.warning("job \(part.job) is no longer in the database: its folder \(part.folder) stays where it is, not uploaded")
+                case .ended(let prefix, let failed): try await queueFolder(part, prefix: prefix, failed: failed, store, session: session)
+                }
+                try await Self.off(files) { try parts.remove(part.job) }
+            } catch {
+                logger.warning("job \(part.job): its folder \(part.folder) cannot be queued for upload yet: \(error)")
+            }
+        }
+    }
+
+    private func queueFolder(_ part: RecordingPart, prefix: String, failed: Bool, _ store: ClusterStore, session: Int64) async throws {
+        guard let uploads, let location else { return }
+        let (found, manifest) = try await Self.off(files) {
+            (Self.localFiles(part.folder, hash: true),
+             try? String(contentsOfFile: URL(fileURLWithPath: part.folder).appendingPathComponent("manifest.json").path, encoding: .utf8))
+        }
+        let rows = found.map { file in
+            ClusterStore.UploadRow(job: part.job, key: location.key("\(part.job)/\(prefix)\(file.relative)"), name: prefix + file.relative,
+                                   file: file.path, folderID: part.folderID, size: file.size, sha256: file.sha256)
+        }
+        guard try await store.queueFolder(job: part.job, folderID: part.folderID, folder: part.folder, prefix: prefix, manifest: manifest, rows: rows,
+                                          failedJob: failed, session: session) else {
+            logger.info("job \(part.job): its folder \(part.folder) was queued by another instance (shared storage)")
+            return
+        }
+        logger.info("job \(part.job): \(rows.count) file(s) of \(part.folder) queued for \(location)\(prefix.isEmpty ? "" : " under \(prefix)")")
+        await Self.enqueue(rows, uploads: uploads, on: files, log: logger)
+    }
+}
