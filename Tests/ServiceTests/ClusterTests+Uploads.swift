@@ -176,7 +176,8 @@ extension MediaScene.ClusterTests {
             // files: the same path on B's disk is another folder.
             try await Faults.refuseTCP(port: 18599)
             refused = true
-            pair.a = try await Self.serve("a", port: 18538, dir: dir, database: pg.url(), token: pair.a.token, extra: store.flags)
+            // It forgets ended jobs after 1 s: one whose uploads are under way must stay.
+            pair.a = try await Self.serve("a", port: 18538, dir: dir, database: pg.url(), token: pair.a.token, extra: store.flags + ["--keep-finished", "1"])
             _ = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(30)) { s in
                 let u = s["uploads"] as? [String: Any]
                 return u?["waitingFor"] == nil && (u?["pending"] as? Int ?? 0) > 0
