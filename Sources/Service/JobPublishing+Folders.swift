@@ -43,7 +43,7 @@ extension JobPublishing {
                 case .forgotten:
                     // Kept in the database while its uploads wait: only a job ended without storage, or removed by hand.
                     logger.warning("job \(part.job) is no longer in the database: its folder \(part.folder) stays where it is, not uploaded")
-                case .ended(let prefix, let failed): try await queueFolder(part, prefix: prefix, failed: failed, store, session: session)
+                case .ended(let prefix): try await queueFolder(part, prefix: prefix, store, session: session)
                 }
                 try await Self.off(files) { try parts.remove(part.job) }
             } catch {
@@ -52,7 +52,7 @@ extension JobPublishing {
         }
     }
 
-    private func queueFolder(_ part: RecordingPart, prefix: String, failed: Bool, _ store: ClusterStore, session: Int64) async throws {
+    private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore, session: Int64) async throws {
         guard let uploads, let location else { return }
         let (found, manifest) = try await Self.off(files) {
             (Self.localFiles(part.folder, hash: true),
@@ -63,7 +63,7 @@ extension JobPublishing {
                                    file: file.path, folderID: part.folderID, size: file.size, sha256: file.sha256)
         }
         guard try await store.queueFolder(job: part.job, folderID: part.folderID, folder: part.folder, prefix: prefix, manifest: manifest, rows: rows,
-                                          failedJob: failed, session: session) else {
+                                          session: session) else {
             logger.info("job \(part.job): its folder \(part.folder) was queued by another instance (shared storage)")
             return
         }

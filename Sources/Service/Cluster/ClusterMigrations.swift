@@ -81,7 +81,6 @@ enum ClusterMigrations {
                 folder_id text,
                 size bigint,
                 sha256 text,
-                failed_job boolean NOT NULL,
                 uploader text NOT NULL,
                 uploader_session bigint,
                 state text NOT NULL DEFAULT 'pending',

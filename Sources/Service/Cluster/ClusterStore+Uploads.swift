@@ -38,26 +38,26 @@ extension ClusterStore {
         /// The job still runs: its folders are queued once it has ended.
         case active
         /// Ended: queue the folder under `prefix` (empty for the last owner's folder).
-        case ended(prefix: String, failed: Bool)
+        case ended(prefix: String)
     }
 
     func folderState(job: String, folderID: String) async throws -> FolderState {
         let rows = try await client.query("""
-            SELECT final_state, EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
+            SELECT final_state IS NOT NULL, EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
                 (SELECT folder_id FROM job_owners WHERE job_id = \(job) ORDER BY seq DESC LIMIT 1),
                 coalesce((SELECT min(seq) FROM job_owners WHERE job_id = \(job) AND folder_id = \(folderID)), 0)
             FROM jobs WHERE id = \(job)
             """, logger: log).collect()
         guard let row = rows.first else { return .forgotten }
-        let (state, queued, last, first) = try row.decode((String?, Bool, String?, Int).self)
+        let (ended, queued, last, first) = try row.decode((Bool, Bool, String?, Int).self)
         if queued { return .done }
-        guard let state else { return .active }
-        return .ended(prefix: last == folderID ? "" : "part-\(first)/", failed: state == "failed")
+        guard ended else { return .active }
+        return .ended(prefix: last == folderID ? "" : "part-\(first)/")
     }
 
     /// Queues a folder's files as this instance's, under `session`, unless another instance
     /// queued the same folder (shared storage): answers whether this one did.
-    func queueFolder(job: String, folderID: String, folder: String, prefix: String, manifest: String?, rows: [UploadRow], failedJob: Bool,
+    func queueFolder(job: String, folderID: String, folder: String, prefix: String, manifest: String?, rows: [UploadRow],
                      session: Int64?) async throws -> Bool {
         try await client.withTransaction(logger: log) { connection -> Bool in
             let won = try await connection.query("""
@@ -66,7 +66,7 @@ extension ClusterStore {
                 ON CONFLICT (job_id, folder_id) DO NOTHING RETURNING 1
                 """, logger: log).collect()
             guard !won.isEmpty else { return false }
-            for row in rows { try await insert(row, failedJob: failedJob, session: session, connection) }
+            for row in rows { try await insert(row, session: session, connection) }
             return true
         }
     }
@@ -74,16 +74,15 @@ extension ClusterStore {
     /// The merged manifest's row; answers whether it was written now (not by another before).
     func queueMerged(_ row: UploadRow, session: Int64?) async throws -> Bool {
         try await client.withTransaction(logger: log) { connection -> Bool in
-            try await insert(row, failedJob: false, session: session, connection)
+            try await insert(row, session: session, connection)
         }
     }
 
     @discardableResult
-    private func insert(_ row: UploadRow, failedJob: Bool, session: Int64?, _ connection: PostgresConnection) async throws -> Bool {
+    private func insert(_ row: UploadRow, session: Int64?, _ connection: PostgresConnection) async throws -> Bool {
         !(try await connection.query("""
-            INSERT INTO job_uploads (job_id, key, name, file, content, folder_id, size, sha256, failed_job, uploader, uploader_session)
-            VALUES (\(row.job), \(row.key), \(row.name), \(row.file), \(row.content), \(row.folderID), \(row.size), \(row.sha256), \(failedJob),
-                    \(instance), \(session))
+            INSERT INTO job_uploads (job_id, key, name, file, content, folder_id, size, sha256, uploader, uploader_session)
+            VALUES (\(row.job), \(row.key), \(row.name), \(row.file), \(row.content), \(row.folderID), \(row.size), \(row.sha256), \(instance), \(session))
             ON CONFLICT (job_id, key) DO NOTHING RETURNING 1
             """, logger: log).collect().isEmpty)
     }
@@ -135,7 +134,7 @@ extension ClusterStore {
     /// own disk is not: its files wait for it, never read from the same path on this disk.
     func takeUploads(session: Int64, grace: Duration, reachable: @Sendable (_ folder: String, _ folderID: String) async -> Bool) async throws
         -> [(row: UploadRow, from: String)] {
-        let graceSeconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        let graceSeconds = Self.seconds(grace)
         return try await client.withTransaction(logger: log) { connection -> [(row: UploadRow, from: String)] in
             let rows = try await connection.query("""
                 SELECT u.job_id, u.key, u.name, u.file, u.content, u.folder_id, f.folder, u.uploader FROM job_uploads u

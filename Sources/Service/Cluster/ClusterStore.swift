@@ -18,7 +18,10 @@ struct ClusterStore: Sendable {
     /// One channel; payloads `new <id>`, `stop <id>`, `released`.
     static let channel = "sfubot_jobs"
 
-    var leaseSeconds: Double { Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18 }
+    var leaseSeconds: Double { Self.seconds(lease) }
+
+    /// A duration as the seconds a query's `make_interval` takes.
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     /// A job as the database holds it.
     struct Row: Sendable {
@@ -81,7 +84,7 @@ struct ClusterStore: Sendable {
     /// instances never take the same one: the row is locked (`FOR UPDATE SKIP LOCKED`) until
     /// the owner and its history entry are written.
     func claim(session: Int64, grace: Duration) async throws -> Claim? {
-        let graceSeconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        let graceSeconds = Self.seconds(grace)
         return try await client.withTransaction(logger: log) { connection -> Claim? in
             let rows = try await connection.query("""
                 WITH next AS (
