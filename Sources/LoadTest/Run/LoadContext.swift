@@ -82,11 +82,14 @@ final class PhaseClock: Sendable {
         }
     }
 
-    /// Marks `phase` as reached now (or at `date`); the first mark counts.
+    /// Marks `phase` as reached now (or at `date`); the earliest mark counts.
     func mark(_ phase: Phase, at date: Date = Date()) {
-        let t = date.timeIntervalSince(start), path = phase.path
+        let t = date.timeIntervalSince(start)
+        // RTP moving proves ICE and DTLS done (SRTP needs DTLS's keys), while webrtcbin's
+        // state notifications may trail on its own thread by a few ms: bound them by it.
+        let paths = phase == .firstRTP ? [phase.path, \.dtlsConnected, \.iceConnected] : [phase.path]
         phases.withLock { p in
-            if p[keyPath: path] == nil { p[keyPath: path] = t }
+            for path in paths where p[keyPath: path].map({ $0 > t }) ?? true { p[keyPath: path] = t }
         }
     }
 
