@@ -23,15 +23,24 @@ extension MediaScene.ClusterTests {
         return Store(client: client, flags: ["--storage", "s3://sfubot-cluster/rec", "--s3-endpoint", moto.endpoint, "--s3-credentials-file", credentials.path])
     }
 
+    /// How a job went from one owner to the next, as the merged manifest says it.
+    struct Handover {
+        var cause: String, endCause: String, gapCause: String
+        static let failover = Handover(cause: "failover", endCause: "session ended", gapCause: "database session ended")
+        static let released = Handover(cause: "released", endCause: "released", gapCause: "released")
+    }
+
     /// Reads `recording.json` of job `id` from the bucket and checks it: the owners in order,
     /// every segment of each listed among the files, every file in the bucket with the size and
-    /// SHA-256 it names (each downloaded into `folder`), and one failover gap between the
-    /// owners. Answers the number of files it lists and the gap in seconds.
-    static func checkMerged(_ client: S3Client, id: String, owners: [String], into folder: URL) async throws -> (files: Int, gap: Double) {
+    /// SHA-256 it names (each downloaded into `folder`), and one gap between the owners, by
+    /// default a failover on the first's session's end. Answers the number of files it lists
+    /// and the gap in seconds.
+    static func checkMerged(_ client: S3Client, id: String, owners: [String], into folder: URL,
+                            handover: Handover = .failover) async throws -> (files: Int, gap: Double) {
         let merged = try #require(try JSONSerialization.jsonObject(with: Data(try await client.get(key: "rec/\(id)/recording.json"))) as? [String: Any])
         let listed = try #require(merged["owners"] as? [[String: Any]])
         #expect(listed.map { $0["instance"] as? String } == owners, "\(listed)")
-        #expect(listed.last?["cause"] as? String == "failover" && listed.first?["endCause"] as? String == "session ended", "\(listed)")
+        #expect(listed.last?["cause"] as? String == handover.cause && listed.first?["endCause"] as? String == handover.endCause, "\(listed)")
         let files = try #require(merged["files"] as? [[String: Any]])
         let names = Set(files.compactMap { $0["name"] as? String })
         for owner in listed {
@@ -53,7 +62,7 @@ extension MediaScene.ClusterTests {
         #expect(names.contains("manifest.json"))
         let gaps = try #require(merged["gaps"] as? [[String: Any]])
         #expect(gaps.count == 1 && gaps.first?["from"] as? String == owners.first && gaps.first?["to"] as? String == owners.last, "\(gaps)")
-        #expect((gaps.first?["cause"] as? String)?.contains("database session ended") == true, "\(gaps)")
+        #expect((gaps.first?["cause"] as? String)?.contains(handover.gapCause) == true, "\(gaps)")
         return (files.count, try #require(gaps.first?["seconds"] as? Double, "\(gaps)"))
     }
 }
