@@ -46,6 +46,8 @@ struct ClusterStore: Sendable {
         var previous: String?
         /// The previous owner's lease had run out (else its database session had ended).
         var expired = true
+        /// The instance that held the job last: `previous`, or the one that released it.
+        var lastOwner: String?
     }
 
     static let encoder: JSONEncoder = {
@@ -95,17 +97,18 @@ struct ClusterStore: Sendable {
                 UPDATE jobs j SET owner = \(instance), owner_session = \(session), lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     resumes = j.resumes + CASE WHEN EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id) THEN 1 ELSE 0 END
                 FROM next WHERE j.id = next.id
-                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text, j.chain_head::text, next.expired
+                RETURNING j.id, j.spec::text, j.created, j.resumes, next.previous, j.position_seconds, j.status::text, j.chain_head::text, next.expired,
+                    (SELECT owner FROM job_owners o WHERE o.job_id = j.id ORDER BY seq DESC LIMIT 1)
                 """, logger: log)
             var claim: Claim?
-            for try await (id, json, created, resumes, previous, position, status, head, expired) in
-                rows.decode((String, String, Date, Int, String?, Double?, String?, String?, Bool).self) {
+            for try await (id, json, created, resumes, previous, position, status, head, expired, last) in
+                rows.decode((String, String, Date, Int, String?, Double?, String?, String?, Bool, String?).self) {
                 let spec = try Self.decoder.decode(JobSpec.self, from: Data(json.utf8))
                 // The last status its previous owner published: a paused job is taken up paused.
                 let shown = status.flatMap { try? Self.decoder.decode(JobStatus.self, from: Data($0.utf8)) }
                 claim = Claim(row: Row(id: id, spec: spec, created: created, resumes: resumes, owner: instance, status: shown, position: position,
                                            chainHead: head.flatMap { try? Self.decoder.decode(ChainLink.self, from: Data($0.utf8)) }),
-                              previous: previous, expired: expired)
+                              previous: previous, expired: expired, lastOwner: last)
             }
             guard let claim else { return nil }
             // The one before ends where its lease or its session did (it stopped writing before that).

@@ -114,7 +114,7 @@ extension JobManager {
                 Counter(label: "sfubot_cluster_failovers_total").increment()
                 log.warning("job \(claim.row.id): taken over from \(previous), whose \(claim.expired ? "lease ran out" : "database session ended")")
             }
-            await take(claim.row, previous: claim.previous, store)
+            await take(claim.row, previous: claim.previous, lastOwner: claim.lastOwner, store)
             // Its session ended while it was being started: the others may take it already.
             if liveSession != session { stopWriting(claim.row.id, because: "this instance's database session ended as it was taken") }
             if let previous = claim.previous, let job = jobs[claim.row.id] {
@@ -125,7 +125,7 @@ extension JobManager {
 
     /// Starts a claimed job as a restart does: its folder keeps its files, a recording goes on
     /// in new segment files with the time away as a gap in its manifest.
-    private func take(_ row: ClusterStore.Row, previous: String?, _ store: ClusterStore) async {
+    private func take(_ row: ClusterStore.Row, previous: String?, lastOwner: String?, _ store: ClusterStore) async {
         // This instance's earlier run of it (fenced) must be over before the next one writes.
         if let earlier = jobs[row.id] { await earlier.wait() }
         jobs[row.id] = nil
@@ -142,7 +142,7 @@ extension JobManager {
             _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media,
                            outputs: prepared.outputs, created: row.created, resumes: row.resumes,
                        startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses,
-                       takeover: row.resumes > 0 ? ChainTakeover(cause: previous == nil ? "released" : "failover", from: previous, link: row.chainHead) : nil)
+                       takeover: row.resumes > 0 ? ChainTakeover(cause: previous == nil ? "released" : "failover", from: previous ?? lastOwner, link: row.chainHead) : nil)
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
