@@ -97,6 +97,14 @@ extension JobPublishing {
         }
     }
 
+    /// A recording's next step looked at now (after an operator gave up a folder), not at the next sweep.
+    func advanceNow(_ job: String) async {
+        guard let store = clusterStore, let location else { return }
+        do { await advance(job, try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location))) } catch {
+            logger.warning("job \(job): its uploads' next step is left to the next sweep: \(error)")
+        }
+    }
+
     /// A recording's next step: its merged manifest written and queued, or `job.finished` sent.
     func advance(_ job: String, _ step: ClusterStore.NextStep) async {
         switch step {
@@ -106,8 +114,9 @@ extension JobPublishing {
             guard !finished.failedJob else { return }
             let files = finished.files.compactMap { f in f.object.map { FileEvent(name: f.name, object: $0) } }
             let missing = finished.files.filter { $0.object == nil }.map(\.name)
-            send(.jobFinished, JobEvent(job: job, kind: finished.kind, room: finished.room, files: files, missing: missing.isEmpty ? nil : missing),
-                 id: "\(job).finished")
+            var event = JobEvent(job: job, kind: finished.kind, room: finished.room, files: files, missing: missing.isEmpty ? nil : missing)
+            event.abandoned = finished.abandoned.isEmpty ? nil : finished.abandoned
+            send(.jobFinished, event, id: "\(job).finished")
         }
     }
 
@@ -124,7 +133,7 @@ extension JobPublishing {
         }
         let listed = input.files.map { MergedManifest.File(name: $0.name, key: $0.key, size: $0.size, sha256: $0.sha256) }
         let path = mergedDirectory.appendingPathComponent("\(job).recording.json")
-        let manifest = MergedManifest(job: job, folders: folders, owners: input.owners, files: listed)
+        let manifest = MergedManifest(job: job, folders: folders, owners: input.owners, files: listed, abandoned: input.abandoned)
         let text: String
         do {
             text = try await Self.off(files) {

@@ -41,6 +41,8 @@ struct JobEvent: Encodable, Sendable {
     var files: [FileEvent]?
     /// Files of the folder that vanished before they could be uploaded.
     var missing: [String]?
+    /// Folders an operator gave up, their owner's disk gone.
+    var abandoned: [AbandonedFolder]?
     /// `job.reconnecting`: when the outage began, and its number in this run of the job.
     var since: Date?
     var outage: Int?

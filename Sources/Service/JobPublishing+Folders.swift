@@ -40,6 +40,8 @@ extension JobPublishing {
                 switch try await store.folderState(job: part.job, folderID: part.folderID) {
                 case .active: continue
                 case .done: break
+                case .abandoned(let why):
+                    logger.warning("job \(part.job): its folder \(part.folder) was given up while this instance was away (\(why)): its files stay where they are, not uploaded")
                 case .forgotten:
                     // Kept in the database while its uploads wait: only a job ended without storage, or removed by hand.
                     logger.warning("job \(part.job) is no longer in the database: its folder \(part.folder) stays where it is, not uploaded")

@@ -17,6 +17,8 @@ struct MergedManifest: Codable, Sendable {
     var gaps: [Gap]
     /// Every file of the folder (segments, mix, manifest.json, proof), with its object key.
     var files: [File]
+    /// Folders an operator gave up (their owner's disk gone): what the recording lacks, and why.
+    var abandoned: [AbandonedFolder]?
 
     struct Owner: Codable, Sendable {
         var instance: String
@@ -48,9 +50,11 @@ struct MergedManifest: Codable, Sendable {
     /// `owners` from the cluster's history; `folders` the recording's own manifests (segments,
     /// frames): one on shared storage, one per owner's disk otherwise, each with the prefix of
     /// its files' names in the bucket.
-    init(job: String, folders: [(prefix: String, manifest: RecordingManifest)], owners: [JobStatus.Owner], files: [File]) {
+    init(job: String, folders: [(prefix: String, manifest: RecordingManifest)], owners: [JobStatus.Owner], files: [File],
+         abandoned: [AbandonedFolder] = []) {
         let manifests = folders.map(\.manifest)
         (self.job, self.files) = (job, files)
+        self.abandoned = abandoned.isEmpty ? nil : abandoned
         room = manifests.first?.room ?? 0
         started = manifests.map(\.started).min() ?? Date()
         ended = manifests.compactMap(\.ended).max()
@@ -80,6 +84,17 @@ struct MergedManifest: Codable, Sendable {
             return Gap(from: previous.instance, to: owners[i].instance, lastFrameBefore: before, firstFrameAfter: after, seconds: seconds, cause: cause)
         }
     }
+}
+
+/// A folder of a recording given up by an operator (`POST …/uploads/abandon`: its owner's
+/// disk gone for good), as the merged manifest and `job.finished` name it.
+struct AbandonedFolder: Codable, Sendable, Equatable {
+    /// The instances that wrote it.
+    var owners: [String]
+    /// Where its files would be in the recording.
+    var prefix: String
+    /// Who gave it up, and why.
+    var reason: String
 }
 
 extension MergedManifest {

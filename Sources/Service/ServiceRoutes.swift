@@ -70,6 +70,15 @@ struct ServiceRoutes: Sendable {
                     }
                 }
             }
+            if kind == .recording {
+                v1.post("recordings/:id/uploads/abandon") { request, context in
+                    let id = context.parameters.get("id") ?? ""
+                    return try await Self.answer(status: .ok) { () async throws(RequestProblem) in
+                        _ = try Self.ofKind(kind, await jobs.status(id))
+                        return try await jobs.abandonUploads(id, try await Self.body(of: request, limit: config.maxBodyBytes))
+                    }
+                }
+            }
             v1.delete(RouterPath(stringLiteral: kind.rawValue + "s/:id")) { _, context in
                 let id = context.parameters.get("id") ?? ""
                 return try await Self.answer(status: .ok) { () async throws(RequestProblem) in

@@ -69,7 +69,8 @@ enum ClusterMigrations {
         // manifest), which no other instance could read. A recording's folders (`folder_id`,
         // the `.sfubot-folder` marker: one for every owner on shared storage, one per disk
         // otherwise), each queued once by the instance holding it, with its manifest for the
-        // merged one. `uploads_finished`: set once, by the instance that settled the last file.
+        // merged one, or given up by an operator (`abandoned`: why, its disk being gone).
+        // `uploads_finished`: set once, by the instance that settled the last file.
         (5, [
             """
             CREATE TABLE job_uploads (
@@ -100,6 +101,7 @@ enum ClusterMigrations {
                 folder text NOT NULL,
                 manifest text,
                 prefix text NOT NULL,
+                abandoned text,
                 queued timestamptz NOT NULL DEFAULT now(),
                 PRIMARY KEY (job_id, folder_id)
             )

@@ -12,6 +12,7 @@ extension ClusterStore {
         var folders: [(prefix: String, manifest: String?)]
         var owners: [JobStatus.Owner]
         var files: [(name: String, key: String, size: Int, sha256: String)]
+        var abandoned: [AbandonedFolder] = []
     }
 
     /// What `job.finished` names, for the one instance that settled a recording's last file.
@@ -21,6 +22,7 @@ extension ClusterStore {
         var failedJob: Bool
         /// Every file by name, with its object; nil: missing.
         var files: [(name: String, object: UploadedObject?)]
+        var abandoned: [AbandonedFolder] = []
     }
 
     enum NextStep: Sendable {
@@ -61,6 +63,17 @@ extension ClusterStore {
         }
     }
 
+    private func abandoned(_ job: String, _ connection: PostgresConnection) async throws -> [AbandonedFolder] {
+        try await connection.query("""
+            SELECT f.prefix, f.abandoned, coalesce((SELECT string_agg(DISTINCT o.owner, ',' ORDER BY o.owner) FROM job_owners o
+                                                    WHERE o.job_id = f.job_id AND o.folder_id = f.folder_id), '')
+            FROM job_folders f WHERE f.job_id = \(job) AND f.abandoned IS NOT NULL ORDER BY f.prefix
+            """, logger: log).collect().map { row in
+            let (prefix, reason, owners) = try row.decode((String, String, String).self)
+            return AbandonedFolder(owners: owners.split(separator: ",").map(String.init), prefix: prefix, reason: reason)
+        }
+    }
+
     private func lock(_ job: String, _ connection: PostgresConnection) async throws -> Bool {
         !(try await connection.query("SELECT 1 FROM jobs WHERE id = \(job) FOR UPDATE", logger: log).collect().isEmpty)
     }
@@ -81,8 +94,9 @@ extension ClusterStore {
         guard merged else {
             var input = MergeInput(folders: [], owners: [], files: [])
             for try await (prefix, manifest) in try await connection.query("""
-                SELECT prefix, manifest FROM job_folders WHERE job_id = \(job) ORDER BY prefix
+                SELECT prefix, manifest FROM job_folders WHERE job_id = \(job) AND abandoned IS NULL ORDER BY prefix
                 """, logger: log).decode((String, String?).self) { input.folders.append((prefix, manifest)) }
+            input.abandoned = try await abandoned(job, connection)
             for try await (owner, cause, started, ended, endCause) in try await connection.query("""
                 SELECT owner, cause, started, ended, end_cause FROM job_owners WHERE job_id = \(job) ORDER BY seq
                 """, logger: log).decode((String, String, Date, Date?, String?).self) {
@@ -94,7 +108,7 @@ extension ClusterStore {
             return .merge(input)
         }
         try await connection.query("UPDATE jobs SET uploads_finished = now() WHERE id = \(job)", logger: log)
-        var finished = FinishedUploads(kind: kind, room: room, failedJob: failed, files: [])
+        var finished = FinishedUploads(kind: kind, room: room, failedJob: failed, files: [], abandoned: try await abandoned(job, connection))
         for try await (name, object) in try await connection.query("""
             SELECT name, object::text FROM job_uploads WHERE job_id = \(job) ORDER BY name
             """, logger: log).decode((String, String?).self) {

@@ -33,6 +33,8 @@ extension ClusterStore {
     enum FolderState: Sendable, Equatable {
         /// This folder is queued already.
         case done
+        /// Given up by an operator while this instance was away (ClusterStore+Abandon), and why.
+        case abandoned(String)
         /// The job is no longer in the database.
         case forgotten
         /// The job still runs: its folders are queued once it has ended.
@@ -44,12 +46,14 @@ extension ClusterStore {
     func folderState(job: String, folderID: String) async throws -> FolderState {
         let rows = try await client.query("""
             SELECT final_state IS NOT NULL, EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
+                (SELECT abandoned FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
                 (SELECT folder_id FROM job_owners WHERE job_id = \(job) ORDER BY seq DESC LIMIT 1),
                 coalesce((SELECT min(seq) FROM job_owners WHERE job_id = \(job) AND folder_id = \(folderID)), 0)
             FROM jobs WHERE id = \(job)
             """, logger: log).collect()
         guard let row = rows.first else { return .forgotten }
-        let (ended, queued, last, first) = try row.decode((Bool, Bool, String?, Int).self)
+        let (ended, queued, abandoned, last, first) = try row.decode((Bool, Bool, String?, String?, Int).self)
+        if let abandoned { return .abandoned(abandoned) }
         if queued { return .done }
         guard ended else { return .active }
         return .ended(prefix: last == folderID ? "" : "part-\(first)/")

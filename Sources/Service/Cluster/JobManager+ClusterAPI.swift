@@ -160,3 +160,41 @@ extension JobManager {
         }
     }
 }
+
+extension JobManager {
+    /// `POST /v1/recordings/{id}/uploads/abandon` with `{"instance", "reason"}`: an owner's
+    /// folders given up, its disk gone for good (ClusterStore+Abandon); the recording's merged
+    /// manifest and `job.finished` go out at once, naming them. Answers the recording.
+    func abandonUploads(_ id: String, _ body: Data) async throws(RequestProblem) -> JobStatus {
+        guard let cluster, let publishing = config.publishing, publishing.location != nil else {
+            throw RequestProblem(status: 409, message: "no recording waits for an owner's folder without --database and --storage")
+        }
+        let (owner, reason) = try Self.abandonRequest(body)
+        let result: ClusterStore.Abandoned
+        do { result = try await cluster.abandon(job: id, owner: owner, reason: reason) } catch { throw Self.unreachable(error) }
+        switch result {
+        case .notFound: throw RequestProblem(status: 404, message: "no job \(id)")
+        case .refused(let why): throw RequestProblem(status: 409, message: "job \(id): \(why)")
+        case .done(let folders, let files):
+            log.warning("job \(id): \(folders) unqueued folder(s) and \(files) pending file(s) of \(owner) abandoned: \(reason)")
+            await publishing.advanceNow(id)
+        }
+        return try await clusterStatus(id, cluster)
+    }
+
+    private static func abandonRequest(_ body: Data) throws(RequestProblem) -> (owner: String, reason: String) {
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            throw .field("body", "must be a JSON object: {\"instance\": …, \"reason\": …}")
+        }
+        if let unknown = object.keys.filter({ !["instance", "reason"].contains($0) }).sorted().first {
+            throw .field(unknown, "unknown field; an abandon takes instance, reason")
+        }
+        guard let owner = object["instance"] as? String, !owner.isEmpty, owner.utf8.count <= 200 else {
+            throw .field("instance", "must name the owner whose folder is given up, as uploads.waitingFor does")
+        }
+        guard let reason = object["reason"] as? String, !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, reason.utf8.count <= 500 else {
+            throw .field("reason", "must say why, in at most 500 bytes: the merged manifest and job.finished keep it")
+        }
+        return (owner, reason)
+    }
+}
