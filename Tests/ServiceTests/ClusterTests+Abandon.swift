@@ -14,11 +14,8 @@ extension MediaScene.ClusterTests {
         let dir = try Scene.tempDirectory("cluster-abandon")
         let moto = try await LocalServer.moto(port: 18601)
         let store = try await Self.store(moto, dir: dir)
-        let secret = dir.appendingPathComponent("whsec"), received = dir.appendingPathComponent("received.jsonl")
-        _ = FileManager.default.createFile(atPath: secret.path, contents: Data(("whsec_" + Data(repeating: 9, count: 32).base64EncodedString()).utf8),
-                                           attributes: [.posixPermissions: 0o600])
-        let receiver = try await LocalServer.python("webhook_receiver.py", ["18637", secret.path, received.path], port: 18637)
-        let flags = store.flags + ["--webhook-url", "http://127.0.0.1:18637/hooks", "--webhook-secret-file", secret.path]
+        let receiver = try await WebhookReceiver.start(port: 18637, in: dir)
+        let flags = store.flags + receiver.flags
         let pg: LocalPostgres
         do { pg = try await LocalPostgres.start(port: 15441) } catch {
             await receiver.stop()
@@ -86,11 +83,7 @@ extension MediaScene.ClusterTests {
             #expect(onB.coveredSeconds > 2, "B's part of the tone is in the bucket: \(onB.coveredSeconds) s")
 
             // job.finished, signature verified by the receiver, says what is missing and why.
-            func finished() -> [[String: Any]] {
-                ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n")
-                    .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                    .filter { $0["id"] as? String == "\(id).finished" }
-            }
+            func finished() -> [[String: Any]] { receiver.events(id: "\(id).finished") }
             #expect(await eventually(within: 30) { !finished().isEmpty }, "job.finished delivered")
             let data = finished().first?["data"] as? [String: Any] ?? [:]
             #expect((data["abandoned"] as? [[String: Any]])?.first?["reason"] as? String == "abandoned by b: \(reason)", "\(data)")

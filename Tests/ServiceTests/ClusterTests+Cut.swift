@@ -39,7 +39,9 @@ extension MediaScene.ClusterTests {
             }
             // Either instance may take it: A too, once its new session is up (its own run of the job is
             // over by then). Either way a second run, in new segment files.
-            let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { Self.owners($0).count == 2 && Self.live($0, frames: 50) }
+            let taken = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(40)) { s in
+                Self.owners(s).count == 2 && Self.live(s, frames: 50, notIn: Set(mine))
+            }
             let history = Self.owners(taken)
             #expect(history.last?["cause"] as? String == "failover" && history.first?["endCause"] as? String == "session ended", "\(history)")
             let since = try await pg.psql("SELECT extract(epoch FROM started) FROM job_owners WHERE job_id = '\(id)' AND seq = 2")

@@ -16,11 +16,8 @@ extension MediaScene.ClusterTests {
         let dir = try Scene.tempDirectory("cluster-uploads")
         let moto = try await LocalServer.moto(port: Self.uploadsMotoPort)
         let store = try await Self.store(moto, dir: dir)
-        let secret = dir.appendingPathComponent("whsec"), received = dir.appendingPathComponent("received.jsonl")
-        _ = FileManager.default.createFile(atPath: secret.path, contents: Data(("whsec_" + Data(repeating: 7, count: 32).base64EncodedString()).utf8),
-                                           attributes: [.posixPermissions: 0o600])
-        let receiver = try await LocalServer.python("webhook_receiver.py", ["18636", secret.path, received.path], port: 18636)
-        let flags = store.flags + ["--webhook-url", "http://127.0.0.1:18636/hooks", "--webhook-secret-file", secret.path]
+        let receiver = try await WebhookReceiver.start(port: 18636, in: dir)
+        let flags = store.flags + receiver.flags
         let pg: LocalPostgres
         do { pg = try await LocalPostgres.start(port: 15437) } catch {
             await receiver.stop()
@@ -91,11 +88,7 @@ extension MediaScene.ClusterTests {
             let coverage = try await Gaps.measure(bucket, userID: "9", frequency: Self.tone)
             #expect(coverage.coveredSeconds > 3, "the tone recorded before the DELETE: \(coverage.coveredSeconds) s")
             // job.finished, from the instance that settled the last file, names every object.
-            func finished() -> [[String: Any]] {
-                ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n")
-                    .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                    .filter { $0["id"] as? String == "\(id).finished" }
-            }
+            func finished() -> [[String: Any]] { receiver.events(id: "\(id).finished") }
             #expect(await eventually(within: 30) { !finished().isEmpty }, "job.finished delivered (signature verified by the receiver)")
             let named = ((finished().first?["data"] as? [String: Any])?["files"] as? [[String: Any]]) ?? []
             #expect(named.count == pending + 1 && named.allSatisfy { ($0["url"] as? String)?.contains("/rec/\(id)/") == true }, "\(named)")

@@ -70,3 +70,32 @@ public final class LocalServer: Sendable {
         _ = await process.exit()
     }
 }
+
+/// Tests/S3/webhook_receiver.py on 127.0.0.1:`port`: checks every delivery's Standard Webhooks
+/// signature against a secret of its own (written 0600 into `dir`) and appends the events it
+/// accepts to a JSON-lines file.
+public struct WebhookReceiver: Sendable {
+    public let server: LocalServer
+    public let secret: URL
+    public let received: URL
+
+    public static func start(port: Int, in dir: URL, seed: UInt8 = 7) async throws -> WebhookReceiver {
+        let secret = dir.appendingPathComponent("whsec"), received = dir.appendingPathComponent("received.jsonl")
+        _ = FileManager.default.createFile(atPath: secret.path, contents: Data(("whsec_" + Data(repeating: seed, count: 32).base64EncodedString()).utf8),
+                                           attributes: [.posixPermissions: 0o600])
+        let server = try await LocalServer.python("webhook_receiver.py", ["\(port)", secret.path, received.path], port: port)
+        return WebhookReceiver(server: server, secret: secret, received: received)
+    }
+
+    /// serve's flags that send its events here.
+    public var flags: [String] { ["--webhook-url", "http://127.0.0.1:\(server.port)/hooks", "--webhook-secret-file", secret.path] }
+
+    /// The events accepted so far with webhook id `id` (each `{"id", "type", "data", …}`).
+    public func events(id: String) -> [[String: Any]] {
+        ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["id"] as? String == id }
+    }
+
+    public func stop() async { await server.stop() }
+}
