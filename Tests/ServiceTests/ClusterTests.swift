@@ -36,8 +36,9 @@ extension MediaScene {
 
     static func owners(_ status: [String: Any]) -> [[String: Any]] { status["owners"] as? [[String: Any]] ?? [] }
 
-    /// A feed live with more than `frames` opened, in a file not named in `old`: a job taken
-    /// over shows its last owner's status until the new run publishes its own.
+    /// A feed live with more than `frames` opened, in a file not named in `old`. The owner answers
+    /// from memory; any other instance shows the status the owner last published, which after a
+    /// takeover is the old owner's until the new run publishes its own.
     static func live(_ s: [String: Any], frames: Int, notIn old: Set<String> = []) -> Bool {
         ((s["feeds"] as? [[String: Any]]) ?? []).contains { feed in
             let file = URL(fileURLWithPath: feed["file"] as? String ?? "").lastPathComponent
