@@ -88,13 +88,13 @@ struct MergedManifest: Codable, Sendable {
 
 /// A folder of a recording given up by an operator (`POST …/uploads/abandon`: its owner's
 /// disk gone for good), as the merged manifest and `job.finished` name it.
-struct AbandonedFolder: Codable, Sendable, Equatable {
+public struct AbandonedFolder: Codable, Sendable, Equatable {
     /// The instances that wrote it.
-    var owners: [String]
+    public var owners: [String]
     /// Where its files would be in the recording.
-    var prefix: String
+    public var prefix: String
     /// Who gave it up, and why.
-    var reason: String
+    public var reason: String
 }
 
 extension MergedManifest {

@@ -49,7 +49,7 @@ public struct JobStatus: Codable, Sendable {
         public var pending: Int
         /// Files uploaded and verified (their local copies deleted).
         public var uploaded: Int
-        /// Files that vanished before they could be uploaded.
+        /// Files that vanished before they could be uploaded, or whose folder was abandoned.
         public var missing: Int
         /// Failed tries so far (each is retried with backoff).
         public var failedTries: Int
@@ -58,6 +58,8 @@ public struct JobStatus: Codable, Sendable {
         /// With `--database`: owners whose own folder (on a disk of their own) is not queued
         /// yet; they queue it once they run again. The merged manifest and `job.finished` wait.
         public var waitingFor: [String]? = nil
+        /// With `--database`: folders an operator gave up (`uploads/abandon`).
+        public var abandoned: [AbandonedFolder]? = nil
         /// With `--database`: every folder uploaded, the merged manifest too, `job.finished` sent.
         public var finished: Bool? = nil
     }

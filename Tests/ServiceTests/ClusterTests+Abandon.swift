@@ -64,6 +64,9 @@ extension MediaScene.ClusterTests {
             }
             let uploads = try #require(done["uploads"] as? [String: Any])
             #expect(uploads["waitingFor"] == nil, "\(uploads)")
+            let shown = uploads["abandoned"] as? [[String: Any]]
+            #expect(shown?.count == 1 && shown?.first?["owners"] as? [String] == ["a"] && shown?.first?["reason"] as? String == "abandoned by b: \(reason)",
+                    "GET shows what was given up: \(uploads)")
 
             // The merged manifest: both owners, B's files only, A's folder named as abandoned.
             let merged = try #require(try JSONSerialization.jsonObject(with: Data(try await store.client.get(key: "rec/\(id)/recording.json"))) as? [String: Any])

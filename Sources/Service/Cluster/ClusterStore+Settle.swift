@@ -63,7 +63,7 @@ extension ClusterStore {
         }
     }
 
-    private func abandoned(_ job: String, _ connection: PostgresConnection) async throws -> [AbandonedFolder] {
+    func abandoned(_ job: String, _ connection: PostgresConnection) async throws -> [AbandonedFolder] {
         try await connection.query("""
             SELECT f.prefix, f.abandoned, coalesce((SELECT string_agg(DISTINCT o.owner, ',' ORDER BY o.owner) FROM job_owners o
                                                     WHERE o.job_id = f.job_id AND o.folder_id = f.folder_id), '')

@@ -127,8 +127,10 @@ extension ClusterStore {
         guard let row = rows.first else { return nil }
         let (pending, uploaded, missing, tries, lastError, all, waiting, finished) = try row.decode((Int, Int, Int, Int, String?, Int, String?, Bool?).self)
         guard all > 0 else { return nil }
+        let abandoned = try await client.withConnection { try await self.abandoned(job, $0) }
         return JobStatus.Uploads(pending: pending, uploaded: uploaded, missing: missing, failedTries: tries, lastError: lastError,
-                                 waitingFor: waiting.map { $0.split(separator: ",").map(String.init) }, finished: finished ?? false)
+                                 waitingFor: waiting.map { $0.split(separator: ",").map(String.init) },
+                                 abandoned: abandoned.isEmpty ? nil : abandoned, finished: finished ?? false)
     }
 
     /// Takes the pending files of uploaders whose session has been gone for `grace` (their
