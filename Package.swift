@@ -253,7 +253,7 @@ let package = Package(
             name: "FrameCryptoTests",
             dependencies: ["Locking", "FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        .testTarget(name: "ProofTests", dependencies: ["Proof"], swiftSettings: strict),
+        .testTarget(name: "ProofTests", dependencies: ["Locking", "Proof"], swiftSettings: strict),
         .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),
         // The .mjr reader and frame recovery on files written in the test (no Janus, no pipeline).
         .testTarget(name: "MjrTests", dependencies: ["Mjr", "FrameCrypto"], swiftSettings: strict),

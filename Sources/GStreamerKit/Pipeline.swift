@@ -1,5 +1,6 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import Locking
 
 /// A GstBin: an element holding others, found by name.
 public class Bin: Element, @unchecked Sendable {

@@ -1,4 +1,5 @@
 internal import CGStreamerShims
+import Locking
 
 extension WebRTCBin {
     /// The receive buffer the media sockets hold after `enlargeReceiveBuffers`.

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Crypto
+import Locking
 
 /// A local file read in pieces for an upload (a part at most in memory, 16 MiB for a single
 /// PUT). Every open, read, hash and unlink runs on a Dispatch queue of its own, never on Swift's
@@ -16,20 +17,10 @@ final class LocalFile: Sendable {
     private init(path: String, fd: Int32) { (self.path, self.fd) = (path, fd) }
     deinit { close(fd) }
 
-    private static let queue = DispatchQueue(label: "sfubot.upload.files", attributes: .concurrent)
-
-    /// `work` on the file queue; the caller's task waits without holding a pool thread.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws(ObjectStoreError) -> T) async throws(ObjectStoreError) -> T {
-        let result: Result<T, ObjectStoreError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { () throws(ObjectStoreError) -> T in try work() }) }
-        }
-        return try result.get()
-    }
-
     /// Opens `path` for reading: a regular file only. `O_NONBLOCK` makes a FIFO fail at once
     /// instead of waiting for a writer (regular files ignore it).
     static func open(_ path: String) async throws(ObjectStoreError) -> LocalFile {
-        try await offPool { () throws(ObjectStoreError) -> LocalFile in
+        try await OffPool.run { () throws(ObjectStoreError) -> LocalFile in
             let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { throw ObjectStoreError(.localFile("cannot open \(path): \(String(cString: strerror(errno)))")) }
             var info = stat()
@@ -43,7 +34,7 @@ final class LocalFile: Sendable {
 
     /// `count` bytes from `offset`, and their MD5 (for Content-MD5 and the ETag check).
     func read(at offset: Int, count: Int) async throws(ObjectStoreError) -> (bytes: [UInt8], md5: Data) {
-        try await Self.offPool { [self] () throws(ObjectStoreError) -> ([UInt8], Data) in
+        try await OffPool.run { [self] () throws(ObjectStoreError) -> ([UInt8], Data) in
             var bytes = [UInt8](repeating: 0, count: count), done = 0
             while done < count {
                 let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
@@ -58,7 +49,7 @@ final class LocalFile: Sendable {
 
     /// The file's size and hex SHA-256, read 1 MiB at a time.
     func sizeAndSHA256() async throws(ObjectStoreError) -> (Int, String) {
-        try await Self.offPool { [self] () throws(ObjectStoreError) -> (Int, String) in
+        try await OffPool.run { [self] () throws(ObjectStoreError) -> (Int, String) in
             var hash = SHA256(), size = 0
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             while true {
@@ -75,13 +66,13 @@ final class LocalFile: Sendable {
 
     /// Deletes `path` (a verified upload's local copy); nil when done or already gone, else why not.
     static func delete(_ path: String) async -> String? {
-        try? await offPool { () -> String? in
+        try? await OffPool.run { () -> String? in
             unlink(path) == 0 || errno == ENOENT ? nil : String(cString: strerror(errno))
         }
     }
 
     /// Whether `path` is still there (a failed upload of a vanished file is given up).
     static func exists(_ path: String) async -> Bool {
-        (try? await offPool { FileManager.default.fileExists(atPath: path) }) ?? true
+        (try? await OffPool.run { FileManager.default.fileExists(atPath: path) }) ?? true
     }
 }

@@ -2,7 +2,7 @@ public import Foundation
 import Crypto
 
 /// SHA-256 and size of a file, or of its first `limit` bytes, read in 1 MiB pieces. Blocking:
-/// call it from a thread of its own (`ProofChain.offPool`) or a synchronous command.
+/// call it from a thread of its own (`OffPool.run`) or a synchronous command.
 public enum FileDigest {
     public struct Result: Sendable, Equatable {
         public let size: Int

@@ -82,7 +82,7 @@ public final class ProofChain: Sendable {
     /// with `counters` (signed as given). Returns its number; throws if it could not be written.
     @discardableResult
     public func checkpoint(files: [String], counters: JSONValue, time: Date = Date()) async throws -> Int {
-        try await Self.offPool { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time) } }
+        try await OffPool.run { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time) } }
     }
 
     private func checkpointNow(files: [String], counters: JSONValue, time: Date) throws -> Int {
@@ -195,13 +195,6 @@ public final class ProofChain: Sendable {
         defer { close(fd) }
         try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: data)
         _ = fdatasync(fd)
-    }
-
-    /// Runs blocking file work on a thread of its own.
-    public static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { c in
-            Thread.detachNewThread { c.resume(with: Result { try work() }) }
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 import Bot
 import FrameCrypto
 import Foundation
+import Locking
 import Logging
 
 /// The state folder: every change saved (off the pool, through `JobStoreWriter`), and the jobs
@@ -41,7 +42,7 @@ extension JobManager {
                 reserved[record.id] = paths.claims(roots)
                 defer { reserved[record.id] = nil }
                 let spec = record.spec
-                let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
+                let prepared = try await OffPool.run { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
                 _ = try launch(id: record.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media, outputs: prepared.outputs,
                                created: record.created, resumes: record.resumes + 1, pauses: record.pauses)
             } catch {

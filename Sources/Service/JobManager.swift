@@ -2,6 +2,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Janus
+import Locking
 import Logging
 import Metrics
 import Proof
@@ -115,7 +116,7 @@ actor JobManager: Service {
         let id = Self.newID(kind)
         reserved[id] = claims
         defer { reserved[id] = nil }
-        let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
+        let prepared = try await OffPool.run { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
         do throws(RequestProblem) {
             let canonical = try paths.canonicalSpec(spec, roots: roots)
             if kind == .recording, let outputs = prepared.outputs {
@@ -123,7 +124,7 @@ actor JobManager: Service {
                 // opened), off the pool too: an open can wait on a slow disk.
                 let check = Recorder(config: botConfig(for: canonical, id: id, protection: prepared.protection),
                                      folder: outputs.folder, mix: outputs.mix)
-                try await RootFiles.offPool { () throws(RequestProblem) in
+                try await OffPool.run { () throws(RequestProblem) in
                     do { try check.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
                 }
             }

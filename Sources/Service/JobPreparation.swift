@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// What a job needs from the file system before it starts, done off the cooperative pool
-/// (`RootFiles.offPool`): its key read, its media checked, its output folder and mix made.
+/// (`OffPool.run`): its key read, its media checked, its output folder and mix made.
 /// Reads come first, so a refused request has created nothing.
 struct JobPreparation: Sendable {
     let protection: FrameProtection

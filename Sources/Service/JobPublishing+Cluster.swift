@@ -1,6 +1,7 @@
 import Bot
 import CoreMetrics
 import Foundation
+import Locking
 import Logging
 import ObjectStore
 import Spool
@@ -42,7 +43,7 @@ extension JobPublishing {
         let taken: [(row: ClusterStore.UploadRow, from: String)]
         let files = self.files
         let reachable: @Sendable (String, String) async -> Bool = { folder, folderID in
-            (try? await Self.off(files) { FolderMarker.existing(in: folder) == folderID }) ?? false
+            (try? await OffPool.run(on: files) { FolderMarker.existing(in: folder) == folderID }) ?? false
         }
         do { taken = try await store.takeUploads(session: session, grace: grace, reachable: reachable) } catch {
             logger.warning("cluster: cannot look for uploads left by others: \(error)")
@@ -66,7 +67,7 @@ extension JobPublishing {
 
     /// Into the local queue, off the pool (each entry is a synced file).
     static func enqueue(_ rows: [ClusterStore.UploadRow], uploads: UploadQueue, on files: DispatchQueue, log: Logger) async {
-        _ = try? await off(files) {
+        _ = try? await OffPool.run(on: files) {
             for row in rows {
                 do {
                     if let content = row.content {
@@ -136,7 +137,7 @@ extension JobPublishing {
         let manifest = MergedManifest(job: job, folders: folders, owners: input.owners, files: listed, abandoned: input.abandoned)
         let text: String
         do {
-            text = try await Self.off(files) {
+            text = try await OffPool.run(on: files) {
                 try manifest.write(to: path)
                 return try String(contentsOf: path, encoding: .utf8)
             }

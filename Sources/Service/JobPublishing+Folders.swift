@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import ObjectStore
 import Spool
@@ -19,14 +20,7 @@ extension JobPublishing {
     /// Notes a folder this instance is about to write (off the pool: a synced file).
     func notePart(_ part: RecordingPart) async throws {
         let parts = self.parts
-        try await Self.off(files) { try parts.put(part.job, part) }
-    }
-
-    /// `body` on `queue`, off Swift's cooperative pool (file opens, reads, syncs).
-    static func off<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { done in
-            queue.async { done.resume(with: Result { try body() }) }
-        }
+        try await OffPool.run(on: files) { try parts.put(part.job, part) }
     }
 
     /// Each noted folder whose job has ended: queued (the last owner's folder at the job's
@@ -34,7 +28,7 @@ extension JobPublishing {
     /// queued the same folder.
     func queueEndedFolders(_ store: ClusterStore, session: Int64) async {
         let parts = self.parts
-        let noted = (try? await Self.off(files) { parts.load().entries.map(\.entry) }) ?? []
+        let noted = (try? await OffPool.run(on: files) { parts.load().entries.map(\.entry) }) ?? []
         for part in noted {
             do {
                 switch try await store.folderState(job: part.job, folderID: part.folderID) {
@@ -47,7 +41,7 @@ extension JobPublishing {
                     logger.warning("job \(part.job) is no longer in the database: its folder \(part.folder) stays where it is, not uploaded")
                 case .ended(let prefix): try await queueFolder(part, prefix: prefix, store, session: session)
                 }
-                try await Self.off(files) { try parts.remove(part.job) }
+                try await OffPool.run(on: files) { try parts.remove(part.job) }
             } catch {
                 logger.warning("job \(part.job): its folder \(part.folder) cannot be queued for upload yet: \(error)")
             }
@@ -56,7 +50,7 @@ extension JobPublishing {
 
     private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore, session: Int64) async throws {
         guard let uploads, let location else { return }
-        let (found, manifest) = try await Self.off(files) {
+        let (found, manifest) = try await OffPool.run(on: files) {
             (Self.localFiles(part.folder, hash: true),
              try? String(contentsOfFile: URL(fileURLWithPath: part.folder).appendingPathComponent("manifest.json").path, encoding: .utf8))
         }

@@ -15,20 +15,6 @@ import Glibc
 /// They run on a Dispatch queue, never on Swift's cooperative pool (2 threads here): a file
 /// system that hangs (NFS, FUSE) must not stop the service from answering.
 enum RootFiles {
-    private static let queue = DispatchQueue(label: "sfubot.serve.files", attributes: .concurrent)
-
-    /// Runs `body` on the file queue and awaits it.
-    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws(RequestProblem) -> T) async throws(RequestProblem) -> T {
-        let result: Result<T, RequestProblem> = await withCheckedContinuation { continuation in
-            queue.async {
-                do throws(RequestProblem) { continuation.resume(returning: .success(try body())) } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
-    }
-
     /// Opens the folder `parts` below `root`, each component a real folder (no symlink);
     /// missing ones are created 0700 when `create`. The caller closes the descriptor.
     static func folder(_ parts: ArraySlice<String>, in root: Root, field: String, create: Bool) throws(RequestProblem) -> Int32 {

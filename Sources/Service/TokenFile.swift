@@ -46,7 +46,7 @@ public final class TokenFile: Sendable {
             s.checked = .now
             return true
         }
-        if due { await Self.offPool { [self] in refresh(force: false) } }
+        if due { await OffPool.run(on: Self.queue) { [self] in refresh(force: false) } }
         return state.withLock { $0.token }
     }
 
@@ -70,7 +70,7 @@ public final class TokenFile: Sendable {
     }
 
     /// Reads the file again, whatever changed (SIGHUP), off the cooperative pool.
-    func reload() async { await Self.offPool { [self] in refresh(force: true) } }
+    func reload() async { await OffPool.run(on: Self.queue) { [self] in refresh(force: true) } }
 
     /// The token in `path`, checked as at start: only its owner may read the file (anyone who
     /// holds the token can record calls), 16 characters or more, no spaces.
@@ -96,16 +96,8 @@ public final class TokenFile: Sendable {
         [Int(info.st_dev), Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec, info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
     }
 
+    /// Serial: reloads happen one at a time, in order.
     private static let queue = DispatchQueue(label: "sfubot.serve.token")
-
-    private static func offPool(_ body: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            queue.async {
-                body()
-                c.resume()
-            }
-        }
-    }
 }
 
 /// Reads the token file again on every SIGHUP, until the service group shuts down.

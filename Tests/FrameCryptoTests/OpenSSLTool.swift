@@ -46,12 +46,4 @@ enum OpenSSLTool {
                            "-kdfopt", "info:\(info)", "HKDF"])
         return Data([UInt8](hex: String(decoding: out, as: UTF8.self).filter(\.isHexDigit).lowercased()))
     }
-
-    /// Runs blocking work (a child process awaited) on a thread of its own: a test blocked in
-    /// `waitUntilExit` on the cooperative pool (2 threads on CI) stalls every other test.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { done in
-            Thread.detachNewThread { done.resume(with: Result { try work() }) }
-        }
-    }
 }

@@ -1,5 +1,6 @@
 import FrameCrypto
 import Foundation
+import Locking
 import Testing
 
 /// The x264 settings of every sending pipeline give ONE slice per picture (libwebrtc can only
@@ -48,7 +49,8 @@ import Testing
         #expect(encoders.map(\.file) == ["load-source-video.pipeline", "play-av.pipeline", "play-test-pattern.pipeline"])
         let frames = VideoFrameTests()
         for (file, element) in encoders {
-            let stream = try await OpenSSLTool.offPool { try Self.encode(element) }
+            // A child process awaited: a test blocked in `waitUntilExit` on the pool stalls every other.
+            let stream = try await OffPool.run { try Self.encode(element) }
             let nals = stream.withUnsafeBytes { NALUnits.annexB($0) }.map { Array(stream[$0]) }
             let slices = nals.filter { NALUnits.isSlice($0[0]) }
             let headers = slices.compactMap { LibWebRTCSliceParser.parse(nal: $0) }

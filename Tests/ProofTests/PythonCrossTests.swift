@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Proof
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 
     /// Runs the script on `dir`, waiting on a thread of its own (never on the cooperative pool).
     static func python(_ dir: URL) async throws -> (Int32, String) {
-        try await ProofChain.offPool {
+        try await OffPool.run {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
             p.arguments = [script, dir.path]

@@ -1,4 +1,5 @@
 public import Foundation
+import Locking
 package import Logging
 import GStreamerKit
 import NIOSSL

@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Locking
 
 /// What the player checks of a file before it joins a room, so that a file that cannot play is
 /// refused at once (exit 66, a job `failed`) instead of joining and sending nothing: once

@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Locking
 import Synchronization
 
 /// `record --mix FILE`: one Ogg Opus track of the whole call (`record-mix.pipeline`), into which

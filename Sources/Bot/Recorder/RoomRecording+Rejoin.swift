@@ -1,6 +1,7 @@
 import Foundation
 import GStreamerKit
 import Janus
+import Locking
 import Logging
 
 /// Coming back after Janus lost the recorder: the session (a WebSocket that could not be

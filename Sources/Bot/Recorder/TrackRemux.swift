@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Locking
 import Logging
 
 /// Puts each publisher's video and audio track files into `<feedId>-<userId>.mkv` once it

@@ -137,7 +137,7 @@ extension JobManager {
             reserved[row.id] = paths.claims(roots)
             defer { reserved[row.id] = nil }
             let spec = row.spec
-            let prepared = try await RootFiles.offPool { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
+            let prepared = try await OffPool.run { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: false) }
             await noteFolder(row.id, prepared.outputs, store)
             _ = try launch(id: row.id, spec: paths.canonicalSpec(spec, roots: roots), protection: prepared.protection, media: prepared.media,
                            outputs: prepared.outputs, created: row.created, resumes: row.resumes,
@@ -157,7 +157,7 @@ extension JobManager {
     private func noteFolder(_ id: String, _ outputs: HeldOutputs?, _ store: ClusterStore) async {
         guard let publishing = config.publishing, publishing.uploads != nil, let folder = outputs?.folder else { return }
         do {
-            let folderID = try await RootFiles.offPool { () throws(RequestProblem) in try FolderMarker.id(of: folder) }
+            let folderID = try await OffPool.run { () throws(RequestProblem) in try FolderMarker.id(of: folder) }
             try await store.setFolder(job: id, folderID: folderID)
             try await publishing.notePart(RecordingPart(job: id, folder: folder.shown.path, folderID: folderID))
         } catch {

@@ -1,4 +1,5 @@
 public import Foundation
+import Locking
 public import Proof
 import FrameCrypto
 
@@ -13,7 +14,7 @@ extension MjrManifest {
         let dir = directory.standardizedFileURL.path + "/"
         let relative = outputs.map { $0.hasPrefix(dir) ? String($0.dropFirst(dir.count)) : $0 }
         let absolute = Array(Set(inputs.map { URL(fileURLWithPath: $0).standardizedFileURL.path })).sorted()
-        let (files, ins) = try await ProofChain.offPool { () -> ([ManifestProof.File], [ManifestProof.File]) in
+        let (files, ins) = try await OffPool.run { () -> ([ManifestProof.File], [ManifestProof.File]) in
             func hash(_ names: [String]) -> [ManifestProof.File] {
                 names.compactMap { n in
                     let url = n.hasPrefix("/") ? URL(fileURLWithPath: n) : directory.appendingPathComponent(n)

@@ -1,4 +1,5 @@
 public import Foundation
+import Locking
 public import Proof
 import FrameCrypto
 import Logging
@@ -59,7 +60,7 @@ public final class RecordingProof: Sendable {
         let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
         let (directory, locate) = (folder.access, self.locate)
         let cost = chain.cost
-        let files: [ManifestProof.File] = (try? await ProofChain.offPool { cost.measure {
+        let files: [ManifestProof.File] = (try? await OffPool.run { cost.measure {
             var out: [ManifestProof.File] = []
             for n in Array(Set(names)).sorted() {
                 let url = n.hasPrefix("/") ? locate(n) : directory.appendingPathComponent(n)
