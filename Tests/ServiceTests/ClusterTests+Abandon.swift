@@ -7,8 +7,9 @@ import TestSupport
 /// folder up; then the merged manifest and `job.finished` go out with what the other owner
 /// wrote, naming what was lost and why.
 extension MediaScene.ClusterTests {
-    @Test("the owner SIGKILLed on its own disk and never back: refused while the job runs, for a running instance and without a reason; given up, the bucket's merged manifest and job.finished name the abandoned folder, the other's part of the tone is there; the owner back later leaves its files in place")
-    func abandonedFolder() async throws {
+    @Test("the owner SIGKILLed on its own disk and never back (or back once, its folder queued, killed again with its files pending): refused while the job runs, for a running instance and without a reason; given up, the bucket's merged manifest and job.finished name the abandoned folder, the other's part of the tone is there; the owner back later leaves its files in place",
+          arguments: [false, true])
+    func abandonedFolder(pendingFirst: Bool) async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("cluster-abandon")
@@ -23,6 +24,7 @@ extension MediaScene.ClusterTests {
         }
         var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18544, dir: dir, database: pg.url(), extra: flags))
         let player = try await player(room: room, dir: dir)
+        var refused = false
         defer { player.signal(SIGKILL) }
         do {
             let out = dir.appendingPathComponent("rec"), diskB = dir.appendingPathComponent("rec-b")
@@ -48,6 +50,20 @@ extension MediaScene.ClusterTests {
                 let u = s["uploads"] as? [String: Any]
                 return u?["waitingFor"] as? [String] == ["a"] && u?["pending"] as? Int == 0 && (u?["uploaded"] as? Int ?? 0) > 0
             }
+            if pendingFirst {
+                // A back with the store refused: it queues its folder, cannot send it, and dies again.
+                try await Faults.refuseTCP(port: 18601)
+                refused = true
+                pair.a = try await Self.serve("a", port: 18547, dir: dir, database: pg.url(), token: pair.a.token, extra: flags)
+                _ = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(30)) { s in
+                    let u = s["uploads"] as? [String: Any]
+                    return u?["waitingFor"] == nil && (u?["pending"] as? Int ?? 0) > 0
+                }
+                pair.a.process.signal(SIGKILL)
+                _ = await pair.a.process.exit(within: .seconds(10))
+                try await Faults.allowTCP(port: 18601)
+                refused = false
+            }
 
             // Refused: a running instance queues its own folder; a reason is required.
             let running = try await b.request("POST", path, json: ["instance": "b", "reason": "mistake"])
@@ -57,13 +73,20 @@ extension MediaScene.ClusterTests {
             #expect((try? await store.client.get(key: "rec/\(id)/recording.json")) == nil, "still waiting: no merged manifest")
 
             let reason = "node a's disk lost (ticket 4711)"
-            let given = try await b.request("POST", path, json: ["instance": "a", "reason": reason])
+            // Pending files are given up only once their uploader's session has been gone for the
+            // takeover grace (before that: 409, nothing of a waits yet).
+            var given = try await b.request("POST", path, json: ["instance": "a", "reason": reason])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while pendingFirst, given.status == 409, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(500))
+                given = try await b.request("POST", path, json: ["instance": "a", "reason": reason])
+            }
             #expect(given.status == 200, "\(given.status) \(given.text)")
             let done = try await b.waitFor("/v1/recordings/\(id)", within: .seconds(30)) { s in
                 ((s["uploads"] as? [String: Any])?["finished"] as? Bool) == true
             }
             let uploads = try #require(done["uploads"] as? [String: Any])
-            #expect(uploads["waitingFor"] == nil, "\(uploads)")
+            #expect(uploads["waitingFor"] == nil && ((uploads["missing"] as? Int ?? 0) > 0) == pendingFirst, "\(uploads)")
             let shown = uploads["abandoned"] as? [[String: Any]]
             #expect(shown?.count == 1 && shown?.first?["owners"] as? [String] == ["a"] && shown?.first?["reason"] as? String == "abandoned by b: \(reason)",
                     "GET shows what was given up: \(uploads)")
@@ -96,10 +119,12 @@ extension MediaScene.ClusterTests {
             let localBefore = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { !$0.hasPrefix(".") }.sorted()
             pair.a = try await Self.serve("a", port: 18546, dir: dir, database: pg.url(), token: pair.a.token, extra: flags)
             try await Task.sleep(for: .seconds(4))
+            #expect(try await pair.a.metric("sfubot_upload_queue_depth") == 0, "its old entries dropped")
             #expect(try await pair.a.metric("sfubot_uploads_total") == 0, "nothing of the abandoned folder uploaded")
             let localAfter = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { !$0.hasPrefix(".") }.sorted()
             #expect(!localBefore.isEmpty && localAfter == localBefore, "A's files stay where they are: \(localBefore) → \(localAfter)")
         } catch {
+            if refused { try? await Faults.allowTCP(port: 18601) }
             await pair.stop()
             await receiver.stop()
             await moto.stop()

@@ -58,6 +58,13 @@ extension MediaScene.ClusterTests {
             _ = await owner.process.exit(within: .seconds(10))
             try await Faults.allowTCP(port: Self.uploadsMotoPort)
             refused = false
+            // Taken over (the folder is on shared storage): an operator's abandon of the dead
+            // owner gives up nothing (nothing of it waits, or the uploads have finished: no file missing below).
+            let takenBy = ContinuousClock.now + .seconds(30)
+            func holders() async throws -> String { try await pg.psql("SELECT string_agg(DISTINCT uploader, ',') FROM job_uploads WHERE job_id = '\(id)'") }
+            while try await holders() != otherName, ContinuousClock.now < takenBy { try await Task.sleep(for: .milliseconds(100)) }
+            let abandon = try await other.request("POST", "/v1/recordings/\(id)/uploads/abandon", json: ["instance": first, "reason": "test"])
+            #expect(abandon.status == 409, "\(abandon.status) \(abandon.text)")
             let done = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(60)) { s in
                 ((s["uploads"] as? [String: Any])?["finished"] as? Bool) == true
             }

@@ -15,8 +15,12 @@ extension ClusterStore {
         case refused(String)
     }
 
-    func abandon(job: String, owner: String, reason: String) async throws -> Abandoned {
-        try await client.withTransaction(logger: log) { connection -> Abandoned in
+    /// `grace`: the takeover grace. A pending file is given up only once its uploader's session
+    /// has been gone that long, in a folder no other owner wrote: one another instance can read
+    /// (shared storage) has been taken over by then, and is never marked missing.
+    func abandon(job: String, owner: String, reason: String, grace: Duration) async throws -> Abandoned {
+        let graceSeconds = Self.seconds(grace)
+        return try await client.withTransaction(logger: log) { connection -> Abandoned in
             let state = try await connection.query("""
                 SELECT final_state IS NOT NULL, uploads_finished IS NOT NULL FROM jobs WHERE id = \(job) FOR UPDATE
                 """, logger: log).collect()
@@ -45,12 +49,13 @@ extension ClusterStore {
                     VALUES (\(job), \(folderID), \(instance), '', NULL, \(last ? "" : "part-\(first)/"), \(why))
                     """, logger: log)
             }
-            // Files of its folders still pending under a session that is gone (a live uploader goes on).
+            // Files of its own folders still pending, left by a session gone for the grace.
             let given = try await connection.query("""
                 UPDATE job_uploads u SET state = 'missing', last_error = \(why), updated = now()
                 WHERE u.job_id = \(job) AND u.state = 'pending'
                     AND u.folder_id IN (SELECT folder_id FROM job_owners WHERE job_id = \(job) AND owner = \(owner))
-                    AND NOT EXISTS (SELECT 1 FROM instance_sessions s WHERE s.key = u.uploader_session AND s.gone_since IS NULL)
+                    AND NOT EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id = u.folder_id AND o.owner <> \(owner))
+                    AND u.uploader_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds)))
                 RETURNING u.folder_id
                 """, logger: log).collect()
             let folders = Set(try given.map { try $0.decode(String.self) })

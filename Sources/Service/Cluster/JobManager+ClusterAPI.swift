@@ -171,7 +171,7 @@ extension JobManager {
         }
         let (owner, reason) = try Self.abandonRequest(body)
         let result: ClusterStore.Abandoned
-        do { result = try await cluster.abandon(job: id, owner: owner, reason: reason) } catch { throw Self.unreachable(error) }
+        do { result = try await cluster.abandon(job: id, owner: owner, reason: reason, grace: clusterOptions.takeoverGrace) } catch { throw Self.unreachable(error) }
         switch result {
         case .notFound: throw RequestProblem(status: 404, message: "no job \(id)")
         case .refused(let why): throw RequestProblem(status: 409, message: "job \(id): \(why)")
