@@ -20,7 +20,9 @@ test: build
 	scripts/schemathesis-venv
 	scripts/s3-venv
 	swift build --build-tests
-	scripts/test-lanes
+	@# The failures again at the end, where a CI log's tail shows them.
+	@set -o pipefail; SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build 2>&1 | tee .build/test.log \
+	  || { echo "── what failed:"; grep -E "✘|recorded an issue" .build/test.log | tail -30; exit 1; }
 	$(MAKE) test-chromium
 
 # Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed

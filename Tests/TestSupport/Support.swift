@@ -7,9 +7,8 @@ public import Logging
 public import Testing
 import Locking
 
-/// Every test that runs bots against the real Janus, one at a time: bots from many tests at
-/// once would compete for the 2 cores and blur what each test measures. `make test` runs two
-/// such lanes, each with its own Janus in its own namespace (scripts/test-lanes).
+/// Every test that runs bots against the real Janus, one at a time: bots from two tests at
+/// once would compete for the 2 cores and blur what each test measures.
 @Suite(.serialized, .enabled(if: Scene.available, "needs the local Janus: run `make test`"))
 public struct MediaScene {}
 
