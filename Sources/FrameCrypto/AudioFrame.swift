@@ -68,6 +68,12 @@ public enum DropReason: String, Error, CaseIterable, Sendable, Codable {
     case noKey = "no_key_opens"
     /// The frame's structure is broken (video: length prefixes that do not add up).
     case malformed = "malformed"
+    /// The frame names a key index (FrameCryptor) or KID (SFrame) this receiver does not hold
+    /// (yet: a key handed in late opens the frames that waited for it).
+    case missingKey = "missing_key"
+    /// The frame ends in the format's "unencrypted" magic bytes (FrameCryptor's SIF trailer):
+    /// clear by its sender's (or the SFU's) word, so never taken as the participant's media.
+    case unencrypted = "unencrypted"
 }
 
 /// Why a frame could not be sealed; the frame is then dropped, never sent in the clear.

@@ -10,6 +10,8 @@ public final class FrameStats: Sendable {
     private let tooShort = Atomic<Int>(0)
     private let noKey = Atomic<Int>(0)
     private let malformed = Atomic<Int>(0)
+    private let missingKey = Atomic<Int>(0)
+    private let unencrypted = Atomic<Int>(0)
 
     public init() {}
 
@@ -23,6 +25,8 @@ public final class FrameStats: Sendable {
         case .tooShort: tooShort.add(1, ordering: .relaxed)
         case .noKey: noKey.add(1, ordering: .relaxed)
         case .malformed: malformed.add(1, ordering: .relaxed)
+        case .missingKey: missingKey.add(1, ordering: .relaxed)
+        case .unencrypted: unencrypted.add(1, ordering: .relaxed)
         }
     }
 
@@ -37,6 +41,8 @@ public final class FrameStats: Sendable {
                 DropReason.tooShort.rawValue: tooShort.load(ordering: .relaxed),
                 DropReason.noKey.rawValue: noKey.load(ordering: .relaxed),
                 DropReason.malformed.rawValue: malformed.load(ordering: .relaxed),
+                DropReason.missingKey.rawValue: missingKey.load(ordering: .relaxed),
+                DropReason.unencrypted.rawValue: unencrypted.load(ordering: .relaxed),
             ])
     }
 

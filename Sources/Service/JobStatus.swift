@@ -84,7 +84,7 @@ public struct JobStatus: Codable, Sendable {
         public var framesReceived: Int
         public var framesOpened: Int
         public var framesDropped: Int
-        /// Drops by reason (`no_marker`, `too_short`, `no_key_opens`, `malformed`).
+        /// Drops by reason (`no_marker`, `too_short`, `no_key_opens`, `malformed`, `missing_key`, `unencrypted`).
         public var dropped: [String: Int]
         public var error: String?
     }
