@@ -144,7 +144,7 @@ extension Pad {
         // Whose key would it be? The caller resolves its own participant id to `.e2ee` first;
         // an empty ring here fails closed (every frame dropped, counted as seal failures).
         case .perSender: return addFrameTransform(Sealer<F>(ring: KeyRing(), stats: stats))
-        case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealingIndex, stats: stats))
+        case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealing, stats: stats))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in
