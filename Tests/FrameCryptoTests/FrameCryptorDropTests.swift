@@ -114,3 +114,52 @@ import Testing
         }
     }
 }
+
+extension FrameCryptorDropTests {
+    /// libwebrtc's WriteRbsp and ParseRbsp as written there, byte by byte.
+    static func writeRbsp(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [], zeros = 0
+        for b in bytes {
+            if b <= 3, zeros >= 2 { out.append(3); zeros = 0 }
+            out.append(b)
+            zeros = b == 0 ? zeros + 1 : 0
+        }
+        return out
+    }
+
+    static func parseRbsp(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [], i = 0
+        while i < bytes.count {
+            if bytes.count - i >= 3, bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 3 {
+                out += [0, 0]
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// The memchr-driven escaping equals libwebrtc's byte loops, in place too.
+    @Test func escapingMatchesLibWebRTCsLoops() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in [0, 0, 0, 1, 2, 3, 4, 0xFF].randomElement(using: &rng)! as UInt8 }
+            let expected = Self.writeRbsp(bytes)
+            var buffer = [UInt8](repeating: 0xEE, count: bytes.count * 2 + 2)
+            let slack = bytes.count + 2
+            buffer.replaceSubrange(slack..<(slack + bytes.count), with: bytes)
+            let n = buffer.withUnsafeMutableBytes { FrameCryptorH264.escape($0.baseAddress! + slack, count: bytes.count, to: $0.baseAddress!) }
+            #expect(Array(buffer[..<n]) == expected, "\(bytes)")
+            let counted = bytes.withUnsafeBytes { FrameCryptorH264.escapes($0, tail: 0) }
+            #expect(counted.count == expected.count - bytes.count)
+            var back = expected
+            let m = back.withUnsafeMutableBytes { b in FrameCryptorH264.unescape(UnsafeRawBufferPointer(b), to: b.baseAddress!) }
+            #expect(Array(back[..<m]) == Self.parseRbsp(expected) && Array(back[..<m]) == bytes)
+            var raw = bytes
+            let k = raw.withUnsafeMutableBytes { b in FrameCryptorH264.unescape(UnsafeRawBufferPointer(b), to: b.baseAddress!) }
+            #expect(Array(raw[..<k]) == Self.parseRbsp(bytes))
+        }
+    }
+}

@@ -26,12 +26,10 @@ extension FrameCryptorOpener {
             w += 4 + e - nalStart
             return true
         }
-        while i + 2 < n {
-            if frame[i + 2] > 1 { i += 3; continue }
-            guard frame[i] == 0, frame[i + 1] == 0, frame[i + 2] == 1 else { i += 1; continue }
-            if nalStart < 0, frame[..<i].contains(where: { $0 != 0 }) { return nil }
-            guard finish(i, beforeStartCode: true) else { return nil }
-            i += 3
+        while let q = FrameCryptorH264.nextStartCode(frame, from: i) {
+            if nalStart < 0, frame[..<q].contains(where: { $0 != 0 }) { return nil }
+            guard finish(q, beforeStartCode: true) else { return nil }
+            i = q + 3
             nalStart = i
         }
         guard nalStart >= 0, finish(n, beforeStartCode: false) else { return nil }
