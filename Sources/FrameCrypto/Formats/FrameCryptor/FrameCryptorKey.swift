@@ -30,7 +30,8 @@ public final class FrameCryptorKey: Sendable {
     /// Ratchet steps derived so far (two PBKDF2 each): lets tests show nothing is re-derived.
     let derivedSteps = Atomic<Int>(0)
 
-    /// Derives the AES key from `material` (one PBKDF2: call it off the media threads).
+    /// Derives the AES key from `material`: one PBKDF2, tens of milliseconds, so not on Swift's
+    /// cooperative pool nor a media thread.
     public init(material: KeyMaterial, options: FrameCryptorOptions) {
         self.options = options
         state = Locked(State(current: Self.step(material.bytes, salt: options.ratchetSalt)))
@@ -66,6 +67,24 @@ public final class FrameCryptorKey: Sendable {
                 return true
             }
             if done { return }
+        }
+    }
+
+    /// Derives and keeps the ratchet window now (2 PBKDF2 per step, ~0.5 s for 8), so that the
+    /// first frame a ratcheted sender sends does not pay it on the thread that opens it. Call
+    /// off the cooperative pool, e.g. right after a key is handed in.
+    public func deriveRatchetWindow() {
+        let (material, have, generation) = state.withLock { s in (s.ahead.last?.material ?? s.current.material, s.ahead.count, s.generation) }
+        var previous = material
+        for _ in stride(from: have, to: options.ratchetWindow, by: 1) {
+            let step = derive(from: previous)
+            let kept = state.withLock { s in
+                guard s.generation == generation else { return false }
+                s.ahead.append(step)
+                return true
+            }
+            guard kept else { return }  // the key moved meanwhile: the opener derives what it needs
+            previous = step.material
         }
     }
 

@@ -20,7 +20,9 @@ public enum FrameCryptorOpener {
 
     /// Opens `frame` into `output` (see `openedCapacity`; must not overlap `frame`). `key`
     /// gives the key this participant has at an index, nil if none (yet). On failure `output`
-    /// may hold garbage and must not be used.
+    /// may hold garbage and must not be used. The first frame a key's current material does
+    /// not open derives its ratchet window here (~0.5 s of PBKDF2, once per key) unless
+    /// `FrameCryptorKey.deriveRatchetWindow()` ran before; later frames only try AES-GCM.
     public static func open(
         _ frame: UnsafeRawBufferPointer, kind: MediaKind, options: FrameCryptorOptions,
         key: (UInt8) -> FrameCryptorKey?, into output: UnsafeMutableRawBufferPointer
