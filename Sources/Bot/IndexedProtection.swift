@@ -8,6 +8,8 @@ import Synchronization
 /// how the pipeline seals and opens, and how keys handed in while the call runs get in.
 public protocol IndexedKeying: Sendable {
     var formatName: FrameFormatName { get }
+    /// Whether received H.264 reaches the opener as Annex-B (`IndexedFormat.opensAnnexB`).
+    var opensAnnexB: Bool { get }
     /// Sets `participant`'s key at `index` (nil: a shared key); derives it on the caller's thread.
     func set(participant: String?, index: UInt64, material: KeyMaterial) throws(KeyError)
     /// Moves the key at `index` one ratchet step on; false if there is none or no ratchet.
@@ -45,6 +47,7 @@ public struct IndexedProtection: Sendable {
 
 extension FrameKeyStore: IndexedKeying {
     public var formatName: FrameFormatName { format.name }
+    public var opensAnnexB: Bool { format.opensAnnexB }
 }
 
 extension FrameKeyStore: IndexedTransforms {

@@ -1,8 +1,6 @@
 import ArgumentParser
 import FrameCrypto
 
-extension MediaKind: ExpressibleByArgument {}
-
 /// `sfubot frame` for ECall's layout (ECALL-WIRE §2–3): no key index, one call key.
 enum ECallFrameTool {
     static func run(_ action: FrameTool.Action, kind: MediaKind, material: KeyMaterial, input: [UInt8]) throws {
@@ -13,10 +11,11 @@ enum ECallFrameTool {
         case (.open, .audio):
             var out = [UInt8](repeating: 0, count: max(1, input.count))
             print(FrameTool.describe(audioLayout(input.count), of: input))
-            do {
-                let n = try input.withUnsafeBytes { p throws(DropReason) in try out.withUnsafeMutableBytes { o throws(DropReason) in try AudioFrame.open(p, keys: keys, into: o) } }
-                print("opened: \(n) bytes\nplaintext  \(FrameTool.hex(Array(out[..<n])))")
-            } catch { throw CLIFailure("the key given does not open this frame (\(error.rawValue))", code: .badKey) }
+            let r = input.withUnsafeBytes { p in out.withUnsafeMutableBytes { o in Result { () throws(DropReason) in try AudioFrame.open(p, keys: keys, into: o) } } }
+            switch r {
+            case .success(let n): print("opened: \(n) bytes\nplaintext  \(FrameTool.hex(Array(out[..<n])))")
+            case .failure(let e): throw CLIFailure("the key given does not open this frame (\(e.rawValue))", code: .badKey)
+            }
         case (.seal, .audio):
             var out = [UInt8](repeating: 0, count: input.count + AudioFrame.overhead)
             let n = try input.withUnsafeBytes { p in try out.withUnsafeMutableBytes { o in try AudioFrame.seal(p, key: key, into: o) } }
@@ -24,11 +23,13 @@ enum ECallFrameTool {
             print("sealed     \(FrameTool.hex(Array(out[..<n])))")
         case (.open, .video):
             var out = [UInt8](repeating: 0, count: max(1, input.count))
-            do {
-                let n = try input.withUnsafeBytes { p throws(DropReason) in try out.withUnsafeMutableBytes { o throws(DropReason) in try VideoFrame.open(p, keys: keys, into: o) } }
+            let r = input.withUnsafeBytes { p in out.withUnsafeMutableBytes { o in Result { () throws(DropReason) in try VideoFrame.open(p, keys: keys, into: o) } } }
+            switch r {
+            case .success(let n):
                 print("opened: every slice (NAL types 1, 5) past its 2 clear bytes was nonce(12) ‖ ciphertext ‖ tag(16)")
                 print("plaintext  \(FrameTool.hex(AnnexB.fromLengthPrefixed(Array(out[..<n]))))")
-            } catch { throw CLIFailure("the key given does not open this frame (\(error.rawValue))", code: .badKey) }
+            case .failure(let e): throw CLIFailure("the key given does not open this frame (\(e.rawValue))", code: .badKey)
+            }
         case (.seal, .video):
             guard let capacity = input.withUnsafeBytes({ VideoFrame.sealedCapacity($0) }) else {
                 throw CLIFailure("this video frame is not a whole H.264 access unit", code: .badKey)

@@ -25,7 +25,10 @@ struct FrameTool: ParsableCommand {
     @Option(help: ArgumentHelp("Key material as hex (ECall: the 64-character call key).", valueName: "hex"))
     var keyHex: String
 
-    @Option(help: "audio (Opus) or video (H.264 access unit).")
+    @Option(help: "audio (Opus) or video (H.264 access unit).", transform: { text in
+        guard let k = MediaKind(rawValue: text) else { throw ValidationError("--kind takes audio or video, got \(text)") }
+        return k
+    })
     var kind: MediaKind = .audio
 
     @Option(help: ArgumentHelp("The frame (open) or the plaintext (seal), as hex.", valueName: "hex"))
@@ -41,45 +44,53 @@ struct FrameTool: ParsableCommand {
         let input = kind == .video ? AnnexB.toLengthPrefixed(bytes) : bytes
         switch format.frameFormat {
         case .ecall: try ECallFrameTool.run(action, kind: kind, material: material, input: input)
-        case .framecryptor: try run(try format.frameCryptor(), material: material, input: input, sealIndex: format.keyIndex)
-        case .sframe: try run(format.sframe(), material: material, input: input, sealIndex: format.sframeKid)
+        case .framecryptor: try run(try format.frameCryptor(), material: material, input: input, annexB: bytes, sealIndex: format.keyIndex)
+        case .sframe: try run(format.sframe(), material: material, input: input, annexB: bytes, sealIndex: format.sframeKid)
         }
     }
 
-    private func run<F: IndexedFormat>(_ f: F, material: KeyMaterial, input: [UInt8], sealIndex: UInt64) throws {
+    private func run<F: IndexedFormat>(_ f: F, material: KeyMaterial, input avc: [UInt8], annexB: [UInt8], sealIndex: UInt64) throws {
         switch action {
         case .open:
+            // What the opener takes: length-prefixed, or for some formats Annex-B as given.
+            let input = kind == .video && f.opensAnnexB ? annexB : avc
             let index: UInt64
-            do { index = try input.withUnsafeBytes { p throws(DropReason) in try f.keyIndex(of: p, kind: kind) } } catch {
-                throw CLIFailure("the frame cannot be opened whatever the key: \(error.rawValue)", code: .badKey)
+            switch input.withUnsafeBytes({ p in Result { () throws(DropReason) in try f.keyIndex(of: p, kind: kind) } }) {
+            case .success(let i): index = i
+            case .failure(let e): throw CLIFailure("the frame cannot be opened whatever the key: \(e.rawValue)", code: .badKey)
             }
             let key = try derive(f, material, index)
             var out = [UInt8](repeating: 0, count: max(1, input.withUnsafeBytes { f.openedCapacity($0, kind: kind) }))
-            print(Self.describe(input.withUnsafeBytes { f.layout(of: $0, kind: kind) }, of: input))
-            do {
-                let n = try input.withUnsafeBytes { p throws(DropReason) in
-                    try out.withUnsafeMutableBytes { o throws(DropReason) in try f.open(p, kind: kind, key: key, into: o) }
-                }
+            print(Self.describe(avc.withUnsafeBytes { f.layout(of: $0, kind: kind) }, of: avc))
+            let opened = input.withUnsafeBytes { p in
+                out.withUnsafeMutableBytes { o in Result { () throws(DropReason) in try f.open(p, kind: kind, key: key, into: o) } }
+            }
+            switch opened {
+            case .success(let n):
                 print("opened with key index \(index): \(n) bytes")
-                print("plaintext  \(Self.hex(kind == .video ? AnnexB.fromLengthPrefixed(Array(out[..<n])) : Array(out[..<n])))")
-            } catch {
-                throw CLIFailure("key index \(index): the key given does not open this frame (\(error.rawValue))", code: .badKey)
+                let plain = Array(out[..<n])
+                print("plaintext  \(Self.hex(kind == .video && !f.opensAnnexB ? AnnexB.fromLengthPrefixed(plain) : plain))")
+            case .failure(let e):
+                throw CLIFailure("key index \(index): the key given does not open this frame (\(e.rawValue))", code: .badKey)
             }
         case .seal:
+            let input = avc
             let key = try derive(f, material, sealIndex)
             let capacity = input.withUnsafeBytes { f.sealedCapacity($0, kind: kind) } ?? 0
             guard capacity > 0 else { throw CLIFailure("this \(kind.rawValue) frame cannot be sealed (is it a whole access unit?)", code: .badKey) }
             var out = [UInt8](repeating: 0, count: capacity)
             let state = f.makeStreamState(kind: kind)
+            let sealed = input.withUnsafeBytes { p in
+                out.withUnsafeMutableBytes { o in Result { () throws(FrameError) in try f.seal(p, kind: kind, key: key, index: sealIndex, state: state, into: o) } }
+            }
             let n: Int
-            do {
-                n = try input.withUnsafeBytes { p throws(FrameError) in
-                    try out.withUnsafeMutableBytes { o throws(FrameError) in try f.seal(p, kind: kind, key: key, index: sealIndex, state: state, into: o) }
-                }
-            } catch { throw CLIFailure("sealing failed: \(error)", code: .badKey) }
-            let sealed = Array(out[..<n])
-            print(Self.describe(sealed.withUnsafeBytes { f.layout(of: $0, kind: kind) }, of: sealed))
-            print("sealed     \(Self.hex(kind == .video ? AnnexB.fromLengthPrefixed(sealed) : sealed))")
+            switch sealed {
+            case .success(let count): n = count
+            case .failure(let e): throw CLIFailure("sealing failed: \(e)", code: .badKey)
+            }
+            let frame = Array(out[..<n])
+            print(Self.describe(frame.withUnsafeBytes { f.layout(of: $0, kind: kind) }, of: frame))
+            print("sealed     \(Self.hex(kind == .video ? AnnexB.fromLengthPrefixed(frame) : frame))")
         }
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+import FrameCrypto
 import GStreamerKit
 
 /// Outages and what a participant's recording is made of across them.

@@ -25,6 +25,11 @@ public enum AnnexB {
         }
     }
 
+    /// Whether an Annex-B access unit holds an IDR slice (a keyframe).
+    public static func containsIDR(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        units(bytes).contains { $0.first.map { $0 & 0x1F == 5 } ?? false }
+    }
+
     /// Annex-B to 4-byte length prefixes.
     public static func toLengthPrefixed(_ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8]()

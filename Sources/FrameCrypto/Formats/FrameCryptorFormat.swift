@@ -6,6 +6,7 @@ public struct FrameCryptorFormat: IndexedFormat {
     public init(options: FrameCryptorOptions) { self.options = options }
 
     public var name: FrameFormatName { .framecryptor }
+    public var opensAnnexB: Bool { true }
 
     public func key(from material: KeyMaterial, index: UInt64) throws(KeyError) -> FrameCryptorKey {
         guard index < UInt64(options.keyRingSize) else { throw KeyError.indexOutOfRing(index, options.keyRingSize) }
@@ -38,9 +39,11 @@ public struct FrameCryptorFormat: IndexedFormat {
     }
 
     public func openedCapacity(_ frame: UnsafeRawBufferPointer, kind: MediaKind) -> Int {
-        FrameCryptorOpener.openedCapacity(frame, kind: kind)
+        // Video: the Annex-B frame rewritten as lengths and back (4-byte start codes).
+        kind == .audio ? frame.count : 2 * FrameCryptorOpener.openedCapacity(frame, kind: kind)
     }
 
+    /// Video frames come as Annex-B (see `opensAnnexB`); the trailer is the last bytes either way.
     public func keyIndex(of frame: UnsafeRawBufferPointer, kind: MediaKind) throws(DropReason) -> UInt64 {
         if FrameCryptorOpener.endsInMagic(frame, options) { throw .unencrypted }
         guard let index = FrameCryptorOpener.keyIndex(of: frame, options: options) else {
@@ -52,7 +55,26 @@ public struct FrameCryptorFormat: IndexedFormat {
 
     public func open(_ frame: UnsafeRawBufferPointer, kind: MediaKind, key: FrameCryptorKey,
                      into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
-        try FrameCryptorOpener.open(frame, kind: kind, options: options, key: { _ in key }, into: output).count
+        guard kind == .video else {
+            return try FrameCryptorOpener.open(frame, kind: kind, options: options, key: { _ in key }, into: output).count
+        }
+        // Annex-B in, lengths for the opener, Annex-B out: output's halves hold the two steps.
+        let half = output.count / 2
+        guard half > 0, let base = output.baseAddress else { throw .malformed }
+        let lengths = UnsafeMutableRawBufferPointer(start: base + half, count: output.count - half)
+        guard let avcCount = FrameCryptorOpener.avc(fromAnnexB: frame, into: lengths) else { throw .malformed }
+        var opened = [UInt8](repeating: 0, count: FrameCryptorOpener.openedCapacity(frame, kind: .video))
+        let result = opened.withUnsafeMutableBytes { o in
+            Result { () throws(DropReason) in
+                try FrameCryptorOpener.open(UnsafeRawBufferPointer(rebasing: lengths[..<avcCount]), kind: .video, options: options,
+                                            key: { _ in key }, into: o).count
+            }
+        }
+        let n = try result.get()
+        let annexB = AnnexB.fromLengthPrefixed(Array(opened[..<n]))
+        guard annexB.count <= output.count else { throw .malformed }
+        output.copyBytes(from: annexB)
+        return annexB.count
     }
 
     public func layout(of frame: UnsafeRawBufferPointer, kind: MediaKind) -> [FrameField] {

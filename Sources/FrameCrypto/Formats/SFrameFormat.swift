@@ -6,6 +6,7 @@ public struct SFrameFormat: IndexedFormat {
     public init(suite: SFrameSuite = .default) { self.suite = suite }
 
     public var name: FrameFormatName { .sframe }
+    public var opensAnnexB: Bool { false }
 
     /// The key of one KID, with the one CTR sequence every stream sealed with it shares: two
     /// streams (audio, video) under one KID must never take the same CTR. It starts at a random

@@ -3,14 +3,19 @@ import Bot
 import FrameCrypto
 import Foundation
 
-extension FrameFormatName: ExpressibleByArgument {}
-
 /// The frame format of the call and the options each format takes (docs/frame-formats.md).
 struct FormatOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The frame layout the call's clients use: ecall (ECall's phones, one AES-256 call key), framecryptor (libwebrtc's FrameCryptor: PQSRTC, LiveKit, flutter-webrtc; per-participant keys by index) or sframe (RFC 9605).",
-        valueName: "format"))
+        valueName: "format"), transform: Self.format)
     var frameFormat: FrameFormatName = .ecall
+
+    static func format(_ text: String) throws -> FrameFormatName {
+        guard let f = FrameFormatName(rawValue: text) else {
+            throw ValidationError("--frame-format takes \(FrameFormatName.allCases.map(\.rawValue).joined(separator: ", ")), got \(text)")
+        }
+        return f
+    }
 
     @Option(help: ArgumentHelp(
         "framecryptor: the salt of the clients' key derivation and ratchet (PQSRTC: the app's ratchet salt; LiveKit's default is LKFrameEncryptionKey), as text or hex:….",
