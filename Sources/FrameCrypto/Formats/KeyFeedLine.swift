@@ -16,18 +16,23 @@ public enum KeyFeedLine: Sendable, Equatable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw .notAnObject }
         let known: Set<String> = ["participant", "index", "key", "ratchet"]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) { throw .unknownField(unknown) }
-        var participant: String?
-        if let value = object["participant"] {
-            guard let id = value as? String, !id.isEmpty, id.utf8.count <= 256 else { throw .badParticipant }
-            participant = id
+        // Typed values through JSONDecoder: JSONSerialization gives NSNumber for numbers and
+        // booleans alike (on Linux 0 and 1 read as Bool too), so `true` could pass as index 1.
+        func field<T: Decodable>(_ name: String, _ type: T.Type, _ error: KeyFeedError) throws(KeyFeedError) -> T? {
+            guard let value = object[name] else { return nil }
+            guard let data = try? JSONSerialization.data(withJSONObject: [value], options: [.fragmentsAllowed]),
+                  let decoded = try? JSONDecoder().decode([T].self, from: data).first else { throw error }
+            return decoded
         }
-        // JSONSerialization gives NSNumber for numbers and booleans alike: a Bool is not an index.
-        guard let number = object["index"] as? NSNumber, !(object["index"] is Bool),
-              let index = UInt64(exactly: number.doubleValue) else { throw .badIndex }
-        switch (object["key"], object["ratchet"]) {
-        case (let hex as String, nil):
+        let participant = try field("participant", String.self, .badParticipant)
+        if let participant, participant.isEmpty || participant.utf8.count > 256 { throw .badParticipant }
+        guard let index = try field("index", UInt64.self, .badIndex) else { throw .badIndex }
+        let hex = try field("key", String.self, .badKey)
+        let ratchet = try field("ratchet", Bool.self, .neitherKeyNorRatchet)
+        switch (hex, ratchet) {
+        case (let hex?, nil):
             do { return .set(participant: participant, index: index, material: try KeyMaterial(hex: hex)) } catch { throw .badKey }
-        case (nil, let flag as Bool) where flag:
+        case (nil, true?):
             return .ratchet(participant: participant, index: index)
         default:
             throw .neitherKeyNorRatchet
