@@ -99,10 +99,11 @@ struct FrameTool: ParsableCommand {
     }
 
     static func describe(_ fields: [FrameField], of bytes: [UInt8]) -> String {
-        fields.map { f in
+        let width = fields.map(\.name.count).max() ?? 0
+        return fields.map { f in
             let shown = bytes[f.range.clamped(to: 0..<bytes.count)]
             let text = shown.count > 48 ? hex(Array(shown.prefix(24))) + "…" + hex(Array(shown.suffix(8))) : hex(Array(shown))
-            return "\(f.name.padding(toLength: 16, withPad: " ", startingAt: 0)) [\(f.range.lowerBound)..<\(f.range.upperBound)] \(f.range.count) bytes  \(text)"
+            return "\(f.name.padding(toLength: width, withPad: " ", startingAt: 0))  [\(f.range.lowerBound)..<\(f.range.upperBound)] \(f.range.count) bytes  \(text)"
         }.joined(separator: "\n")
     }
 

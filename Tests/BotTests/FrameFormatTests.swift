@@ -148,3 +148,27 @@ extension MediaScene {
     }
 }
 }
+
+extension MediaScene.FrameFormatTests {
+    /// FrameCryptor video: the test pattern sealed as PQSRTC seals H.264 (SPS and PPS inside the
+    /// keyframe's authenticated header, the rest escaped), recorded decrypted; the file decodes to
+    /// the pattern's flashes, and every keyframe opened.
+    @Test func frameCryptorVideoIsRecordedDecrypted() async throws {
+        let k = Self.material()
+        func keys() throws -> FrameProtection {
+            let s = Self.store()
+            try s.set(participant: nil, index: 0, material: k)
+            return .indexed(IndexedProtection(store: s, sender: "3"))
+        }
+        let (manifest, out, report) = try await MediaScene.VideoTests().record(player: try keys(), recorder: try keys(), seconds: 6)
+        #expect(report.videoFramesSent >= 55, "6 s at 10 fps")
+        let video = try #require(manifest.feeds.first { $0.kind == "video" })
+        let audio = try #require(manifest.feeds.first { $0.kind == "audio" })
+        #expect(video.frames.opened > 30 && video.frames.droppedTotal == 0, "\(video.frames)")
+        #expect(audio.frames.opened > 200 && audio.frames.droppedTotal == 0, "\(audio.frames)")
+        #expect((video.keyFrames ?? 0) >= 2 && video.width == 640 && video.height == 360, "\(String(describing: video.keyFrames))")
+        let luma = try await Audio.videoLuma(out.appendingPathComponent(video.file))
+        #expect(luma.count >= 30, "\(luma.count) frames decoded")
+        #expect(luma.filter { $0 > 200 }.count >= 10 && luma.filter { $0 < 40 }.count >= 10, "flashes: \(luma.map { Int($0) })")
+    }
+}
