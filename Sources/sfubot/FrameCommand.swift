@@ -35,6 +35,10 @@ struct FrameTool: ParsableCommand {
     var hex: String
 
     func run() throws {
+        do { try open() } catch let e as CLIFailure { e.exit() }
+    }
+
+    private func open() throws {
         let material: KeyMaterial
         do { material = try KeyMaterial(hex: keyHex) } catch { throw CLIFailure("--key-hex: \(error)", code: .badKey) }
         guard let bytes = try? KeyMaterial(hex: hex).bytes else {
