@@ -166,3 +166,27 @@ extension FrameCryptorDropTests {
         }
     }
 }
+
+/// libwebrtc parses every slice header's first three fields before its decrypting transform
+/// runs; with FrameCryptor only a slice's second byte is clear, and x264's IDR slices put
+/// pic_parameter_set_id in the next (sealed) bit. Sealing draws IVs until it reads as sent.
+@Suite struct FrameCryptorSliceHeaderTests {
+    @Test func sealedX264SlicesReadAsSentInLibWebRTC() async throws {
+        var wrong = [5: 0, 1: 0]
+        let sealer = FrameCryptorSealer(kind: .video)
+        for i in 0..<4_000 {
+            if i % 256 == 0 { await Task.yield() }
+            let plain = i % 2 == 0 ? X264Slices.idr : X264Slices.nonIDR
+            let au = FC.avc([FC.sps, FC.pps, plain])
+            var out = [UInt8](repeating: 0, count: au.withUnsafeBytes { sealer.sealedCapacity($0)! })
+            let n = try au.withUnsafeBytes { a in try out.withUnsafeMutableBytes { o in
+                try sealer.seal(a, key: FC.key, keyIndex: 0, into: o)
+            } }
+            // The sealed slice is the last length-prefixed NAL unit.
+            let slice = Array(out[(4 + FC.sps.count + 4 + FC.pps.count + 4)..<n])
+            let read = LibWebRTCSliceParser.parse(nal: slice)
+            if read == nil || read != LibWebRTCSliceParser.parse(nal: plain) { wrong[Int(plain[0] & 0x1F), default: 0] += 1 }
+        }
+        #expect(wrong == [5: 0, 1: 0], "slices libwebrtc misreads, by NAL type")
+    }
+}

@@ -21,6 +21,10 @@ public final class FrameCryptorSealer: Sendable {
     public static let overhead = tagCount + trailerCount
     /// Fresh IVs tried before a video frame is dropped (one fails with p ≈ 2^-15).
     static let maxTries = 16
+    /// Slice-header bits past the clear byte a sender makes read as in the plaintext (expected
+    /// tries: 2^bits; x264's IDR slices need 1).
+    static let maxPinnedBits = 5
+    static let maxPinnedTries = 256
 
     public let kind: MediaKind
     private let prefix: UInt32
@@ -107,11 +111,18 @@ public final class FrameCryptorSealer: Sendable {
             w += 4 + nal.count
         }
         (out + clear + 4).copyMemory(from: input + slice.nal.lowerBound, byteCount: 2)
+        // libwebrtc reads first_mb_in_slice, slice_type and pic_parameter_set_id from every
+        // slice before decrypting (`SliceHeaderPrefix`); only the slice's second byte is clear,
+        // so where the fields run past it (x264's IDR: pps_id is the next bit) the IV is drawn
+        // again until the ciphertext's leading bits read as the plaintext's. Beyond
+        // `maxPinnedBits` the frame is sealed as is, as `NoncePin` does for ECall.
+        let expected = SliceHeaderPrefix(UnsafeRawBufferPointer(rebasing: au[(slice.nal.lowerBound + 1)..<slice.nal.upperBound]))
+        let pinned = expected.map { (1...Self.maxPinnedBits).contains($0.bitCount - 8) } ?? false
         // Sealed at the end of the output, then escaped forward to `base`.
         let raw = output.count - rawCount
         return try withUnsafeTemporaryAllocation(byteCount: 256, alignment: 1) { aad throws(FrameError) -> Int in
             let aadCount = Self.annexBHeader(out, clear: clear, into: aad.baseAddress!)
-            for _ in 0..<(iv == nil ? Self.maxTries : 1) {
+            for _ in 0..<(iv == nil ? (pinned ? Self.maxPinnedTries : Self.maxTries) : 1) {
                 writeTail(au, slice: slice, to: out + raw)
                 let ivAt = out + raw + tailCount + Self.tagCount
                 writeIV(iv, to: ivAt)
@@ -129,6 +140,7 @@ public final class FrameCryptorSealer: Sendable {
                 guard !inTail, !seam else { continue }
                 guard raw - base >= escapes else { throw .outputTooSmall }
                 let n = FrameCryptorH264.escape(out + raw, count: rawCount, to: out + base)
+                if pinned, iv == nil, SliceHeaderPrefix(UnsafeRawBufferPointer(start: out + clear + 5, count: 1 + n)) != expected { continue }
                 FrameCryptorH264.storeLength(2 + n, at: out + clear)
                 return base + n
             }
