@@ -4,7 +4,7 @@ const room = Number(params.get('room'));
 const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
 const watchSeconds = Number(params.get('seconds') || '15');
 // format=framecryptor (key = hex key material at index=, salt = ratchet salt "hex:…" or text,
-// ratchet = libwebrtc's ratchet window, magic = hex "uncrypted magic bytes") or sframe (key = hex
+// ratchet = libwebrtc's ratchet window, magic = "uncrypted magic bytes", text or "hex:…") or sframe (key = hex
 // base key for kid=, suite 4 or 5); default ecall (key = 64 hex).
 const format = params.get('format') || 'ecall';
 
@@ -41,7 +41,7 @@ async function makeOpener() {
       rings[kind] = new FrameCryptorKeyRing(FrameCryptor.parseSalt(params.get('salt')), Number(params.get('ratchet') || '0'));
       await rings[kind].setKey(Number(params.get('index') || '0'), material);
     }
-    const magic = params.get('magic') ? FrameCryptor.fromHex(params.get('magic')) : null;
+    const magic = params.get('magic') ? FrameCryptor.parseSalt(params.get('magic')) : null;  // PQSRTC: PQSRTCMagicBytes
     return async (kind, data) => {
       const o = await rings[kind].open(kind, data, magic);
       if (o.unencrypted) { result.unencrypted++; throw new Error('unencrypted'); }  // counted apart, never taken as opened
