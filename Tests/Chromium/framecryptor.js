@@ -137,7 +137,7 @@ const FrameCryptor = {
   stripMagic(data, magic) {
     if (!magic || magic.length === 0 || data.length < magic.length) return null;
     const tail = data.subarray(data.length - magic.length);
-    return tail.every((b, i) => b === magic[i]) ? data.subarray(0, data.length - magic.length) : null;
+    return tail.every((b, i) => b === magic[i]) ? data.slice(0, data.length - magic.length) : null;  // a copy: callers take .buffer
   },
 };
 
