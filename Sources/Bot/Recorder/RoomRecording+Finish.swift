@@ -18,6 +18,7 @@ extension RoomRecording {
             errors: branches.errors, gaps: gaps, pauses: pauses.all, reconnection: counters,
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
         m.candidatePair = candidatePair
+        m.frameFormat = config.protection.formatName
         m.receiveDrops = receiveDrops.read ? receiveDrops.earlier + receiveDrops.current : nil
         return m
     }
