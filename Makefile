@@ -27,9 +27,14 @@ test: build
 
 # Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed
 # to `sfubot play --test-pattern`, and Chromium publishing to `sfubot record` with the key, another
-# key and no transform (Tests/Chromium/README.md).
+# key and no transform (Tests/Chromium/README.md). Then the same both ways in libwebrtc's
+# FrameCryptor format (PQSRTC, LiveKit) and in SFrame (RFC 9605, audio), each sealed and opened in
+# Chromium by JavaScript written from those sources, and a recorder with the wrong ratchet salt.
+# 12 s, not 8: the ~0.8 s before the recorder subscribes is lost, and 8 s of ECall measured 89.6 %
+# of the audio frames reaching it (the bound is 90 %).
 test-chromium: build
 	Tests/Chromium/run-vectors
+	Tests/Chromium/run-vectors formats-vectors.html
 	scripts/in-netns Tests/Chromium/run-subscriber
 	MODE=audio-file scripts/in-netns Tests/Chromium/run-subscriber
 	scripts/in-netns Tests/Chromium/run-publisher
@@ -37,6 +42,11 @@ test-chromium: build
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=relay JANUS_RTP_PORTS=13500-13599 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=framecryptor SECONDS_TO_PLAY=10 scripts/in-netns Tests/Chromium/run-subscriber
+	MODE=sframe scripts/in-netns Tests/Chromium/run-subscriber
+	MODE=framecryptor PUBLISH_SECONDS=12 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=wrong-salt PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
+	MODE=sframe PUBLISH_SECONDS=12 scripts/in-netns Tests/Chromium/run-publisher
 
 # ThreadSanitizer over every test that needs no Janus (the integration tests switch themselves
 # off without SFUBOT_JANUS_URL), built apart in .build/tsan with -DSFUBOT_TSAN (the `Locked`
