@@ -35,6 +35,7 @@ struct KeyOptions: ParsableArguments {
     /// Starts `--key-feed` into `protection`'s keys, if given.
     func startFeed(_ protection: FrameProtection, logger: Logger) throws -> KeyFeed? {
         guard let path = format.keyFeed, case .indexed(let p) = protection else { return nil }
+        if path != "-" { Self.warnIfOthersCanRead(path) }
         do { return try KeyFeed.start(path: path, keys: p.keys, logger: logger) } catch {
             throw CLIFailure(String(describing: error), code: .noInput)
         }
