@@ -2,6 +2,7 @@ public import FrameCrypto
 package import GStreamerKit
 import Foundation
 import Locking
+package import Mjr
 import Synchronization
 
 /// The keys of a call whose frames name their key (FrameCryptor, SFrame), whatever the format:
@@ -20,6 +21,8 @@ public protocol IndexedKeying: Sendable {
 
 /// The pipeline's side of `IndexedKeying`: the transforms, generic over the format once here.
 package protocol IndexedTransforms: Sendable {
+    /// The same keys opening frames of a Janus recording (`mjr decrypt`).
+    func mjrKeys() -> any MjrKeySource
     func sealer(kind: MediaKind, participant: String, index: SealingIndex, stats: FrameStats) -> any FrameTransform
     func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts,
                 keyWait: Duration, onDrop: (@Sendable (DropReason) -> Void)?) -> any FrameTransform
@@ -36,6 +39,9 @@ public struct IndexedProtection: Sendable {
     /// How long frames naming a key this bot lacks wait for it to be handed in (`--key-feed`).
     public var keyWait: Duration
 
+    /// These keys as `mjr decrypt` takes them.
+    package func mjrKeys() -> any MjrKeySource { transforms.mjrKeys() }
+
     public init<F: IndexedFormat>(store: FrameKeyStore<F>, sender: String, sealingIndex: UInt64 = 0, keyWait: Duration = .seconds(2)) {
         self.keys = store
         self.transforms = store
@@ -51,6 +57,8 @@ extension FrameKeyStore: IndexedKeying {
 }
 
 extension FrameKeyStore: IndexedTransforms {
+    package func mjrKeys() -> any MjrKeySource { MjrIndexedKeys(self) }
+
     package func sealer(kind: MediaKind, participant: String, index: SealingIndex, stats: FrameStats) -> any FrameTransform {
         IndexedSealer(store: self, kind: kind, participant: participant, index: index, state: format.makeStreamState(kind: kind), stats: stats)
     }

@@ -1,6 +1,7 @@
 import Bot
 import FrameCrypto
 import Foundation
+import Mjr
 import Testing
 import TestSupport
 
@@ -169,6 +170,30 @@ extension MediaScene.FrameFormatTests {
         #expect((video.keyFrames ?? 0) >= 2 && video.width == 640 && video.height == 360, "\(String(describing: video.keyFrames))")
         let luma = try await Audio.videoLuma(out.appendingPathComponent(video.file))
         #expect(luma.count >= 30, "\(luma.count) frames decoded")
+        #expect(luma.filter { $0 > 200 }.count >= 10 && luma.filter { $0 < 40 }.count >= 10, "flashes: \(luma.map { Int($0) })")
+    }
+}
+
+extension MediaScene.FrameFormatTests {
+    /// Janus's own recording (.mjr) of a FrameCryptor publisher, decrypted offline as `mjr
+    /// decrypt --frame-format framecryptor` does: each frame opened by the key its index names.
+    @Test func janusRecordingOfFrameCryptorDecrypts() async throws {
+        let k = Self.material()
+        let sender = Self.store()
+        try sender.set(participant: nil, index: 0, material: k)
+        let files = try await MediaScene.MjrDecryptTests().janusRecording(
+            .testPattern, seconds: 5, protection: .indexed(IndexedProtection(store: sender, sender: "7")), name: "framecryptor")
+        let keys = Self.store()
+        try keys.set(participant: nil, index: 0, material: k)
+        let out = try Scene.tempDirectory("mjr-fc").appendingPathComponent("dec")
+        let manifest = try await MjrDecrypt(files: files.map(\.path), keys: MjrIndexedKeys(keys), directory: out,
+                                            library: try PipelineLibrary(), logger: Scene.logger).run()
+        let output = try #require(manifest.outputs.first)
+        let video = try #require(output.tracks.first { $0.kind == "video" })
+        let audio = try #require(output.tracks.first { $0.kind == "audio" })
+        #expect(video.frames.opened >= 45 && video.frames.droppedTotal == 0 && (video.keyFrames ?? 0) >= 2, "\(video.frames)")
+        #expect(audio.frames.opened >= 230 && audio.frames.droppedTotal == 0, "\(audio.frames)")
+        let luma = try await Audio.videoLuma(out.appendingPathComponent(try #require(output.file)))
         #expect(luma.filter { $0 > 200 }.count >= 10 && luma.filter { $0 < 40 }.count >= 10, "flashes: \(luma.map { Int($0) })")
     }
 }
