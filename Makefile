@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
+.PHONY: deps build demo test test-build test-swift test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -15,15 +15,24 @@ build: deps
 demo: build
 	scripts/in-netns scripts/demo
 
-test: build
+# In three parts, which CI (.ci/run) runs and times one by one; ends with the 20 slowest tests.
+test: test-build
+	$(MAKE) test-swift
+	$(MAKE) test-chromium
+	@scripts/slowest-tests
+
+# The build with the tests; fails on a compiler warning in our own code (scripts/check-warnings).
+test-build: deps
+	scripts/check-warnings
+
+# `swift test` on what test-build built (its Python venvs first).
+test-swift:
 	scripts/validate-k8s
 	scripts/schemathesis-venv
 	scripts/s3-venv
-	swift build --build-tests
 	@# The failures again at the end, where a CI log's tail shows them.
 	@set -o pipefail; SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build 2>&1 | tee .build/test.log \
-	  || { echo "── what failed:"; grep -E "✘|recorded an issue" .build/test.log | tail -30; exit 1; }
-	$(MAKE) test-chromium
+	  || { scripts/slowest-tests; echo "── what failed:"; grep -E "✘|recorded an issue" .build/test.log | tail -30; exit 1; }
 
 # Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed
 # to `sfubot play --test-pattern`, and Chromium publishing to `sfubot record` with the key, another

@@ -1,5 +1,5 @@
 public import FrameCrypto
-public import Foundation
+import Foundation
 
 /// One `.mjr` file opened: its frames decrypted, on a timeline in nanoseconds. Frames no key
 /// opens, and video frames whose packets were lost, are dropped and counted, never kept.

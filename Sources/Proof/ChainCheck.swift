@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The checkpoint chain in `proof.jsonl`: every line's signature, its number (1, 2, …) and the
 /// hash of the line before it; then, for a recording that was not finished, what the last valid

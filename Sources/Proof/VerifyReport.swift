@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What `sfubot verify` found: each problem named (file, checkpoint), and a summary of what
 /// the signatures cover.

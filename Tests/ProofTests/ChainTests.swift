@@ -12,7 +12,7 @@ import Testing
     }
 
     static func append(_ bytes: [UInt8], to url: URL) throws {
-        if !FileManager.default.fileExists(atPath: url.path) { FileManager.default.createFile(atPath: url.path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
         let h = try FileHandle(forWritingTo: url)
         try h.seekToEnd()
         try h.write(contentsOf: Data(bytes))
