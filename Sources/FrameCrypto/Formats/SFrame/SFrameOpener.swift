@@ -29,7 +29,7 @@ public enum SFrameOpener {
     /// has none for the KID (the RFC lets a receiver hold the frame until it arrives), `.noKey`
     /// if the tag does not verify (wrong key or suite, or a changed header, metadata, ciphertext
     /// or tag), `.malformed` if `output` is smaller than `openedCapacity` or the frame is huge.
-    /// On any throw `output` holds nothing usable.
+    /// `output` must not overlap `frame`. On any throw `output` holds nothing usable.
     public static func open(_ frame: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer = .init(start: nil, count: 0),
                             key: (UInt64) -> SFrameKey?, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> OpenedFrame {
         guard let header = SFrameHeader(parsing: frame) else { throw .tooShort }
