@@ -75,7 +75,7 @@ extension MediaScene {
         #expect(wrote)
         let played = try await player.value
         #expect(played.status == 0, "\(played.err)")
-        let recorded = try await recorder.finished()
+        let recorded = await recorder.finished()
         #expect(recorded.status == 0, "\(recorded.errText)")
         #expect(!recorded.errText.contains(key) && !recorded.outText.contains(key) && !played.err.contains(key), "keys never in the output")
         #expect(recorded.errText.contains("key 0 of 5 set"), "\(recorded.errText)")

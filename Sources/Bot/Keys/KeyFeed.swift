@@ -1,4 +1,4 @@
-public import FrameCrypto
+import FrameCrypto
 import Foundation
 public import Logging
 import Synchronization

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// One line of a key feed (`--key-feed`, serve's `POST …/keys`), as a host app hands keys to
 /// PQSRTC's `frameKey(participantId:index:key:)` while the call runs:

@@ -14,7 +14,7 @@ public struct SFrameFormat: IndexedFormat {
     /// rejoin) must not reuse the nonces of its earlier run.
     public func key(from material: KeyMaterial, index: UInt64) throws(KeyError) -> SFrameSealer {
         do { return SFrameSealer(key: try SFrameKey(baseKey: material, kid: index, suite: suite), firstCounter: .random(in: 0..<(1 << 40))) } catch {
-            throw KeyError.wrongLength(material.bytes.count)
+            throw KeyError.cipherUnavailable
         }
     }
 
