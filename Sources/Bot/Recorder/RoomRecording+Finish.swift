@@ -49,6 +49,8 @@ extension RoomRecording {
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()
+        // Publishers who left just before: their files are this manifest's too.
+        await takeLeaving()
         if let media, let mix = media.mix { await mix.finish(in: media.pipeline) }
         await peer?.subscription.leave(announce: announce)
         peer?.following.cancel()
