@@ -78,6 +78,7 @@ extension RoomRecording {
             return final
         } catch {
             log.error("cannot write manifest.json: \(showing("\(error)"))")
+            manifestFile.replaceWithIncomplete(final, error: error, log: log)
             return nil
         }
     }
