@@ -50,7 +50,11 @@ extension Player {
                 links.append(dec.followDecodedPads("audio/", into: try conv.staticPad("sink")))
             }
             // One decoding thread: memory bounded by the source's picture size, not the cores.
-            if let dec = try? pipeline.element(named: "dec") { links.append(dec.limitDecoderThreads(to: 1)) }
+            if let dec = try? pipeline.element(named: "dec") {
+                links.append(dec.limitDecoderThreads(to: 1))
+                // Files concatenated (MPEG-TS segments) restart their timestamps mid-file.
+                links.append(dec.joinRestartedTimelines())
+            }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             try config.configureICE(webrtc)
             let seal = try pipeline.element(named: "seal")
@@ -111,7 +115,7 @@ extension Player {
         // A chained Ogg plays through play-audio too: it is held instead of sought (`hold`).
         if found.chainedOgg { return try config.pipelines.description("play-audio", ["file": file]) }
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
-        guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
+        guard info.hasAudio else { throw BotError.unplayable(file, "has video but no audio: ECall calls need audio") }
         if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
             config.logger.info("video \(capsString("profile", in: video) ?? "") H.264 level \(capsString("level", in: video) ?? "?"): sent as it is")
             return try config.pipelines.description("play-av-h264", config.protection.h264SendIntervals.merging(["file": file]) { $1 })

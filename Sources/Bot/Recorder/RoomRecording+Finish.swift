@@ -50,6 +50,8 @@ extension RoomRecording {
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()
+        // Publishers who left just before: their files are this manifest's too.
+        await takeLeaving()
         if let media, let mix = media.mix { await mix.finish(in: media.pipeline) }
         await peer?.subscription.leave(announce: announce)
         peer?.following.cancel()
@@ -77,6 +79,7 @@ extension RoomRecording {
             return final
         } catch {
             log.error("cannot write manifest.json: \(showing("\(error)"))")
+            manifestFile.replaceWithIncomplete(final, error: error, log: log)
             return nil
         }
     }
