@@ -56,7 +56,8 @@ public struct CallKey: @unchecked Sendable, CustomStringConvertible {
 
     public var description: String { "CallKey(<redacted>)" }
 
-    private static func nibble(_ c: UInt8) -> UInt8? {
+    /// A hex digit's value (KeyMaterial reads hex the same way).
+    static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10

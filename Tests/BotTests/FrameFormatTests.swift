@@ -81,7 +81,10 @@ extension MediaScene {
         let recorderKeys = Self.store()
         let room = try await Scene.createRoom()
         let out = dir.appendingPathComponent("rec")
-        let recorder = Recorder(config: try Scene.config(room: room, display: "90:Rec", protection: .indexed(IndexedProtection(store: recorderKeys, sender: ""))),
+        // A wait longer than the default 2 s: the key is handed in 1.6 s after the player starts,
+        // and a loaded machine may oversleep that.
+        let recorder = Recorder(config: try Scene.config(room: room, display: "90:Rec",
+                                                         protection: .indexed(IndexedProtection(store: recorderKeys, sender: "", keyWait: .seconds(8)))),
                                 directory: out)
         let recording = Task { try await recorder.run() }
         try await Task.sleep(for: .seconds(1))

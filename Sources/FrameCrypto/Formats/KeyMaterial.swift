@@ -20,7 +20,7 @@ public struct KeyMaterial: Sendable, Hashable, CustomStringConvertible {
         bytes.reserveCapacity(text.count / 2)
         var i = 0
         while i < text.count {
-            guard let high = Self.nibble(text[i]), let low = Self.nibble(text[i + 1]) else { throw KeyError.notHex }
+            guard let high = CallKey.nibble(text[i]), let low = CallKey.nibble(text[i + 1]) else { throw KeyError.notHex }
             bytes.append(high << 4 | low)
             i += 2
         }
@@ -33,13 +33,4 @@ public struct KeyMaterial: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "KeyMaterial(<redacted>)" }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }
