@@ -63,6 +63,8 @@ package struct FrameMetrics: Sendable {
     private let tooShort: CoreMetrics.Counter
     private let noKey: CoreMetrics.Counter
     private let malformed: CoreMetrics.Counter
+    private let missingKey: CoreMetrics.Counter
+    private let unencrypted: CoreMetrics.Counter
 
     /// `kind`: "audio" or "video". `factory`: where the counters live (a test gives its own).
     package init(kind: String, factory: any MetricsFactory = MetricsSystem.factory) {
@@ -78,6 +80,8 @@ package struct FrameMetrics: Sendable {
         tooShort = failures(.tooShort)
         noKey = failures(.noKey)
         malformed = failures(.malformed)
+        missingKey = failures(.missingKey)
+        unencrypted = failures(.unencrypted)
     }
 
     package func sealed() { sealedCounter.increment() }
@@ -89,6 +93,8 @@ package struct FrameMetrics: Sendable {
         case .tooShort: tooShort.increment()
         case .noKey: noKey.increment()
         case .malformed: malformed.increment()
+        case .missingKey: missingKey.increment()
+        case .unencrypted: unencrypted.increment()
         }
     }
 }

@@ -11,7 +11,19 @@ public enum FrameProtection: Sendable {
     /// once when the feed is attached (never a map lookup per frame). A sender seals with
     /// `.e2ee` holding its own newest key; sealing with `.perSender` drops every frame.
     case perSender(KeyMap)
+    /// A format whose frames name their key (FrameCryptor, SFrame): each frame is opened with
+    /// the key of the index it names, its sender's own or the shared one.
+    case indexed(IndexedProtection)
     case none
+
+    /// The frame layout on the wire, for the manifest and the logs (nil: no encryption).
+    public var formatName: FrameFormatName? {
+        switch self {
+        case .e2ee, .perSender: .ecall
+        case .indexed(let p): p.keys.formatName
+        case .none: nil
+        }
+    }
 
     public var isEncrypted: Bool { if case .none = self { false } else { true } }
 }
@@ -21,6 +33,7 @@ public enum FrameProtection: Sendable {
 package protocol FrameFormat: Sendable {
     /// The `kind` label of the frame counters: "audio" or "video".
     static var kind: String { get }
+    static var mediaKind: MediaKind { get }
     static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
     static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int
     static func openedCapacity(_ frame: UnsafeRawBufferPointer) -> Int
@@ -30,6 +43,7 @@ package protocol FrameFormat: Sendable {
 /// Opus frames: sealed whole (ECALL-WIRE §2).
 package enum AudioFormat: FrameFormat {
     package static let kind = "audio"
+    package static let mediaKind = MediaKind.audio
     package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { frame.count + AudioFrame.overhead }
     package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try AudioFrame.seal(frame, key: key, into: output)
@@ -43,6 +57,7 @@ package enum AudioFormat: FrameFormat {
 /// H.264 access units, length-prefixed: slices sealed, SPS/PPS/SEI clear (ECALL-WIRE §3).
 package enum VideoFormat: FrameFormat {
     package static let kind = "video"
+    package static let mediaKind = MediaKind.video
     package static func sealedCapacity(_ frame: UnsafeRawBufferPointer) -> Int { VideoFrame.sealedCapacity(frame) ?? 0 }
     package static func seal(_ frame: UnsafeRawBufferPointer, key: CallKey, into output: UnsafeMutableRawBufferPointer) throws(FrameError) -> Int {
         try VideoFrame.seal(frame, key: key, into: output)
@@ -129,6 +144,7 @@ extension Pad {
         // Whose key would it be? The caller resolves its own participant id to `.e2ee` first;
         // an empty ring here fails closed (every frame dropped, counted as seal failures).
         case .perSender: return addFrameTransform(Sealer<F>(ring: KeyRing(), stats: stats))
+        case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealingIndex, stats: stats))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in
@@ -155,6 +171,11 @@ extension Pad {
             let sender = map.keys(display: display, feedID: feedID)
             return attach(SenderOpener<F>(
                 sender: sender, counts: openedBy ?? KeyIndexCounts(sender), stats: stats, times: times, onDrop: onDrop))
+        case .indexed(let p):
+            // The sender's participant id, as PQSRTC names key owners: the display's "<id>:" part, else the feed id.
+            let participant = KeyMap.participantID(display: display) ?? feedID.map(String.init) ?? ""
+            return attach(p.transforms.opener(kind: F.mediaKind, participant: participant, stats: stats, times: times,
+                                        counts: openedBy ?? KeyIndexCounts(), keyWait: p.keyWait, onDrop: onDrop))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in

@@ -1,6 +1,7 @@
 public import FrameCrypto
 import GStreamerKit
 import Synchronization
+import Locking
 
 /// Opens one sender's frames with that sender's keys (`--key-map`), newest index first, and
 /// counts which index opened each. The keys are resolved once, when the feed is attached.
@@ -48,7 +49,8 @@ struct SenderOpener<Format: FrameFormat>: FrameTransform {
 }
 
 /// Per feed: how many frames each of its sender's key indexes opened (the manifest's
-/// `opened_by_key_index`). Lock-free: one atomic counter per index, fixed when attached.
+/// `opened_by_key_index`). Lock-free for a key map's indexes (one atomic counter each, fixed
+/// when attached); the indexes a frame names itself (FrameCryptor, SFrame) are counted under a lock.
 public final class KeyIndexCounts: Sendable {
     private final class Slot: Sendable {
         let index: Int
@@ -56,9 +58,17 @@ public final class KeyIndexCounts: Sendable {
         init(index: Int) { self.index = index }
     }
     private let slots: [Slot]
+    private let named = Locked<[UInt64: Int]>([:])
 
     public init(_ sender: KeyMap.SenderKeys) {
         slots = sender.keys.map { Slot(index: $0.index) }
+    }
+
+    /// Counts for frames that name their own key index.
+    public init() { slots = [] }
+
+    func opened(index: UInt64) {
+        named.withLock { $0[index, default: 0] += 1 }
     }
 
     func opened(slot: Int) {
@@ -74,6 +84,7 @@ public final class KeyIndexCounts: Sendable {
             let n = s.count.load(ordering: .relaxed)
             if n > 0 { out[String(s.index)] = n }
         }
+        for (index, n) in named.withLock({ $0 }) { out[String(index), default: 0] += n }
         return out
     }
 }

@@ -156,7 +156,8 @@ enum KeyLogOption {
             for (id, sender) in map.senders.sorted(by: { $0.key < $1.key }) {
                 for k in sender.keys.reversed() { log.append(call: call, key: k.key, from: now, index: k.index, participant: id) }
             }
-        case .none: break
+        // Refused with these formats before anything runs (KeyOptions.validate).
+        case .indexed, .none: break
         }
     }
 }

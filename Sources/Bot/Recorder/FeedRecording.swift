@@ -99,9 +99,11 @@ final class FeedRecording: Sendable {
         self.keyFrames = keyFrames
         let keyFramesReceived = self.keyFramesReceived
         // Per-sender keys: this feed's sender is looked up once, here, not per frame.
-        let keyIndexes: KeyIndexCounts? = if case .perSender(let map) = protection {
-            KeyIndexCounts(map.keys(display: display, feedID: feedID))
-        } else { nil }
+        let keyIndexes: KeyIndexCounts? = switch protection {
+        case .perSender(let map): KeyIndexCounts(map.keys(display: display, feedID: feedID))
+        case .indexed: KeyIndexCounts()
+        case .e2ee, .none: nil
+        }
         self.keyIndexes = keyIndexes
         if kind == .video {
             videoFile = try VideoFile(source: try bin.staticPad("src"), url: file, pipeline: pipeline, library: library,

@@ -133,13 +133,18 @@ extension FrameProtection {
         switch self {
         case .e2ee(let ring): .e2ee(KeyRing(current: ring.sealingKey?.withOwnCiphers()))
         case .perSender(let map): .perSender(map.withOwnCiphers())
-        case .none: self
+        // Keys that name themselves live in one store; each stream keeps its own sealing state.
+        case .indexed, .none: self
         }
     }
 
     /// A publisher's protection: with per-sender keys, its own newest key (none in the map:
     /// an empty ring, every frame dropped before sending, counted as a seal failure).
     func forPublisher(_ index: Int) -> FrameProtection {
+        if case .indexed(var p) = self {
+            p.sender = LoadPlan.senderID(index)
+            return .indexed(p)
+        }
         guard case .perSender(let map) = self else { return forOneBot() }
         return .e2ee(KeyRing(current: map.senders[LoadPlan.senderID(index)]?.newest?.withOwnCiphers()))
     }

@@ -1,0 +1,85 @@
+public import Foundation
+
+/// The keys of a format that names them, as PQSRTC's key provider holds them: shared keys
+/// (`--key-hex`, index 0 for every participant unless a participant has its own) and each
+/// participant's own (`--key-map`, `--key-feed`), by index.
+///
+/// Thread-safe. Read once per frame from GStreamer streaming threads (one short lock, two
+/// dictionary reads); keys handed in while the call runs wake the frames waiting for them.
+/// Keys are derived (PBKDF2 for FrameCryptor: tens of milliseconds) on the thread that hands
+/// them in, never under the lock and never on a streaming thread.
+public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
+    // @unchecked: every stored property is immutable or guarded by `condition`.
+    public let format: Format
+    private struct Entry {
+        var material: KeyMaterial
+        var key: Format.Key
+    }
+    private var shared: [UInt64: Entry] = [:]
+    private var own: [String: [UInt64: Entry]] = [:]
+    private let condition = NSCondition()
+
+    public init(format: Format) {
+        self.format = format
+    }
+
+    /// Sets the key at `index`: `participant` nil sets a shared key (every participant without
+    /// a key of its own at that index).
+    public func set(participant: String?, index: UInt64, material: KeyMaterial) throws(KeyError) {
+        let key = try format.key(from: material, index: index)
+        condition.lock()
+        defer { condition.unlock() }
+        let entry = Entry(material: material, key: key)
+        if let participant { own[participant, default: [:]][index] = entry } else { shared[index] = entry }
+        condition.broadcast()
+    }
+
+    /// Moves the key at `index` one ratchet step on (PQSRTC's `ratchetKey`): a sender seals
+    /// with the new key from its next frame. False if there is no such key or the format has
+    /// no ratchet.
+    @discardableResult
+    public func ratchet(participant: String?, index: UInt64) throws(KeyError) -> Bool {
+        guard let material = entry(participant: participant, index: index, exact: true)?.material,
+              let next = format.ratcheted(material) else { return false }
+        try set(participant: participant, index: index, material: next)
+        return true
+    }
+
+    /// The key `participant` uses at `index`: its own, else the shared one.
+    public func key(participant: String, index: UInt64) -> Format.Key? {
+        entry(participant: participant, index: index, exact: false)?.key
+    }
+
+    /// As `key`, but waits until `deadline` for a key that has not been handed in yet.
+    /// Blocks the calling thread: for a streaming thread, whose frames may wait, never Swift's pool.
+    public func waitForKey(participant: String, index: UInt64, until deadline: Date) -> Format.Key? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let e = lookup(participant: participant, index: index, exact: false) { return e.key }
+            guard Date() < deadline, condition.wait(until: deadline) || Date() < deadline else {
+                return lookup(participant: participant, index: index, exact: false)?.key
+            }
+        }
+    }
+
+    /// Participants with keys of their own, and the shared indexes (never a key).
+    public var summary: (participants: [String: [UInt64]], shared: [UInt64]) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (own.mapValues { $0.keys.sorted() }, shared.keys.sorted())
+    }
+
+    private func entry(participant: String?, index: UInt64, exact: Bool) -> Entry? {
+        condition.lock()
+        defer { condition.unlock() }
+        return lookup(participant: participant, index: index, exact: exact)
+    }
+
+    /// Called with the lock held.
+    private func lookup(participant: String?, index: UInt64, exact: Bool) -> Entry? {
+        guard let participant else { return shared[index] }
+        if let e = own[participant]?[index] { return e }
+        return exact ? nil : shared[index]
+    }
+}
