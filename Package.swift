@@ -42,6 +42,10 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+        // What sfubot does behind GStreamer's plugins, in the libraries they loaded (libnice,
+        // dlopen by soname): the receive buffer of webrtcbin's media sockets. GStreamerKit's
+        // (PluginLibraries/, with the OpenSSL libsrtp2 preload).
+        .target(name: "CPluginLibraries", dependencies: ["CGStreamer"]),
         // SRTP + ICE send for load publishers past webrtcbin's send chain, and the inline receive.
         // Uses the libsrtp2 and libnice GStreamer's plugins loaded (dlopen by soname); needs only
         // libsrtp2-dev's header. FastPath's alone.
@@ -49,7 +53,7 @@ let package = Package(
         .target(
             name: "GStreamerKit",
             dependencies: ["Locking",
-                "CGStreamer", "CGStreamerShims",
+                "CGStreamer", "CGStreamerShims", "CPluginLibraries",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -59,8 +63,7 @@ let package = Package(
         // Secret files (tokens, keys, credentials) read and written one way: regular, 0600, bounded.
         .target(name: "PrivateIO", swiftSettings: strict),
         // The load test's shortcuts past webrtcbin (direct SRTP send, inline receive, the RTP
-        // payload consumer) and the opt-in OpenSSL libsrtp2: for LoadTest (and `sfubot load`'s
-        // preload) only, so no other command runs this code.
+        // payload consumer): LoadTest's alone, so no command but `sfubot load` runs this code.
         .target(
             name: "FastPath",
             dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims", "CDirectRTP"],
@@ -108,7 +111,7 @@ let package = Package(
         .target(
             name: "ECall",
             dependencies: [
-                "FrameCrypto", "TextWebSocket",
+                "TextWebSocket",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -200,7 +203,7 @@ let package = Package(
         // Standard Webhooks: signed events delivered from a durable outbox.
         .target(
             name: "Webhooks",
-            dependencies: ["Locking", "Spool", "PrivateIO",
+            dependencies: ["Spool", "PrivateIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -240,8 +243,6 @@ let package = Package(
                 "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
                 // serve's --storage and --webhook-url (Options/PublishingOptions.swift).
                 "ObjectStore", "Webhooks",
-                // The media commands opt in to the OpenSSL libsrtp2 (SRTPLibrary.preload), nothing else.
-                "FastPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -259,9 +260,9 @@ let package = Package(
         .testTarget(name: "MjrTests", dependencies: ["Mjr", "FrameCrypto"], swiftSettings: strict),
         .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
-        .testTarget(name: "GStreamerKitTests", dependencies: ["Locking", "GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
-        // FastPath on its own: the SRTP guard, the C parsers, the payload consumer, the preload.
-        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
+        // FastPath on its own: the SRTP guard, the C parsers, the payload consumer.
+        .testTarget(name: "FastPathTests", dependencies: ["Locking", "FastPath", "GStreamerKit", "CDirectRTP", "CGStreamer"], swiftSettings: strict),
         // What the integration tests share: the scene (the local Janus, rooms, the serialized
         // MediaScene every media test nests in), decoding and tone analysis, child processes,
         // the local RabbitMQ. Not a test target: the test targets below import it.
@@ -280,7 +281,8 @@ let package = Package(
         .testTarget(
             name: "LoadTestTests",
             dependencies: [
-                "LoadTest", "Bot", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "Locking", "LoadTest", "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -312,7 +314,7 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: ["Locking", 
-                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "Proof", "TestSupport",
+                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "Janus", "Proof", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -320,7 +322,7 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: ["Locking", 
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Proof", "Mjr", "TestSupport",
+                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Mjr", "TextWebSocket", "TestSupport",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

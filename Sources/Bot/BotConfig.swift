@@ -1,4 +1,4 @@
-public import FrameCrypto
+import FrameCrypto
 public import Janus
 public import Logging
 

@@ -26,6 +26,21 @@ public enum FrameProtection: Sendable {
     }
 
     public var isEncrypted: Bool { if case .none = self { false } else { true } }
+
+    /// The `stream-format` received H.264 has around the opener: Annex-B for formats that
+    /// authenticate a keyframe's SPS and PPS (the avc depayloader moves them out), else avc.
+    /// Where a sender's SPS and PPS go (the `config-interval` of the parser before the sealer
+    /// and of the payloader after it): FrameCryptor authenticates them with the keyframe, so the
+    /// parser puts them in the access unit the sealer sees and the payloader adds none; ECall
+    /// leaves them out of the access unit and has the payloader send them before each IDR.
+    package var h264SendIntervals: [String: String] {
+        if case .indexed(let p) = self, p.keys.opensAnnexB { ["parse_interval": "-1", "pay_interval": "0"] }
+        else { ["parse_interval": "0", "pay_interval": "-1"] }
+    }
+
+    package var receivedH264Format: String {
+        if case .indexed(let p) = self, p.keys.opensAnnexB { "byte-stream" } else { "avc" }
+    }
 }
 
 /// A frame format of ECALL-WIRE: how a frame is sealed and opened, whole (audio) or per
@@ -144,7 +159,7 @@ extension Pad {
         // Whose key would it be? The caller resolves its own participant id to `.e2ee` first;
         // an empty ring here fails closed (every frame dropped, counted as seal failures).
         case .perSender: return addFrameTransform(Sealer<F>(ring: KeyRing(), stats: stats))
-        case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealingIndex, stats: stats))
+        case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealing, stats: stats))
         case .none:
             let metrics = FrameMetrics(kind: F.kind)
             return addBufferObserver { _ in

@@ -2,12 +2,15 @@ public import FrameCrypto
 package import GStreamerKit
 import Foundation
 import Locking
+package import Mjr
 import Synchronization
 
 /// The keys of a call whose frames name their key (FrameCryptor, SFrame), whatever the format:
 /// how the pipeline seals and opens, and how keys handed in while the call runs get in.
 public protocol IndexedKeying: Sendable {
     var formatName: FrameFormatName { get }
+    /// Whether received H.264 reaches the opener as Annex-B (`IndexedFormat.opensAnnexB`).
+    var opensAnnexB: Bool { get }
     /// Sets `participant`'s key at `index` (nil: a shared key); derives it on the caller's thread.
     func set(participant: String?, index: UInt64, material: KeyMaterial) throws(KeyError)
     /// Moves the key at `index` one ratchet step on; false if there is none or no ratchet.
@@ -18,7 +21,9 @@ public protocol IndexedKeying: Sendable {
 
 /// The pipeline's side of `IndexedKeying`: the transforms, generic over the format once here.
 package protocol IndexedTransforms: Sendable {
-    func sealer(kind: MediaKind, participant: String, index: UInt64, stats: FrameStats) -> any FrameTransform
+    /// The same keys opening frames of a Janus recording (`mjr decrypt`).
+    func mjrKeys() -> any MjrKeySource
+    func sealer(kind: MediaKind, participant: String, index: SealingIndex, stats: FrameStats) -> any FrameTransform
     func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts,
                 keyWait: Duration, onDrop: (@Sendable (DropReason) -> Void)?) -> any FrameTransform
 }
@@ -29,26 +34,32 @@ public struct IndexedProtection: Sendable {
     let transforms: any IndexedTransforms
     /// The participant id this bot seals as (PQSRTC: its own participant id).
     public var sender: String
-    /// The key index this bot seals with (`--key-index`).
-    public var sealingIndex: UInt64
+    /// The key index this bot seals with (`--key-index`); moved on to rotate (PQSRTC's `setKeyIndex`).
+    public let sealing: SealingIndex
     /// How long frames naming a key this bot lacks wait for it to be handed in (`--key-feed`).
     public var keyWait: Duration
+
+    /// These keys as `mjr decrypt` takes them.
+    package func mjrKeys() -> any MjrKeySource { transforms.mjrKeys() }
 
     public init<F: IndexedFormat>(store: FrameKeyStore<F>, sender: String, sealingIndex: UInt64 = 0, keyWait: Duration = .seconds(2)) {
         self.keys = store
         self.transforms = store
         self.sender = sender
-        self.sealingIndex = sealingIndex
+        self.sealing = SealingIndex(sealingIndex)
         self.keyWait = keyWait
     }
 }
 
 extension FrameKeyStore: IndexedKeying {
     public var formatName: FrameFormatName { format.name }
+    public var opensAnnexB: Bool { format.opensAnnexB }
 }
 
 extension FrameKeyStore: IndexedTransforms {
-    package func sealer(kind: MediaKind, participant: String, index: UInt64, stats: FrameStats) -> any FrameTransform {
+    package func mjrKeys() -> any MjrKeySource { MjrIndexedKeys(self) }
+
+    package func sealer(kind: MediaKind, participant: String, index: SealingIndex, stats: FrameStats) -> any FrameTransform {
         IndexedSealer(store: self, kind: kind, participant: participant, index: index, state: format.makeStreamState(kind: kind), stats: stats)
     }
 
@@ -65,12 +76,12 @@ struct IndexedSealer<Format: IndexedFormat>: FrameTransform {
     let store: FrameKeyStore<Format>
     let kind: MediaKind
     let participant: String
-    let index: UInt64
+    let index: SealingIndex
     let state: Format.StreamState
     let stats: FrameStats
     var metrics: FrameMetrics
 
-    init(store: FrameKeyStore<Format>, kind: MediaKind, participant: String, index: UInt64, state: Format.StreamState, stats: FrameStats) {
+    init(store: FrameKeyStore<Format>, kind: MediaKind, participant: String, index: SealingIndex, state: Format.StreamState, stats: FrameStats) {
         self.store = store
         self.kind = kind
         self.participant = participant
@@ -83,6 +94,7 @@ struct IndexedSealer<Format: IndexedFormat>: FrameTransform {
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { store.format.sealedCapacity(input, kind: kind) ?? 0 }
 
     func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        let index = self.index.value
         guard let key = store.key(participant: participant, index: index),
               let n = try? store.format.seal(input, kind: kind, key: key, index: index, state: state, into: output) else {
             stats.sealFailed()
@@ -145,6 +157,14 @@ struct IndexedOpener<Format: IndexedFormat>: FrameTransform {
             return nil
         }
     }
+}
+
+/// The key index a sender seals with, changed while it runs (a rotation): read per frame.
+public final class SealingIndex: Sendable {
+    private let index: Atomic<UInt64>
+    public init(_ index: UInt64) { self.index = Atomic(index) }
+    public var value: UInt64 { index.load(ordering: .relaxed) }
+    public func set(_ index: UInt64) { self.index.store(index, ordering: .relaxed) }
 }
 
 /// One track's budget for waiting on a missing key: the first frame naming a key index this

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Who the bot logs in as: ECall's login body (ECALL-WIRE §7).
 public struct LoginIdentity: Codable, Sendable {

@@ -72,6 +72,10 @@ public enum KeyError: Error, Equatable, CustomStringConvertible {
     case notHex
     case unreadableFile(String)
     case badFile(String)
+    /// A FrameCryptor key index at or past the clients' key ring size.
+    case indexOutOfRing(UInt64, Int)
+    /// The cipher for a key could not be set up (OpenSSL refused): not the key's fault.
+    case cipherUnavailable
 
     public var description: String {
         switch self {
@@ -79,6 +83,8 @@ public enum KeyError: Error, Equatable, CustomStringConvertible {
         case .notHex: "the call key is not hexadecimal: give 64 characters 0-9a-f"
         case .unreadableFile(let p): "cannot read key file \(p): check the path and its permissions"
         case .badFile(let p): "key file \(p) must hold 32 raw bytes or 64 hex characters"
+        case .indexOutOfRing(let i, let size): "key index \(i) is past the key ring (indexes 0 to \(size - 1); see --key-ring-size)"
+        case .cipherUnavailable: "the cipher for this key could not be set up (libcrypto refused it): check the OpenSSL installation"
         }
     }
 }

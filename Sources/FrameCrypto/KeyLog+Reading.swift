@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension KeyLog {
     /// The keys of a key log, in the order they came into use: which key opens a frame of time `t`.

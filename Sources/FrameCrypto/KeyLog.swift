@@ -1,6 +1,6 @@
 import PrivateIO
 import Crypto
-public import Foundation
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -97,6 +97,7 @@ public struct KeyMapError: Error, CustomStringConvertible, Equatable {
         case badSender(String, String)
         case badIndex(String, String, String)
         case badKey(String, String, String)
+        case badMaterial(String, String, String)
     }
     let reason: Reason
     init(_ reason: Reason) { self.reason = reason }
@@ -109,6 +110,7 @@ public struct KeyMapError: Error, CustomStringConvertible, Equatable {
         case .badSender(let p, let id): "key map \(p): participant \"\(id)\" needs an object of at least one index → key"
         case .badIndex(let p, let id, let i): "key map \(p): participant \"\(id)\": index \"\(i)\" is not a whole number ≥ 0"
         case .badKey(let p, let id, let i): "key map \(p): participant \"\(id)\" index \(i): a key is 64 hex characters (32 bytes)"
+        case .badMaterial(let p, let id, let i): "key map \(p): participant \"\(id)\" index \(i): key material is an even number of hex characters (1 to \(KeyMaterial.maxCount) bytes)"
         }
     }
 }

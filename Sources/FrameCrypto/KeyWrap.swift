@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import _CryptoExtras
 
 /// The call key wrapped for one device (`encryptedAESKey`, ECALL-WIRE §5).

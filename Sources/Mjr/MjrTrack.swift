@@ -1,5 +1,5 @@
 public import FrameCrypto
-public import Foundation
+import Foundation
 
 /// One `.mjr` file opened: its frames decrypted, on a timeline in nanoseconds. Frames no key
 /// opens, and video frames whose packets were lost, are dropped and counted, never kept.
@@ -61,7 +61,7 @@ public struct MjrTrack: Sendable {
             let frame = UnsafeRawBufferPointer(rebasing: b[p.payload])
             let opened = out.withUnsafeMutableBytes { (o) -> Result<Int, DropReason> in
                 do throws(DropReason) {
-                    return .success(try AudioFrame.open(frame, keys: keys.candidates(sender: sender, at: time(p.timestamp)), into: o))
+                    return .success(try keys.open(frame, kind: .audio, sender: sender, at: time(p.timestamp), into: o))
                 } catch { return .failure(error) }
             }
             switch opened {
@@ -91,11 +91,12 @@ public struct MjrTrack: Sendable {
             let built = whole && au.build(packets[i..<j].lazy.map { UnsafeRawBufferPointer(rebasing: b[$0.payload]) })
             i = j
             guard built else { stats.dropped(.malformed); continue }
-            if out.count < au.bytes.count { out = [UInt8](repeating: 0, count: au.bytes.count * 2) }
+            // Twice the access unit: an Annex-B opener may write back longer start codes.
+            if out.count < 2 * au.bytes.count { out = [UInt8](repeating: 0, count: au.bytes.count * 2) }
             let opened = au.bytes.withUnsafeBytes { a in
                 out.withUnsafeMutableBytes { (o) -> Result<Int, DropReason> in
                     do throws(DropReason) {
-                        return .success(try VideoFrame.open(a, keys: keys.candidates(sender: sender, at: time(ts)), into: o))
+                        return .success(try keys.open(a, kind: .video, sender: sender, at: time(ts), into: o))
                     } catch { return .failure(error) }
                 }
             }

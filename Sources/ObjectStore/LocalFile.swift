@@ -66,13 +66,13 @@ final class LocalFile: Sendable {
 
     /// Deletes `path` (a verified upload's local copy); nil when done or already gone, else why not.
     static func delete(_ path: String) async -> String? {
-        try? await OffPool.run { () -> String? in
+        await OffPool.run { () -> String? in
             unlink(path) == 0 || errno == ENOENT ? nil : String(cString: strerror(errno))
         }
     }
 
     /// Whether `path` is still there (a failed upload of a vanished file is given up).
     static func exists(_ path: String) async -> Bool {
-        (try? await OffPool.run { FileManager.default.fileExists(atPath: path) }) ?? true
+        await OffPool.run { FileManager.default.fileExists(atPath: path) }
     }
 }

@@ -1,5 +1,5 @@
 import PrivateIO
-public import Crypto
+import Crypto
 public import Foundation
 
 /// The recorder's signing key: P-256 ECDSA (SHA-256, DER signatures) or Ed25519. Stored as a

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What `sfubot verify` found: its verdict (and exit code), each problem named (file,
 /// checkpoint; the first `shownProblems`, then a count), and a summary of what the signatures

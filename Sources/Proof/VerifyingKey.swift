@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import Foundation
 
 /// A public signing key as the proof names it: its SubjectPublicKeyInfo DER (base64 in JSON).

@@ -50,7 +50,7 @@ public struct JanusAllowList: Sendable {
             guard inet_pton(AF_INET6, String(host.dropFirst().dropLast()), &address) == 1 else { return nil }
             var out = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             guard inet_ntop(AF_INET6, &address, &out, socklen_t(out.count)) != nil else { return nil }
-            return "[\(String(cString: out))]"
+            return "[\(String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))]"
         }
         guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }) else { return nil }
         return host

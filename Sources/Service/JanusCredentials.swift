@@ -2,7 +2,7 @@ import PrivateIO
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 public import Janus
 
 /// Credentials per allowed Janus (`--janus-credentials FILE`): a JSON object from a Janus URL to

@@ -1,6 +1,6 @@
-public import Bot
+import Bot
 import Proof
-public import Foundation
+import Foundation
 import FrameCrypto
 import Synchronization
 import Locking

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Told of every change of a job's state on the instance that runs it: created or taken up
 /// (also after a failover: `resumes` > 0, `owners` in the database), and ended (its files and

@@ -118,7 +118,7 @@ actor JobManager: Service {
         defer { reserved[id] = nil }
         let prepared = try await OffPool.run { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
         do throws(RequestProblem) {
-            let canonical = try paths.canonicalSpec(spec, roots: roots)
+            let canonical = paths.canonicalSpec(spec, roots: roots)
             if kind == .recording, let outputs = prepared.outputs {
                 // The recorder's own check of its folder and mix (through the folders the walk
                 // opened), off the pool too: an open can wait on a slow disk.

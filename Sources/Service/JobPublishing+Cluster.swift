@@ -43,7 +43,7 @@ extension JobPublishing {
         let taken: [(row: ClusterStore.UploadRow, from: String)]
         let files = self.files
         let reachable: @Sendable (String, String) async -> Bool = { folder, folderID in
-            (try? await OffPool.run(on: files) { FolderMarker.existing(in: folder) == folderID }) ?? false
+            await OffPool.run(on: files) { FolderMarker.existing(in: folder) == folderID }
         }
         do { taken = try await store.takeUploads(session: session, grace: grace, reachable: reachable) } catch {
             logger.warning("cluster: cannot look for uploads left by others: \(error)")
@@ -67,7 +67,7 @@ extension JobPublishing {
 
     /// Into the local queue, off the pool (each entry is a synced file).
     static func enqueue(_ rows: [ClusterStore.UploadRow], uploads: UploadQueue, on files: DispatchQueue, log: Logger) async {
-        _ = try? await OffPool.run(on: files) {
+        await OffPool.run(on: files) {
             for row in rows {
                 do {
                     if let content = row.content {

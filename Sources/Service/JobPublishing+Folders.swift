@@ -28,7 +28,7 @@ extension JobPublishing {
     /// queued the same folder.
     func queueEndedFolders(_ store: ClusterStore, session: Int64) async {
         let parts = self.parts
-        let noted = (try? await OffPool.run(on: files) { parts.load().entries.map(\.entry) }) ?? []
+        let noted = await OffPool.run(on: files) { parts.load().entries.map(\.entry) }
         for part in noted {
             do {
                 switch try await store.folderState(job: part.job, folderID: part.folderID) {
@@ -50,7 +50,7 @@ extension JobPublishing {
 
     private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore, session: Int64) async throws {
         guard let uploads, let location else { return }
-        let (found, manifest) = try await OffPool.run(on: files) {
+        let (found, manifest) = await OffPool.run(on: files) {
             (Self.localFiles(part.folder, hash: true),
              try? String(contentsOfFile: URL(fileURLWithPath: part.folder).appendingPathComponent("manifest.json").path, encoding: .utf8))
         }

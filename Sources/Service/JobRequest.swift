@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Janus
 
 /// What a client asks for: a recording or a playback, checked field by field so a bad request

@@ -1,7 +1,7 @@
 import PrivateIO
 // `stat` comes from CDispatch for MemberImportVisibility (see Roots.swift).
 internal import CDispatch
-public import Foundation
+import Foundation
 public import Logging
 import ServiceLifecycle
 import Synchronization

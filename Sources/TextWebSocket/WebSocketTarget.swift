@@ -70,7 +70,7 @@ enum IPAddress {
         guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
         var out = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &address, &out, socklen_t(out.count)) != nil else { return nil }
-        return String(cString: out)
+        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `text` is a dotted-quad IPv4 address.

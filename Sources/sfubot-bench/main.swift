@@ -72,6 +72,7 @@ func fmt(_ x: Double) -> String { String(format: "%.0f", x) }
 print("sfubot frame crypto: ECall audio frame (0xFF ‖ nonce ‖ ct ‖ tag), AES-256-GCM on libcrypto contexts kept per key")
 print("\(ProcessInfo.processInfo.activeProcessorCount) cores; OpenSSL for reference: \(opensslNanoseconds(16) != nil ? "openssl speed -evp aes-256-gcm" : "not found")")
 print([pad("frame", 8), pad("seal ns", 10), pad("open ns", 10), pad("openssl ns", 11), pad("seal/ossl", 10), pad("open/ossl", 10), pad("seal MB/s", 10)].joined(separator: " "))
+var ecallAudioOpenNs: [Int: Double] = [:]
 for size in sizes {
     let plain = [UInt8](repeating: 0x5A, count: size)
     var sealed = [UInt8](repeating: 0, count: size + AudioFrame.overhead)
@@ -83,6 +84,7 @@ for size in sizes {
         opened.withUnsafeMutableBytes { o in measure { _ = try? AudioFrame.open(f, keys: ring.candidates, into: o) } }
     }
     precondition(opened == plain, "benchmark frames must round-trip")
+    ecallAudioOpenNs[size] = openNs
     let ossl = opensslNanoseconds(size)
     let ratio = { (x: Double) in ossl.map { String(format: "%.1fx", x / $0) } ?? "-" }
     print([pad(size >= 1024 ? "\(size / 1024) KB" : "\(size) B", 8), pad(fmt(sealNs), 10), pad(fmt(openNs), 10),
@@ -116,4 +118,5 @@ for size in [5 * 1024, 50 * 1024] {
            pad(ratio(sealNs), 10), pad(ratio(openNs), 10)].joined(separator: " "))
 }
 
+FormatBench.run(ecallAudioNs: ecallAudioOpenNs)
 MjrBench.run()

@@ -19,17 +19,62 @@ struct KeyOptions: ParsableArguments {
         valueName: "path"))
     var keyMap: String?
 
-    @Flag(help: "Send and receive media without ECall's frame encryption.")
+    @Flag(help: "Send and receive media without frame encryption.")
     var noE2ee = false
+
+    @OptionGroup var format: FormatOptions
 
     func validate() throws {
         let given = [keyHex != nil, keyFile != nil, keyMap != nil, noE2ee].filter { $0 }.count
-        guard given == 1 else { throw ValidationError("give exactly one of --key-hex, --key-file, --key-map or --no-e2ee") }
+        // A key feed alone is enough for formats whose keys come while the call runs.
+        let feedOnly = given == 0 && format.keyFeed != nil
+        guard given == 1 || feedOnly else { throw ValidationError("give exactly one of --key-hex, --key-file, --key-map or --no-e2ee") }
+        if noE2ee && format.frameFormat != .ecall { throw ValidationError("--no-e2ee sends in the clear: it takes no --frame-format") }
     }
 
-    /// The key map of `--key-map`, read once.
+    /// Starts `--key-feed` into `protection`'s keys, if given.
+    func startFeed(_ protection: FrameProtection, logger: Logger) throws -> KeyFeed? {
+        guard let path = format.keyFeed, case .indexed(let p) = protection else { return nil }
+        if path != "-" { Self.warnIfOthersCanRead(path) }
+        do { return try KeyFeed.start(path: path, keys: p.keys, logger: logger) } catch {
+            throw CLIFailure(String(describing: error), code: .noInput)
+        }
+    }
+
+    /// The keys of a format whose frames name their key: `--key-hex`/`--key-file` as the shared
+    /// key, `--key-map` as each participant's; `sender` is who this bot seals as.
+    private func indexedProtection(sender: String) throws -> FrameProtection {
+        var shared: KeyMaterial?
+        if let keyHex {
+            do { shared = try KeyMaterial(hex: keyHex) } catch {
+                throw CLIFailure("--key-hex: key material is an even number of hex characters (1 to \(KeyMaterial.maxCount) bytes)", code: .badKey)
+            }
+        } else if let keyFile {
+            shared = try Self.material(file: keyFile)
+        }
+        var own = [String: [UInt64: KeyMaterial]]()
+        if let keyMap {
+            do { own = try KeyMaterialMap.read(contentsOfFile: keyMap) } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+            Self.warnIfOthersCanRead(keyMap)
+        }
+        return try format.protection(shared: shared, own: own, sender: sender)
+    }
+
+    /// Key material from a file: hex text if it reads as such, else its raw bytes.
+    private static func material(file: String) throws -> KeyMaterial {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw CLIFailure("cannot read key file \(file): check the path and its permissions", code: .badKey)
+        }
+        warnIfOthersCanRead(file)
+        if let text = String(data: data, encoding: .utf8), let m = try? KeyMaterial(hex: text) { return m }
+        do { return try KeyMaterial(Array(data)) } catch {
+            throw CLIFailure("key file \(file) holds \(data.count) bytes; key material is 1 to \(KeyMaterial.maxCount) bytes", code: .badKey)
+        }
+    }
+
+    /// The key map of `--key-map`, read once (ECall's: 32-byte keys).
     func map() throws -> KeyMap? {
-        guard let keyMap else { return nil }
+        guard let keyMap, format.frameFormat == .ecall else { return nil }
         do {
             let map = try KeyMap(contentsOfFile: keyMap)
             Self.warnIfOthersCanRead(keyMap)
@@ -40,6 +85,9 @@ struct KeyOptions: ParsableArguments {
     /// The protection of a bot that sends as `display` (`<participantId>:<name>`): with a key map,
     /// its own newest key; else as `protection()`.
     func sendingProtection(display: String) throws -> FrameProtection {
+        if !noE2ee, format.frameFormat != .ecall {
+            return try indexedProtection(sender: KeyMap.participantID(display: display) ?? display)
+        }
         guard let map = try map() else { return try protection() }
         let id = KeyMap.participantID(display: display) ?? ""
         guard let key = map.senders[id]?.newest else {
@@ -50,6 +98,7 @@ struct KeyOptions: ParsableArguments {
 
     func protection() throws -> FrameProtection {
         if noE2ee { return .none }
+        if format.frameFormat != .ecall { return try indexedProtection(sender: "") }
         if let map = try map() { return .perSender(map) }
         return .e2ee(KeyRing(current: try Self.callKey(hex: keyHex, file: keyFile ?? "")))
     }

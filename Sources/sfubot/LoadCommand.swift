@@ -109,6 +109,9 @@ struct LoadRunCommand: AsyncParsableCommand {
     /// from the call key with one key per publisher.
     func loadProtection() throws -> FrameProtection {
         let protection = try key.protection()
+        if case .indexed = protection, perSenderKeys {
+            throw CLIFailure("--per-sender-keys derives ECall keys; with --frame-format \(key.format.frameFormat.rawValue) give --key-map", code: .config)
+        }
         guard perSenderKeys else { return protection }
         guard case .e2ee(let ring) = protection, let callKey = ring.sealingKey else { return protection }
         return .perSender(KeyMap.derived(from: callKey, senders: (0..<publishers).map(LoadPlan.senderID)))

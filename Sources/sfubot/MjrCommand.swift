@@ -50,6 +50,7 @@ struct Mjr: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Sign manifest.json with this key (as record --signing-key): the outputs and the .mjr inputs by SHA-256 and size, checked by `sfubot verify`. Without it nothing is signed.", valueName: "file"))
         var signingKey: String?
 
+        @OptionGroup var format: FormatOptions
         @OptionGroup var pipeline: PipelineOptions
         @OptionGroup var log: LogOptions
 
@@ -60,6 +61,19 @@ struct Mjr: AsyncParsableCommand {
         }
 
         func keySource() throws -> any MjrKeySource {
+            if format.frameFormat != .ecall {
+                guard keyLog == nil else { throw CLIFailure("--key-log holds ECall call keys; with --frame-format \(format.frameFormat.rawValue) give --key-hex or --key-map", code: .config) }
+                var shared: KeyMaterial?
+                if let keyHex {
+                    do { shared = try KeyMaterial(hex: keyHex) } catch { throw CLIFailure("--key-hex: \(error)", code: .badKey) }
+                }
+                var own = [String: [UInt64: KeyMaterial]]()
+                if let keyMap {
+                    do { own = try KeyMaterialMap.read(contentsOfFile: keyMap) } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+                }
+                guard case .indexed(let p) = try format.protection(shared: shared, own: own, sender: "") else { preconditionFailure("an indexed format") }
+                return p.mjrKeys()
+            }
             do {
                 if let keyLog { return MjrLoggedKeys(try KeyLog.Entries(path: keyLog)) }
                 if let keyMap { return MjrSenderKeys(try KeyMap(contentsOfFile: keyMap)) }

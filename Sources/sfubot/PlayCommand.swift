@@ -64,7 +64,10 @@ struct Play: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.play"))
         defer { server?.stop() }
         do {
-            let config = try connection.botConfig(display: display, protection: try key.sendingProtection(display: display), label: "sfubot.play")
+            let protection = try key.sendingProtection(display: display)
+            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
+            defer { withExtendedLifetime(feed) {} }
+            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.play")
             var player = Player(
                 config: config, source: file.map { .file($0) } ?? .testPattern, loop: loop,
                 duration: try OptionCheck.seconds(duration, "--duration"))

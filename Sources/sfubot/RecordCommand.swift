@@ -47,6 +47,9 @@ struct Record: AsyncParsableCommand {
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
+        if keyLog != nil && key.format.frameFormat != .ecall {
+            throw ValidationError("--key-log logs ECall call keys; with --frame-format \(key.format.frameFormat.rawValue) keep the key material you handed in")
+        }
     }
 
     func run() async throws {
@@ -55,6 +58,8 @@ struct Record: AsyncParsableCommand {
         defer { server?.stop() }
         do {
             let protection = try key.protection()
+            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
+            defer { withExtendedLifetime(feed) {} }
             KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
             let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
             let signer = SigningKeyOption.load(signingKey)

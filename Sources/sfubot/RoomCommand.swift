@@ -29,8 +29,8 @@ struct Room: AsyncParsableCommand {
                 let id = try await VideoRoom.createRoom(handle, room: room)
                 await session.close()
                 print(id)
-            } catch let e as JanusError {
-                CLIFailure(.janus(e)).exit()
+            } catch {
+                CLIFailure(.janus(error)).exit()
             }
         }
     }

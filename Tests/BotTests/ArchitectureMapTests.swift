@@ -2,13 +2,23 @@ import Foundation
 import Testing
 import TestSupport
 
-/// docs/architecture.md's module map is Package.swift's: every target has its row, its row
-/// lists exactly the package's own targets it depends on (and the plugins it uses), and every
-/// target that ships is drawn in the diagram. Read from `swift package dump-package`.
+/// docs/architecture.md's module map is Package.swift's, and Package.swift's is the code's: every
+/// target has its row, its row lists exactly the package's own targets it depends on (and the
+/// plugins it uses), every target that ships is drawn in the diagram, and each target's files
+/// import exactly the package's own targets it declares. Read from `swift package dump-package`.
 @Suite struct ArchitectureMapTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    struct Target { let name: String; let type: String; let edges: Set<String> }
+    struct Target {
+        let name: String
+        let type: String
+        /// Where its files are: Package.swift's `path`, else the folder SwiftPM looks in.
+        let folder: URL
+        /// Target dependencies (by name), then build plugins used.
+        let dependencies: Set<String>
+        let plugins: Set<String>
+        var edges: Set<String> { dependencies.union(plugins) }
+    }
 
     /// The manifest as SwiftPM reads it (a scratch folder of its own: the running build holds .build's lock).
     static func targets() async throws -> [Target] {
@@ -20,14 +30,17 @@ import TestSupport
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.outText.utf8)) as? [String: Any])
         let list = try #require(json["targets"] as? [[String: Any]])
         return list.map { t in
-            var edges = Set<String>()
+            var dependencies = Set<String>(), plugins = Set<String>()
             for dep in t["dependencies"] as? [[String: Any]] ?? [] {
-                for kind in ["byName", "target"] { if let v = dep[kind] as? [Any], let n = v.first as? String { edges.insert(n) } }
+                for kind in ["byName", "target"] { if let v = dep[kind] as? [Any], let n = v.first as? String { dependencies.insert(n) } }
             }
             for use in t["pluginUsages"] as? [[String: Any]] ?? [] {
-                if let v = use["plugin"] as? [Any], let n = v.first as? String { edges.insert(n) }
+                if let v = use["plugin"] as? [Any], let n = v.first as? String { plugins.insert(n) }
             }
-            return Target(name: t["name"] as? String ?? "", type: t["type"] as? String ?? "", edges: edges)
+            let name = t["name"] as? String ?? "", type = t["type"] as? String ?? ""
+            let base = ["test": "Tests", "plugin": "Plugins"][type] ?? "Sources"
+            let folder = root.appendingPathComponent(t["path"] as? String ?? "\(base)/\(name)")
+            return Target(name: name, type: type, folder: folder, dependencies: dependencies, plugins: plugins)
         }
     }
 
@@ -47,6 +60,24 @@ import TestSupport
         return (rows, fences.count > 1 ? fences[1] : "")
     }
 
+    /// Regular files under `folder` with one of `extensions`, recursively.
+    static func files(under folder: URL, extensions: Set<String>) -> [URL] {
+        let all = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])?.compactMap { $0 as? URL } ?? []
+        return all.filter { extensions.contains($0.pathExtension) && (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+    }
+
+    /// The modules a Swift file imports, in every form: `import X`, with an access level
+    /// (`public`, `package`, `internal` …), with attributes (`@testable`, `@_implementationOnly`,
+    /// `@preconcurrency`, `@_spi(…)`), and of one declaration (`import struct X.Y`).
+    static func imports(of file: URL) throws -> Set<String> {
+        let pattern = try Regex(#"^\s*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#)
+        var modules = Set<String>()
+        for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+            if let match = try pattern.prefixMatch(in: line), let module = match.output[1].substring { modules.insert(String(module)) }
+        }
+        return modules
+    }
+
     @Test("every target of Package.swift has a row in docs/architecture.md listing exactly its edges to the package's own targets")
     func tableMatchesManifest() async throws {
         let targets = try await Self.targets()
@@ -61,6 +92,33 @@ import TestSupport
         for name in rows.keys where !names.contains(name) { Issue.record("docs/architecture.md has a row for \(name), which Package.swift does not declare") }
     }
 
+    /// A declared edge nothing imports is a wall drawn where there is none; an import of a
+    /// target not declared compiles (the target is reached through another) but crosses a wall
+    /// the map does not show. C targets are not read (an `#include` is not an edge), nor plugins
+    /// (a build tool is run, not imported).
+    @Test("each target's Swift files import exactly the package's own targets Package.swift declares for it")
+    func importsMatchManifest() async throws {
+        let targets = try await Self.targets()
+        let names = Set(targets.map(\.name))
+        var read = 0
+        for t in targets where t.type != "plugin" && t.type != "system" {
+            let files = Self.files(under: t.folder, extensions: ["swift"])
+            guard !files.isEmpty else { continue }
+            read += 1
+            var imported = Set<String>()
+            for file in files { imported.formUnion(try Self.imports(of: file)) }
+            imported.formIntersection(names)
+            let declared = t.dependencies.intersection(names)
+            for unused in declared.subtracting(imported).sorted() {
+                Issue.record("\(t.name) declares \(unused) in Package.swift but none of its files imports it: drop the edge (and from docs/architecture.md)")
+            }
+            for undeclared in imported.subtracting(declared).sorted() {
+                Issue.record("\(t.name) imports \(undeclared), which Package.swift does not declare for it: declare it (and in docs/architecture.md) or drop the import")
+            }
+        }
+        #expect(read > 25, "read the imports of \(read) targets")
+    }
+
     @Test("every target that is not a test is drawn in the diagram")
     func diagramNamesEveryTarget() async throws {
         let (_, diagram) = try Self.map()
@@ -70,17 +128,17 @@ import TestSupport
         }
     }
 
-    /// Small files (STYLE.md): a reader takes one in at a glance. Literal documents count too.
-    @Test("no file under Sources is over 300 lines")
-    func sourcesStaySmall() throws {
-        let sources = Self.root.appendingPathComponent("Sources")
-        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+    /// Small files (STYLE.md): a reader takes one in at a glance. Literal documents and the
+    /// tests' scripts and pages count too.
+    @Test("no file under Sources, Tests or Plugins is over 300 lines", arguments: [("Sources", 100), ("Tests", 100), ("Plugins", 1)])
+    func filesStaySmall(folder: String, atLeast: Int) throws {
+        let top = Self.root.appendingPathComponent(folder)
         var read = 0
-        for file in files where ["swift", "c", "h", "json", "md"].contains(file.pathExtension) {
+        for file in Self.files(under: top, extensions: ["swift", "c", "h", "json", "md", "py", "js", "html", "sh"]) {
             let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count - 1
             read += 1
-            #expect(lines <= 300, "\(file.path.dropFirst(sources.path.count + 1)) has \(lines) lines")
+            #expect(lines <= 300, "\(file.path.dropFirst(top.path.count + 1)) has \(lines) lines")
         }
-        #expect(read > 100, "read \(read) files under \(sources.path)")
+        #expect(read >= atLeast, "read \(read) files under \(top.path)")
     }
 }

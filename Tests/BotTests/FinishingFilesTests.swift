@@ -104,7 +104,7 @@ import TestSupport
     @Test("a track with no frame written leaves no file and is listed as unrecorded, not as a recording")
     func emptyTrackLeavesNoFile() async throws {
         let empty = dir.appendingPathComponent("3-c.opus")
-        FileManager.default.createFile(atPath: empty.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty.path, contents: Data())
         let checked = await RecordingCheck(library: library, directory: dir, logger: log).check(manifest([entry("3-c.opus", kind: "audio", written: 0, feed: 3)]))
         #expect(checked.feeds.isEmpty && checked.unrecorded.map(\.feedID) == [3])
         #expect(checked.errors.isEmpty, "nothing was written, so nothing was lost")

@@ -14,6 +14,10 @@ extension MediaScene {
         /// Publishes `source` into a new room Janus records into a fresh folder; returns the
         /// `.mjr` files once the player has left (Janus closes them then).
         func janusRecording(_ source: Player.Source, seconds: Double, ring: KeyRing, name: String) async throws -> [URL] {
+            try await janusRecording(source, seconds: seconds, protection: .e2ee(ring), name: name)
+        }
+
+        func janusRecording(_ source: Player.Source, seconds: Double, protection: FrameProtection, name: String) async throws -> [URL] {
             let recDir = try Scene.tempDirectory("mjr-\(name)")
             let session = try await JanusSession.connect(url: Scene.janusURL!, logger: Scene.logger)
             let handle = try await session.attach(plugin: VideoRoom.plugin)
@@ -22,7 +26,7 @@ extension MediaScene {
             options.recDir = recDir.path
             let room = try await VideoRoom.createRoom(handle, options: options)
             await session.close()
-            _ = try await Player(config: try Scene.config(room: room, display: "7:Mjr", protection: .e2ee(ring)),
+            _ = try await Player(config: try Scene.config(room: room, display: "7:Mjr", protection: protection),
                                  source: source, duration: .seconds(seconds)).run()
             try await Task.sleep(for: .seconds(1))
             return try FileManager.default.contentsOfDirectory(at: recDir, includingPropertiesForKeys: nil)

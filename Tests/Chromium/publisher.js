@@ -5,9 +5,14 @@ const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
 const seconds = Number(params.get('seconds') || '15');
 const keyHex = params.get('key');
 const display = params.get('display') || '7:Chromium';
+// format=framecryptor (libwebrtc's FrameCryptor, as PQSRTC/LiveKit seal: key = hex key material,
+// salt = the ratchet salt, "hex:…" or text, index = the key index) or sframe (RFC 9605: key = hex
+// base key, kid, suite 4 or 5); default ecall. SFrame publishes audio only: see README.md.
+const format = params.get('format') || 'ecall';
+const keyIndex = Number(params.get('index') || '0');
 // resize=S: after S seconds the encoder halves the picture size, as libwebrtc does by itself
 // when bandwidth or CPU drops (issue 13, bug 1).
-const withVideo = params.get('video') !== '0';  // video=0: microphone only (bench)
+const withVideo = params.get('video') ? params.get('video') !== '0' : format !== 'sframe';  // video=0: microphone only (bench)
 const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
 // turn=URL with turnUser/turnPass: only through that TURN server (iceTransportPolicy relay),
 // as a phone behind a firewall that lets nothing but its TURN server through.
@@ -16,28 +21,58 @@ const iceConfig = turn ? { iceServers: [{ urls: turn, username: params.get('turn
   iceTransportPolicy: 'relay' } : {};
 
 const result = { phase: 'start', errors: [], feed: null, codec: null,
-  video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
+  format, video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
 function note(msg) { console.log('[ecall-page] ' + msg); }
 function fail(msg) { result.errors.push(String(msg)); note('error: ' + msg); }
 
-function sealTransform(key, kind) {
+// The format's sealer: (kind, bytes, frame) → sealed bytes; null with key=none (no transform).
+async function makeSealer() {
+  if (keyHex === 'none') return null;
+  if (format === 'ecall') {
+    const key = await ECall.importKey(keyHex);
+    return (kind, data) => (kind === 'video' ? ECall.sealVideo(key, data) : ECall.sealAudioRandom(key, data));
+  }
+  const material = FrameCryptor.fromHex(keyHex || '');
+  if (material.length === 0) throw new Error('key= is the hex key material');
+  if (format === 'framecryptor') {
+    if (!params.get('salt')) throw new Error('format=framecryptor needs salt=');
+    const key = await FrameCryptor.deriveKey(material, FrameCryptor.parseSalt(params.get('salt')));
+    // One transformer per sender, as libwebrtc has: each keeps its own send count per SSRC.
+    const senders = { audio: new FrameCryptorSender(key, keyIndex), video: new FrameCryptorSender(key, keyIndex) };
+    ivRechosen = () => senders.video.rechosen;
+    return (kind, data, frame) => {
+      const md = frame.getMetadata();
+      const ts = md.rtpTimestamp !== undefined ? md.rtpTimestamp : frame.timestamp;
+      if (!result.firstIv[kind]) result.firstIv[kind] = { ssrc: md.synchronizationSource, rtpTimestamp: ts };
+      return senders[kind].seal(kind, data, md.synchronizationSource, ts);
+    };
+  }
+  if (format === 'sframe') {
+    const sender = new SFrameSender(await SFrame.context(Number(params.get('suite') || '4'), BigInt(params.get('kid') || '0'), material));
+    return (kind, data) => sender.seal(data);
+  }
+  throw new Error('format is ecall, framecryptor or sframe');
+}
+result.firstIv = {};
+let ivRechosen = null;  // how many video IVs escaping would have changed (FrameCryptorSender)
+
+function sealTransform(seal, kind) {
   const c = result[kind];
   return new TransformStream({
     async transform(frame, controller) {
       c.frames++;
       try {
-        const data = new Uint8Array(frame.data);
-        frame.data = (kind === 'video' ? await ECall.sealVideo(key, data) : await ECall.sealAudioRandom(key, data)).buffer;
+        frame.data = (await seal(kind, new Uint8Array(frame.data), frame)).buffer;
         if (kind === 'video' && frame.type === 'key') c.keyframes++;
         c.sealed++;
         controller.enqueue(frame);
-      } catch (e) { c.failed++; }  // never send a frame in the clear
+      } catch (e) { c.failed++; c.lastError = String(e); }  // never send a frame in the clear
     },
   });
 }
 
 async function main() {
-  const key = keyHex === 'none' ? null : await ECall.importKey(keyHex);
+  const seal = await makeSealer();
   const media = await navigator.mediaDevices.getUserMedia({
     // No echo cancellation, noise suppression or gain control: the recording is compared with the file.
     audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false },
@@ -49,7 +84,7 @@ async function main() {
   const joined = await janus.nextEvent((m) => m.plugindata && m.plugindata.data && m.plugindata.data.videoroom === 'joined');
   result.feed = joined.plugindata.data.id;
 
-  const pc = new RTCPeerConnection(Object.assign(key ? { encodedInsertableStreams: true, bundlePolicy: 'max-bundle' } : { bundlePolicy: 'max-bundle' }, iceConfig));
+  const pc = new RTCPeerConnection(Object.assign(seal ? { encodedInsertableStreams: true, bundlePolicy: 'max-bundle' } : { bundlePolicy: 'max-bundle' }, iceConfig));
   pc.onicecandidate = (ev) => janus.trickle(ev.candidate);
   // Janus's candidates, added once its answer is set (they may come before it).
   const early = [];
@@ -65,9 +100,9 @@ async function main() {
         c.mimeType === 'video/H264' && /profile-level-id=42e01f/.test(c.sdpFmtpLine || '') && /packetization-mode=1/.test(c.sdpFmtpLine || ''));
       t.setCodecPreferences(h264);
     }
-    if (key) {
+    if (seal) {
       const s = t.sender.createEncodedStreams();
-      s.readable.pipeThrough(sealTransform(key, track.kind)).pipeTo(s.writable).catch((e) => fail('pipe: ' + e));
+      s.readable.pipeThrough(sealTransform(seal, track.kind)).pipeTo(s.writable).catch((e) => fail('pipe: ' + e));
     }
   }
   const offer = await pc.createOffer();
@@ -105,6 +140,7 @@ async function main() {
     }
     if (s.type === 'codec') result.codec = (result.codec ? result.codec + ' ' : '') + s.mimeType + ';' + (s.sdpFmtpLine || '');
   });
+  if (ivRechosen) result.video.ivRechosen = ivRechosen();
   result.phase = 'done';
   janus.message({ request: 'unpublish' });
   await new Promise((res) => setTimeout(res, 300));

@@ -3,9 +3,13 @@ const params = new URLSearchParams(location.search);
 const room = Number(params.get('room'));
 const janusURL = params.get('janus') || 'ws://127.0.0.1:8188';
 const watchSeconds = Number(params.get('seconds') || '15');
+// format=framecryptor (key = hex key material at index=, salt = ratchet salt "hex:…" or text,
+// ratchet = libwebrtc's ratchet window, magic = "uncrypted magic bytes", text or "hex:…") or sframe (key = hex
+// base key for kid=, suite 4 or 5); default ecall (key = 64 hex).
+const format = params.get('format') || 'ecall';
 
 const result = {
-  phase: 'start', errors: [], feed: null,
+  phase: 'start', errors: [], feed: null, format, keyIndexes: {}, unencrypted: 0,
   video: { frames: 0, opened: 0, failed: 0, failedAfterKeyframe: 0, keyframesOpened: 0, slicesOpened: 0,
            firstRtpTimestamp: null, lastRtpTimestamp: null, failReasons: {} },
   audio: { frames: 0, opened: 0, failed: 0, failReasons: {} },
@@ -20,7 +24,43 @@ function rtpTimestamp(frame) {
   const md = frame.getMetadata ? frame.getMetadata() : {};
   return md.rtpTimestamp !== undefined ? md.rtpTimestamp : frame.timestamp;
 }
-function videoTransform(key) {
+// The format's opener: (kind, bytes) → {data, idr, slices}; throws with the reason of a drop.
+async function makeOpener() {
+  const keyHex = params.get('key') || '';
+  if (format === 'ecall') {
+    const key = await ECall.importKey(keyHex);
+    return async (kind, data) => (kind === 'video' ? ECall.openVideo(key, data) : { data: await ECall.openAudio(key, data) });
+  }
+  const material = FrameCryptor.fromHex(keyHex);
+  const withIdr = (d) => ({ data: d, slices: 0, idr: ECall.nalUnits(d).some((u) => (d[u.start] & 0x1f) === 5) });
+  if (format === 'framecryptor') {
+    if (!params.get('salt')) throw new Error('format=framecryptor needs salt=');
+    // One key ring per kind, as libwebrtc has one transformer (and key handler use) per receiver.
+    const rings = {};
+    for (const kind of ['audio', 'video']) {
+      rings[kind] = new FrameCryptorKeyRing(FrameCryptor.parseSalt(params.get('salt')), Number(params.get('ratchet') || '0'));
+      await rings[kind].setKey(Number(params.get('index') || '0'), material);
+    }
+    const magic = params.get('magic') ? FrameCryptor.parseSalt(params.get('magic')) : null;  // PQSRTC: PQSRTCMagicBytes
+    return async (kind, data) => {
+      const o = await rings[kind].open(kind, data, magic);
+      if (o.unencrypted) { result.unencrypted++; throw new Error('unencrypted'); }  // counted apart, never taken as opened
+      result.keyIndexes[o.keyIndex] = (result.keyIndexes[o.keyIndex] || 0) + 1;
+      return kind === 'video' ? withIdr(o.data) : o;
+    };
+  }
+  if (format === 'sframe') {
+    const kid = BigInt(params.get('kid') || '0');
+    const ctx = await SFrame.context(Number(params.get('suite') || '4'), kid, material);
+    return async (kind, data) => {
+      const o = await SFrame.decrypt(async (k) => (k === kid ? ctx : null), new Uint8Array(0), data);
+      return kind === 'video' ? withIdr(o.data) : o;
+    };
+  }
+  throw new Error('format is ecall, framecryptor or sframe');
+}
+
+function videoTransform(open) {
   const v = result.video;
   let sawKeyframe = false;
   return new TransformStream({
@@ -32,7 +72,7 @@ function videoTransform(key) {
       if (v.frames <= 12) (v.firstArrivals = v.firstArrivals || []).push([Math.round(performance.now()), (ts - v.firstRtpTimestamp) >>> 0, frame.type]);
       v.lastRtpTimestamp = ts;
       try {
-        const opened = await ECall.openVideo(key, new Uint8Array(frame.data));
+        const opened = await open('video', new Uint8Array(frame.data));
         frame.data = opened.data.buffer;
         v.opened++;
         v.slicesOpened += opened.slices;
@@ -46,13 +86,13 @@ function videoTransform(key) {
     },
   });
 }
-function audioTransform(key) {
+function audioTransform(open) {
   const a = result.audio;
   return new TransformStream({
     async transform(frame, controller) {
       a.frames++;
       try {
-        frame.data = (await ECall.openAudio(key, new Uint8Array(frame.data))).buffer;
+        frame.data = (await open('audio', new Uint8Array(frame.data))).data.buffer;
         a.opened++;
         controller.enqueue(frame);
       } catch (e) { a.failed++; countReason(a.failReasons, e); }
@@ -97,7 +137,7 @@ async function post() {
 }
 
 async function main() {
-  const key = await ECall.importKey(params.get('key'));
+  const open = await makeOpener();
   // Without a media permission Chromium does not enumerate local addresses for ICE (only the
   // default route's, and there is no route in the namespace): take the fake camera, keep it.
   window.keepPermission = await navigator.mediaDevices.getUserMedia({ audio: true, video: true });
@@ -123,7 +163,7 @@ async function main() {
   const pc = new RTCPeerConnection({ encodedInsertableStreams: true, bundlePolicy: 'max-bundle' });
   pc.ontrack = (ev) => {
     const streams = ev.receiver.createEncodedStreams();
-    const t = ev.track.kind === 'video' ? videoTransform(key) : audioTransform(key);
+    const t = ev.track.kind === 'video' ? videoTransform(open) : audioTransform(open);
     streams.readable.pipeThrough(t).pipeTo(streams.writable).catch((e) => fail('pipe: ' + e));
     const el = document.getElementById(ev.track.kind === 'video' ? 'v' : 'a');
     el.srcObject = new MediaStream([ev.track]);

@@ -15,7 +15,7 @@ import Testing
     static let identity = RecordingIdentity(id: "rec-test", room: 1234, janus: "ws://127.0.0.1:8188", started: "2026-11-25T22:00:00.000Z", job: nil)
 
     static func append(_ bytes: [UInt8], to url: URL) throws {
-        if !FileManager.default.fileExists(atPath: url.path) { FileManager.default.createFile(atPath: url.path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
         let h = try FileHandle(forWritingTo: url)
         try h.seekToEnd()
         try h.write(contentsOf: Data(bytes))

@@ -28,7 +28,7 @@ extension MediaScene {
             let s = Scene25(dir: dir, outRoot: dir.appendingPathComponent("recordings"), mediaRoot: dir.appendingPathComponent("media"),
                             outside: dir.appendingPathComponent("outside"), victim: dir.appendingPathComponent("outside/victim.opus"))
             for d in [s.outRoot, s.mediaRoot, s.outside] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
-            FileManager.default.createFile(atPath: s.victim.path, contents: Data("another job's recording\n".utf8), attributes: [.posixPermissions: 0o644])
+            _ = FileManager.default.createFile(atPath: s.victim.path, contents: Data("another job's recording\n".utf8), attributes: [.posixPermissions: 0o644])
             return s
         }
     }
@@ -40,10 +40,10 @@ extension MediaScene {
         try FileManager.default.createSymbolicLink(at: s.outRoot.appendingPathComponent("escape"), withDestinationURL: s.outside)
         try FileManager.default.createSymbolicLink(at: s.mediaRoot.appendingPathComponent("escape"), withDestinationURL: s.outside)
         let existing = s.outRoot.appendingPathComponent("earlier.opus")
-        FileManager.default.createFile(atPath: existing.path, contents: Data("an earlier mix\n".utf8), attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: existing.path, contents: Data("an earlier mix\n".utf8), attributes: [.posixPermissions: 0o644])
         try FileManager.default.createDirectory(at: s.outRoot.appendingPathComponent("earlier"), withIntermediateDirectories: true)
         let earlierManifest = s.outRoot.appendingPathComponent("earlier/manifest.json")
-        FileManager.default.createFile(atPath: earlierManifest.path, contents: Data("{}".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: earlierManifest.path, contents: Data("{}".utf8), attributes: [.posixPermissions: 0o600])
         let watched = [s.victim, existing, earlierManifest]
         let before = try watched.map(Fingerprint.init)
         let serve = try await ServeProcess.start(port: 18490, in: s.dir, outputRoot: s.outRoot, mediaRoot: s.mediaRoot)

@@ -32,7 +32,7 @@ extension MediaScene {
 
             // With its own entry, the job runs.
             let creds = dir.appendingPathComponent("janus-credentials.json")
-            FileManager.default.createFile(atPath: creds.path, contents: Data(#"{"\#(other.url)": {"api_secret": "\#(secret)"}}"#.utf8),
+            _ = FileManager.default.createFile(atPath: creds.path, contents: Data(#"{"\#(other.url)": {"api_secret": "\#(secret)"}}"#.utf8),
                                            attributes: [.posixPermissions: 0o600])
             serve = try await ServeProcess.start(port: 18506, in: dir, stateDir: dir.appendingPathComponent("state2"), token: serve.token,
                                                  extra: ["--janus-allow", other.url, "--janus-credentials", creds.path])

@@ -26,7 +26,7 @@ extension MediaScene {
         try FileManager.default.createDirectory(at: sandbox, withIntermediateDirectories: true)
         let tone = try await Audio.tone(440, seconds: 1, in: dir)
         let keyFile = dir.appendingPathComponent("call.key")
-        FileManager.default.createFile(atPath: keyFile.path, contents: Data(String(repeating: "3c", count: 32).utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: keyFile.path, contents: Data(String(repeating: "3c", count: 32).utf8), attributes: [.posixPermissions: 0o600])
         let serve = try await ServeProcess.start(port: 18489, in: dir)
         defer { serve.process.signal(SIGKILL) }
 

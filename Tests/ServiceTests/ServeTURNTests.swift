@@ -12,7 +12,7 @@ extension MediaScene {
             let dir = try Scene.tempDirectory("serve-turn")
             let password = "serve-turn-secret-pw"
             let credentials = dir.appendingPathComponent("turn.cred").path
-            FileManager.default.createFile(atPath: credentials, contents: Data("sfubot-serve\n\(password)\n".utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: credentials, contents: Data("sfubot-serve\n\(password)\n".utf8), attributes: [.posixPermissions: 0o600])
             let janusRTP = 13200...13299, relay = 14200...14299
             try await OwnJanus.with(port: 8222, in: dir, rtpPorts: janusRTP) { janus in
                 try await OwnCoturn.with(port: 3480, relayPorts: relay, auth: .user("sfubot-serve", password: password), in: dir) { coturn in
@@ -65,7 +65,7 @@ extension MediaScene {
             let dir = try Scene.tempDirectory("serve-turns")
             let password = "serve-turns-secret-pw"
             let credentials = dir.appendingPathComponent("turn.cred").path
-            FileManager.default.createFile(atPath: credentials, contents: Data("sfubot-serve\n\(password)\n".utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: credentials, contents: Data("sfubot-serve\n\(password)\n".utf8), attributes: [.posixPermissions: 0o600])
             let (cert, key) = try await OwnCoturn.selfSigned("coturn", for: ["localhost"], in: dir)
             let other = try await OwnCoturn.selfSigned("other", for: ["localhost"], in: dir).cert
             let janusRTP = 13200...13299, relay = 14200...14299

@@ -23,9 +23,9 @@ public final class CapturedLog: Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            let all = self.metadata.merging(metadata ?? [:]) { $1 }
-            sink.lines.withLock { $0.append("\(level) \(message) \(all)") }
+        public func log(event: LogEvent) {
+            let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
+            sink.lines.withLock { $0.append("\(event.level) \(event.message) \(all)") }
         }
     }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension Faults {
     /// Runs `body` while an iptables INPUT rule drops, at random, `percent` % of the UDP packets

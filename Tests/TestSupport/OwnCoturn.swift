@@ -76,7 +76,7 @@ public final class OwnCoturn: Sendable {
     /// Writes a secret as coturnctl reads it: a file only its owner can read.
     public static func secretFile(_ text: String, named name: String, in dir: URL) throws -> String {
         let path = dir.appendingPathComponent(name).path
-        FileManager.default.createFile(atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
         return path
     }
 

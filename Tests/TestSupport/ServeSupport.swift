@@ -21,7 +21,7 @@ public struct ServeProcess: Sendable {
         let token = token ?? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let tokenFile = dir.appendingPathComponent("token")
         if !FileManager.default.fileExists(atPath: tokenFile.path) {
-            FileManager.default.createFile(atPath: tokenFile.path, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: tokenFile.path, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
         }
         let state = stateDir ?? dir.appendingPathComponent("state")
         let args = [

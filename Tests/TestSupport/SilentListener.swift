@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A TCP port on 127.0.0.1 that takes connections (the kernel's backlog) and never answers.
 public final class SilentListener {

@@ -1,7 +1,7 @@
 import Foundation
 import Locking
 import Synchronization
-package import Logging
+import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL

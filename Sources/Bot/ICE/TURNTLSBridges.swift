@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import Locking
-package import Logging
+import Logging
 import GStreamerKit
 import NIOSSL
 

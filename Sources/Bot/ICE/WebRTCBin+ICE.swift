@@ -37,9 +37,9 @@ extension BotConfig {
     /// the new PeerConnection's TURN failure (libnice would not end its gathering for a long
     /// while). Cancel the task with that PeerConnection.
     func watchTLSRefusals(_ refused: @escaping @Sendable (String) async -> Void) -> Task<Void, Never> {
-        let refusals = ice.policy == .relay ? tlsBridges?.failures() : nil
+        let refusals = (ice.policy == .relay ? tlsBridges?.failures() : nil) ?? AsyncStream { $0.finish() }
         return Task {
-            for await failure in refusals ?? AsyncStream { $0.finish() } { return await refused(failure) }
+            for await failure in refusals { return await refused(failure) }
         }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-public import Janus
+import Janus
 import Logging
 
 /// Comes back after Janus lost a participant's session (its WebSocket could not be claimed

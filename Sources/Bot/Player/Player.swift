@@ -1,5 +1,5 @@
 public import FrameCrypto
-public import Foundation
+import Foundation
 import GStreamerKit
 import Janus
 import Logging

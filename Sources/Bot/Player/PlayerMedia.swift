@@ -42,7 +42,7 @@ extension Player {
         do {
             let description = switch source {
             case .file(let file): try fileDescription(file, found ?? InputProbe.Found(info: MediaInfo.discover(file), chainedOgg: false))
-            case .testPattern: try config.pipelines.description("play-test-pattern")
+            case .testPattern: try config.pipelines.description("play-test-pattern", config.protection.h264SendIntervals)
             }
             let pipeline = try Pipeline(description: description)
             var links: [SignalConnection] = []
@@ -50,7 +50,11 @@ extension Player {
                 links.append(dec.followDecodedPads("audio/", into: try conv.staticPad("sink")))
             }
             // One decoding thread: memory bounded by the source's picture size, not the cores.
-            if let dec = try? pipeline.element(named: "dec") { links.append(dec.limitDecoderThreads(to: 1)) }
+            if let dec = try? pipeline.element(named: "dec") {
+                links.append(dec.limitDecoderThreads(to: 1))
+                // Files concatenated (MPEG-TS segments) restart their timestamps mid-file.
+                links.append(dec.joinRestartedTimelines())
+            }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             try config.configureICE(webrtc)
             let seal = try pipeline.element(named: "seal")
@@ -111,17 +115,17 @@ extension Player {
         // A chained Ogg plays through play-audio too: it is held instead of sought (`hold`).
         if found.chainedOgg { return try config.pipelines.description("play-audio", ["file": file]) }
         guard let video = info.videoCaps else { return try config.pipelines.description("play-audio", ["file": file]) }
-        guard info.hasAudio else { throw BotError.pipelineFailed("\(file) has video but no audio: ECall calls need audio") }
+        guard info.hasAudio else { throw BotError.unplayable(file, "has video but no audio: ECall calls need audio") }
         if !transcodeVideo, RoomVideoCodec.acceptsAsIs(video) {
             config.logger.info("video \(capsString("profile", in: video) ?? "") H.264 level \(capsString("level", in: video) ?? "?"): sent as it is")
-            return try config.pipelines.description("play-av-h264", ["file": file])
+            return try config.pipelines.description("play-av-h264", config.protection.h264SendIntervals.merging(["file": file]) { $1 })
         }
         let size = envelope.fit(width: capsInt("width", in: video) ?? envelope.maxWidth, height: capsInt("height", in: video) ?? envelope.maxHeight)
         config.logger.info("video \(capsInt("width", in: video) ?? 0)x\(capsInt("height", in: video) ?? 0) → \(size.width)x\(size.height) H.264 ≤ \(envelope.maxFPS) fps")
-        return try config.pipelines.description("play-av", [
+        return try config.pipelines.description("play-av", config.protection.h264SendIntervals.merging([
             "file": file, "width": "\(size.width)", "height": "\(size.height)",
             "fps": "\(envelope.maxFPS)", "video_kbps": "\(envelope.kilobitsPerSecond)",
-        ])
+        ]) { $1 })
     }
 
     /// Starts media once the path is up: a file from its first sample (what was encoded while

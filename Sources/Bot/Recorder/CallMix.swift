@@ -72,7 +72,7 @@ final class CallMix: Sendable {
     /// Not cut short by the caller's cancellation (`Finishing`).
     func finish(in pipeline: Pipeline, timeout: Duration = .seconds(5)) async {
         await Finishing.run { [self] in
-            try? bin.element(named: "silence").sendEndOfStream()
+            _ = try? bin.element(named: "silence").sendEndOfStream()
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in self.finished { return } }
                 group.addTask { try? await Task.sleep(for: timeout) }

@@ -70,7 +70,8 @@ final class FeedRecording: Sendable {
         self.display = display
         self.mid = mid
         self.file = file
-        let description = try library.description(kind.pipeline, ["file": file.path])
+        let h264Format = protection.receivedH264Format
+        let description = try library.description(kind.pipeline, ["file": file.path, "h264_stream_format": h264Format])
         // Private from the start, and a name or folder that cannot be written fails here, for
         // this feed only, before anything is linked (video: VideoFile creates its file).
         if kind.isAudio { try PrivateFiles.create(file, option: "the folder") }
@@ -138,7 +139,7 @@ final class FeedRecording: Sendable {
         } else {
             let counter = keyFramesReceived
             probes.append(open.addBufferObserver { au in
-                if VideoFrame.containsIDR(au) { counter.increment() }
+                if h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au) { counter.increment() }
             })
             // After a gap in the stream (lost packets, a network outage the PeerConnection rode
             // out) the next pictures refer to ones never received: ask for a keyframe at once.

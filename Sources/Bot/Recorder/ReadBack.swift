@@ -4,7 +4,8 @@ import Synchronization
 import Locking
 
 /// What a finished recording file holds, read back from disk: demuxed, every frame counted per
-/// track, audio decoded whole and the first pictures of video decoded. The manifest says what
+/// track as the demuxer gives it (Ogg: from its pages, `OggPackets`), audio decoded whole and
+/// the first pictures of video decoded. The manifest says what
 /// is on disk from this, never what the recorder believes it wrote.
 struct ReadBack: Sendable {
     struct Track: Sendable {
@@ -71,7 +72,9 @@ struct ReadBack: Sendable {
         probes.forEach { $0.remove() }
         await OffPool.run { pipeline.setStateQuietly(.null) }
         try outcome.get()
-        let c = counts.snapshot
+        var c = counts.snapshot
+        // Ogg: the frames are counted from its pages, not from what the demuxer let through.
+        if ogg, let packets = await OffPool.run({ OggPackets.count(url) }) { c.audio.frames = packets }
         return Contents(bytes: bytes, audio: audio || ogg ? c.audio : nil, video: video && !ogg ? c.video : nil)
     }
 }

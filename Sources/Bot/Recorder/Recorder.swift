@@ -89,7 +89,11 @@ public struct Recorder: Sendable {
 
     /// What `run` checks before joining (the folder takes files, the mix can be created),
     /// for a caller that wants to refuse a job at once rather than see it fail.
-    public func checkOutputs() throws(BotError) { try prepareOutputs(mixFile: mix) }
+    /// The reserve is made to prove there is room, then given back: the job may never run.
+    public func checkOutputs() throws(BotError) {
+        try prepareOutputs(mixFile: mix)
+        unlink(folder.access.appendingPathComponent(".manifest.reserve").path)
+    }
 
     /// When the manifest was last written: the last moment an earlier recorder is known to
     /// have been recording.
@@ -128,6 +132,8 @@ public struct Recorder: Sendable {
             log[metadataKey: "component"] = "recorder"
             log.warning("other users can open \(folder.shown.path): the recordings in it are private (0600), their names are not")
         }
+        // Room for the last manifest, or no recording: refused now rather than after the call.
+        try ManifestFile.reserve(in: folder)
         guard let mixFile else { return }
         try PrivateFiles.create(mixFile.access, option: "--mix", shown: mixFile.shown)
     }

@@ -1,4 +1,5 @@
 public import Foundation
+import FrameCrypto
 import GStreamerKit
 
 /// Outages and what a participant's recording is made of across them.
@@ -116,6 +117,7 @@ extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
         case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, pauses, reconnection, participants
         case unrecorded, mixOnDisk = "mix_on_disk", proof, candidatePair = "candidate_pair", receiveDrops = "receive_drops", recording
+        case frameFormat = "frame_format"
     }
 
     /// Manifests written before reconnection (no gaps, counters or participants) still read.
@@ -141,5 +143,6 @@ extension RecordingManifest {
         candidatePair = try c.decodeIfPresent(CandidatePair.self, forKey: .candidatePair)
         receiveDrops = try c.decodeIfPresent(Int.self, forKey: .receiveDrops)
         recording = try c.decodeIfPresent(String.self, forKey: .recording)
+        frameFormat = try c.decodeIfPresent(FrameFormatName.self, forKey: .frameFormat)
     }
 }

@@ -8,6 +8,9 @@ public struct RecordingManifest: Codable, Sendable {
     public var room: Int64
     public var janus: String
     public var e2ee: Bool
+    /// The frame layout the call's frames were opened with (ecall, framecryptor, sframe); nil
+    /// without encryption (and in manifests older than the formats).
+    public var frameFormat: FrameFormatName?
     public var started: Date
     public var ended: Date?
     public var feeds: [Feed]

@@ -20,6 +20,7 @@ extension RoomRecording {
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
         m.candidatePair = candidatePair
         m.recording = proof?.chain.identity.id
+        m.frameFormat = config.protection.formatName
         m.receiveDrops = receiveDrops.read ? receiveDrops.earlier + receiveDrops.current : nil
         return m
     }
@@ -51,6 +52,8 @@ extension RoomRecording {
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()
+        // Publishers who left just before: their files are this manifest's too.
+        await takeLeaving()
         if let media, let mix = media.mix { await mix.finish(in: media.pipeline) }
         await peer?.subscription.leave(announce: announce)
         peer?.following.cancel()
@@ -78,6 +81,7 @@ extension RoomRecording {
             return final
         } catch {
             log.error("cannot write manifest.json: \(showing("\(error)"))")
+            manifestFile.replaceWithIncomplete(final, error: error, log: log)
             return nil
         }
     }

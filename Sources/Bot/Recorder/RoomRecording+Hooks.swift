@@ -5,5 +5,8 @@ extension RoomRecording {
         /// A rejoin's new session and roster are up and `stillWanted` said yes, before the
         /// actor takes them: `finish()` may run here.
         var rejoinStillWanted: @Sendable () async -> Void = {}
+        /// A publisher left: its branches are detached and being finished, not yet in the
+        /// manifest's feeds. `finish()` may run here.
+        var publisherLeaving: @Sendable () async -> Void = {}
     }
 }

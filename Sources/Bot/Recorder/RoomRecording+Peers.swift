@@ -47,12 +47,32 @@ extension RoomRecording {
         await peer.subscription.forget([p.id])
         log.info("publisher \(p.id) left")
         timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
+        // Detached and handed to a task the stop waits for (`leaving`), with no suspension in
+        // between: a stop that ran while these files were being finished wrote a manifest
+        // without them (issue 39: `feeds: []`, "frames received: 0", the tracks not merged).
         let done = branches.detach(feed: p.id)
-        for r in done { await r.finish(in: media.pipeline) }
-        finished += await remux.merge(done.map(\.entry))
+        let remux = self.remux, key = UUID()
+        let work = Task {
+            for r in done { await r.finish(in: media.pipeline) }
+            return await remux.merge(done.map(\.entry))
+        }
+        leaving[key] = work
+        await hooks.publisherLeaving()
+        let entries = await work.value
+        // The stop took them (and wrote the last manifest) if the key is gone.
+        guard leaving.removeValue(forKey: key) != nil else { return }
+        finished += entries
         writeManifest()
         // The merge replaced track files: a checkpoint now, so a kill does not find them named and gone.
         await checkpoint()
+    }
+
+    /// The files of leaves still being finished, waited for and taken (by the stop).
+    func takeLeaving() async {
+        while let (key, work) = leaving.first {
+            leaving[key] = nil
+            finished += await work.value
+        }
     }
 
     /// The pipeline (once) and a PeerConnection with its subscription on the current session.

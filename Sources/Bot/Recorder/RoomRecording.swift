@@ -69,6 +69,8 @@ actor RoomRecording {
     var following: Task<Void, Never>?
     var rejoining: Task<Void, Never>?
     var finished: [RecordingManifest.Feed] = []
+    /// Leaves whose files are being finished: the stop waits for them (`takeLeaving`).
+    var leaving: [UUID: Task<[RecordingManifest.Feed], Never>] = [:]
     var timeline: [RecordingManifest.TimelineEvent] = []
     /// The recorder's own outages, and what brought it back.
     var gaps: [RecordingManifest.Gap] = []

@@ -53,15 +53,6 @@ int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc);
 /// Returns 0 on success, or which step failed (1: no ice-agent, 2: no NiceAgent).
 int sfb_webrtc_lock_down_ice(GstElement *webrtc);
 
-/// Sets the receive buffer of each socket libnice selected for webrtcbin's streams to `bytes`
-/// (past net.core.rmem_max where the process may). Returns how many sockets it set (0: none
-/// selected yet), or -1 (no libnice agent). `smallest`: the least buffer now held, in bytes.
-int sfb_webrtc_enlarge_receive_buffers(GstElement *webrtc, int bytes, int *smallest);
-
-/// Packets the kernel dropped on those sockets because their receive buffer was full (the
-/// reader fell behind), since they were opened; -1 when none is selected yet.
-gint64 sfb_webrtc_receive_drops(GstElement *webrtc);
-
 /// The session description held in a promise reply field ("offer"/"answer"), borrowed, or NULL.
 const GstWebRTCSessionDescription *sfb_structure_get_sdp(const GstStructure *s, const char *field);
 

@@ -9,6 +9,11 @@ public protocol IndexedFormat: Sendable {
     associatedtype StreamState: Sendable
 
     var name: FrameFormatName { get }
+    /// Whether a receiver hands this format its H.264 as Annex-B (and gets Annex-B back) rather
+    /// than length-prefixed: FrameCryptor authenticates a keyframe's in-band SPS and PPS, which
+    /// GStreamer's depayloader moves out of length-prefixed access units. Sealing always takes
+    /// and gives length-prefixed access units.
+    var opensAnnexB: Bool { get }
     /// The key of `material` at `index`; slow formats (PBKDF2) pay here, once.
     func key(from material: KeyMaterial, index: UInt64) throws(KeyError) -> Key
     /// The material one ratchet step on, for formats that ratchet (nil: this one does not).

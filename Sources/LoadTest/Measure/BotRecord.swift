@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// One bot's outcome, as `bots.csv` and `raw.json` hold it: who it was, how its join went,
 /// what it sent or received. Times are seconds; join phases are seconds from the start of

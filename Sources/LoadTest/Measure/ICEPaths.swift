@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Which path each bot's media took (its selected ICE candidate pair) and what a TURN relay
 /// added to the round trip: `summary.json`'s `ice`.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Bot
 import FrameCrypto
 import GStreamerKit

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import NIOCore
 import NIOSSL
 import PostgresNIO

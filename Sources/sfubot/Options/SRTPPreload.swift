@@ -1,8 +1,8 @@
-import FastPath
+import GStreamerKit
 import Logging
 
 /// The OpenSSL build of libsrtp2 for every command that runs webrtcbin (record, play, load,
-/// serve, agent), loaded before GStreamer's srtp plugin (FastPath's `SRTPLibrary`). Debian's
+/// serve, agent), loaded before GStreamer's srtp plugin (GStreamerKit's `SRTPLibrary`). Debian's
 /// NSS build costs about 15 % of a recorder's CPU at `make bench-record`'s load
 /// (docs/performance.md). Commands without SRTP (keys, verify, mjr, room) never load it.
 enum SRTPPreload {

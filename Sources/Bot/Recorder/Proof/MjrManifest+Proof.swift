@@ -14,7 +14,7 @@ extension MjrManifest {
         let dir = directory.standardizedFileURL.path + "/"
         let relative = outputs.map { $0.hasPrefix(dir) ? String($0.dropFirst(dir.count)) : $0 }
         let absolute = Array(Set(inputs.map { URL(fileURLWithPath: $0).standardizedFileURL.path })).sorted()
-        let (files, ins) = try await OffPool.run { () -> ([ManifestProof.File], [ManifestProof.File]) in
+        let (files, ins) = await OffPool.run { () -> ([ManifestProof.File], [ManifestProof.File]) in
             func hash(_ names: [String]) -> [ManifestProof.File] {
                 names.compactMap { n in
                     let url = n.hasPrefix("/") ? URL(fileURLWithPath: n) : directory.appendingPathComponent(n)

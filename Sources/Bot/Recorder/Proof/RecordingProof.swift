@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Locking
 public import Proof
 import FrameCrypto
@@ -67,14 +67,14 @@ public final class RecordingProof: Sendable {
         let names = files(m)
         let (directory, locate) = (folder.access, self.locate)
         let cost = chain.cost
-        let files: [ManifestProof.File] = (try? await OffPool.run { cost.measure {
+        let files: [ManifestProof.File] = await OffPool.run { cost.measure {
             var out: [ManifestProof.File] = []
             for n in Array(Set(names)).sorted() {
                 let url = n.hasPrefix("/") ? locate(n) : directory.appendingPathComponent(n)
                 if let d = try? FileDigest.of(url) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
             }
             return out
-        } }) ?? []
+        } }
         let end = chain.end
         m.proof = ManifestProof(
             algorithm: key.publicKey.algorithm, publicKey: key.publicKey.der.base64EncodedString(), fingerprint: key.publicKey.fingerprint,

@@ -1,6 +1,6 @@
-import FastPath
 import Foundation
 import Glibc
+import GStreamerKit
 import Testing
 import TestSupport
 

@@ -1,4 +1,4 @@
-internal import CGStreamerShims
+internal import CPluginLibraries
 import Locking
 
 extension WebRTCBin {
@@ -10,7 +10,7 @@ extension WebRTCBin {
         public let bytes: Int
     }
 
-    /// Asks `bytes` of receive buffer for each socket libnice selected (CGStreamerShims'
+    /// Asks `bytes` of receive buffer for each socket libnice selected (CPluginLibraries'
     /// receive_buffer.c says why); nil before ICE selected one, or without a libnice agent.
     /// Past net.core.rmem_max only with CAP_NET_ADMIN: `bytes` of the answer says what held.
     /// Off the pool: libnice's agent lock may be held by its own thread.

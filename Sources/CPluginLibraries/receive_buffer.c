@@ -4,7 +4,7 @@
 // reader thread held up longer than that on a loaded machine loses packets in the kernel.
 // libnice and webrtcbin offer no setting, so the socket is reached through libnice's API
 // (dlopen by soname, RTLD_NOLOAD: the library GStreamer's nice plugin loaded).
-#include "CGStreamerShims.h"
+#include "CPluginLibraries.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

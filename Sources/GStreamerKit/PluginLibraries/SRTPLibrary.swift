@@ -12,7 +12,8 @@ import Glibc
 ///
 /// An explicit opt-in of the commands that run webrtcbin (sfubot's `SRTPPreload`), made before
 /// any SRTP element exists; tests and commands without SRTP use the system's (docs/performance.md
-/// says what that costs).
+/// says what that costs). Beside ReceiveBuffer.swift: both reach a library a GStreamer plugin
+/// loads (libsrtp2, libnice) by its soname, behind the plugin's back.
 public enum SRTPLibrary {
     /// Where `scripts/build-libsrtp` installs it.
     public static let defaultPath = "/usr/local/lib/sfubot/libsrtp2.so.1"
