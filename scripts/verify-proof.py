@@ -2,8 +2,10 @@
 """An independent check of sfubot's recording proof (docs/proof.md), in Python with the
 `cryptography` package (Debian: python3-cryptography): canonicalizes manifest.json per RFC 8785
 (JCS) without proof.signature and verifies the signature with the public key it names; then
-every checkpoint line of proof.jsonl (its signature, number and previous hash). Prints the
-fingerprint and exits 0 only if everything holds. Usage: verify-proof.py DIR
+every checkpoint line of proof.jsonl (its signature, number and previous hash, and that all
+name one recording), and that a chain whose last checkpoint is `final` has its signed manifest.
+Prints the fingerprint and exits 0 only if all of that holds (it does not hash the media, nor
+tell finished from unfinished as `sfubot verify` does). Usage: verify-proof.py DIR
 """
 import base64, hashlib, json, math, sys
 from cryptography.exceptions import InvalidSignature
@@ -82,6 +84,7 @@ def verify(der_b64, signature_b64, data):
 
 def main(folder):
     problems = []
+    signed = False
     try:
         with open(folder + "/manifest.json", encoding="utf-8") as f:
             manifest = load(f.read())
@@ -96,6 +99,7 @@ def main(folder):
         if fp != proof["fingerprint"]:
             problems.append("manifest: fingerprint differs")
         print("manifest signed by", fp)
+        signed = True
     except FileNotFoundError:
         pass
     except (InvalidSignature, KeyError, ValueError) as e:
@@ -106,9 +110,12 @@ def main(folder):
             lines = f.read().split(b"\n")
     except FileNotFoundError:
         lines = [b""]
+    recordings, last = set(), None
     for n, line in enumerate(lines[:-1], 1):
         try:
             cp = load(line.decode("utf-8"))
+            recordings.add(canonical(cp.get("recording")))
+            last = cp
             signature = cp.pop("signature")
             verify(cp["public_key"], signature, canonical(cp).encode("utf-8"))
             if cp["checkpoint"] != n or cp["previous"] != previous:
@@ -116,6 +123,10 @@ def main(folder):
         except (InvalidSignature, KeyError, ValueError) as e:
             problems.append("checkpoint %d: %r" % (n, e))
         previous = hashlib.sha256(line).hexdigest()
+    if len(recordings) > 1:
+        problems.append("the checkpoints name %d recordings" % len(recordings))
+    if last is not None and last.get("final") is True and not signed:
+        problems.append("the last checkpoint is final, but no signed manifest holds")
     print("checkpoints:", len(lines) - 1)
     for p in problems:
         print("problem:", p)

@@ -5,70 +5,102 @@ import Foundation
 /// ran out, the next owner's takeover line links to the last checkpoint the dead one published;
 /// what the dead one wrote after that (a tail) stays in its own folder and proves that folder's
 /// files, but is not on the chain.
+///
+/// Each folder's valid lines follow one another; only a file's first line and takeover lines
+/// link elsewhere. So the lines are cut into runs at those, and only runs are linked: no
+/// per-line graph (memory stays that of the lines themselves).
 enum ChainStitch {
     struct Node {
         let folder: Int
+        let index: Int
         let line: ChainCheck.Line
-        var hash: String { line.hash }
-        var number: Int { line.checkpoint?.number ?? 0 }
-        var time: String? { line.checkpoint?.time }
+        var number: Int { line.number }
+        var time: String? { line.time }
     }
 
-    /// The chain's end (folder index and line), or nil if no folder holds a valid checkpoint.
+    /// A run of lines of one folder: from `start` (a first line or a takeover) to `end`.
+    struct Run {
+        let folder: Int
+        let start: Int
+        let end: Int
+    }
+
+    /// The chain's end, or nil if no folder holds a valid checkpoint.
     static func run(_ folders: [(label: String, outcome: ChainCheck.Outcome)], into r: inout VerifyReport) -> Node? {
-        var all: [String: Node] = [:]
-        var next: [String: [String: Node]] = [:]
-        var firsts: [String: Node] = [:]
+        var runs: [Run] = []
         for (f, folder) in folders.enumerated() {
-            for line in folder.outcome.lines where line.valid {
-                // The same line in two folders (a copy given twice) is one checkpoint.
-                let node = Node(folder: f, line: line)
-                all[line.hash] = all[line.hash] ?? node
-                if let p = line.previous { next[p, default: [:]][line.hash] = node } else { firsts[line.hash] = node }
+            let lines = folder.outcome.lines
+            var start = 0
+            for i in lines.indices.dropFirst() where lines[i].takeover != nil {
+                runs.append(Run(folder: f, start: start, end: i))
+                start = i
             }
+            if !lines.isEmpty { runs.append(Run(folder: f, start: start, end: lines.count)) }
         }
-        guard !all.isEmpty else { return nil }
+        guard !runs.isEmpty else { return nil }
+        func node(_ f: Int, _ i: Int) -> Node { Node(folder: f, index: i, line: folders[f].outcome.lines[i]) }
+        func first(_ run: Run) -> Node { node(run.folder, run.start) }
         func at(_ n: Node) -> String { folders.count > 1 ? "checkpoint \(n.number) (\(folders[n.folder].label))" : "checkpoint \(n.number)" }
-        let starts = firsts.values.sorted { ($0.time ?? "") < ($1.time ?? "") }
-        guard var node = starts.first else {
-            let earliest = all.values.min { $0.number < $1.number }!
+        // Where each run links to: the line its first line names (found in one pass over all lines).
+        var linkedBy: [Digest: [Int]] = [:]
+        for (k, run) in runs.enumerated() { if let p = first(run).line.previous { linkedBy[p, default: []].append(k) } }
+        var location: [Digest: (Int, Int)] = [:]
+        for (f, folder) in folders.enumerated() {
+            for (i, line) in folder.outcome.lines.enumerated() where linkedBy[line.hash] != nil && location[line.hash] == nil { location[line.hash] = (f, i) }
+        }
+        let starts = runs.indices.filter { first(runs[$0]).line.previous == nil }.sorted { (first(runs[$0]).time ?? "") < (first(runs[$1]).time ?? "") }
+        var visited = Set<Int>()
+        guard let startRun = starts.first else {
+            let earliest = runs.map(first).min { $0.number < $1.number }!
             r.problem("the chain starts at \(at(earliest)), which links to a checkpoint no folder given holds: give the folder of every owner of the recording (the one before took it up to checkpoint \(earliest.number - 1))", checkpoint: earliest.number)
-            return all.values.max { $0.number < $1.number }
+            return runs.map { node($0.folder, $0.end - 1) }.max { $0.number < $1.number }
         }
-        if starts.count > 1 { r.problem("\(starts.count) chains start in these folders (\(starts.map(at).joined(separator: ", "))): they are not one recording's") }
-        if let t = node.line.takeover {
-            r.failovers.append("\(at(node)) took over (\(t["cause"]?.string ?? "?")) from \(t["from"]?.string ?? "an earlier owner"), which had published no checkpoint: the chain starts here")
+        if starts.count > 1 { r.problem("\(starts.count) chains start in these folders (\(starts.map { at(first(runs[$0])) }.joined(separator: ", "))): they are not one recording's") }
+        if let t = first(runs[startRun]).line.takeover {
+            r.failovers.append("\(at(first(runs[startRun]))) took over (\(t["cause"]?.string ?? "?")) from \(t["from"]?.string ?? "an earlier owner"), which had published no checkpoint: the chain starts here")
         }
-        var onChain: Set<String> = [node.hash], tails: Set<String> = []
-        while let following = next[node.hash]?.values, !following.isEmpty {
-            let takeovers = following.filter { $0.line.takeover != nil }.sorted { ($0.time ?? "") < ($1.time ?? "") }
-            let plain = following.filter { $0.line.takeover == nil }
-            if plain.count > 1 { r.problem("\(plain.count) checkpoints follow \(at(node)): the chain forks (\(plain.map(at).joined(separator: ", ")))", checkpoint: node.number) }
-            if takeovers.count > 1 { r.problem("\(takeovers.count) owners took the recording over after \(at(node)) (\(takeovers.map(at).joined(separator: ", ")))", checkpoint: node.number) }
-            let chosen = takeovers.first ?? plain[0]
-            if chosen.number != node.number + 1 { r.problem("\(at(chosen)) follows \(at(node)): numbered wrong", checkpoint: chosen.number) }
-            if let t = chosen.line.takeover {
-                var text = "\(at(chosen)) took over (\(t["cause"]?.string ?? "?")) from \(t["from"]?.string ?? "an earlier owner") after \(at(node)) of \(node.time ?? "?"), "
-                text += "its first checkpoint at \(chosen.time ?? "?")"
-                if let gap = seconds(from: node.time, to: chosen.time) { text += ": \(String(format: "%.1f", gap)) s between them" }
-                // What the dead owner wrote after the checkpoint it published.
-                if var last = plain.first {
-                    tails.insert(last.hash)
-                    while let more = next[last.hash]?.values.first(where: { $0.line.takeover == nil }) {
-                        last = more
-                        tails.insert(more.hash)
-                    }
-                    text += "; \(folders[last.folder].label) goes on to checkpoint \(last.number) of \(last.time ?? "?"), not published: it proves that folder's files, off the chain"
-                }
-                r.failovers.append(text)
+        var k = startRun
+        var i = runs[k].start
+        visited.insert(k)
+        var end: Node
+        walk: while true {
+            let here = node(runs[k].folder, i)
+            // Runs linking to this line (the first place its hash is found: a copy is one checkpoint).
+            let found = location[here.line.hash]
+            let isHere = found?.0 == here.folder && found?.1 == here.index
+            let takers = (isHere ? linkedBy[here.line.hash] ?? [] : [])
+                .sorted { (first(runs[$0]).time ?? "") < (first(runs[$1]).time ?? "") }
+            if takers.count > 1 { r.problem("\(takers.count) owners took the recording over after \(at(here)) (\(takers.map { at(first(runs[$0])) }.joined(separator: ", ")))", checkpoint: here.number) }
+            guard let taker = takers.first else {
+                if i + 1 < runs[k].end { i += 1; continue }
+                end = here
+                break walk
             }
-            onChain.insert(chosen.hash)
-            node = chosen
+            let chosen = first(runs[taker])
+            if chosen.number != here.number + 1 { r.problem("\(at(chosen)) follows \(at(here)): numbered wrong", checkpoint: chosen.number) }
+            let t = chosen.line.takeover ?? .null
+            var text = "\(at(chosen)) took over (\(t["cause"]?.string ?? "?")) from \(t["from"]?.string ?? "an earlier owner") after \(at(here)) of \(here.time ?? "?"), "
+            text += "its first checkpoint at \(chosen.time ?? "?")"
+            if let gap = seconds(from: here.time, to: chosen.time) { text += ": \(String(format: "%.1f", gap)) s between them" }
+            // What the dead owner wrote after the checkpoint it published: the rest of its run.
+            if i + 1 < runs[k].end {
+                let last = node(runs[k].folder, runs[k].end - 1)
+                text += "; \(folders[last.folder].label) goes on to checkpoint \(last.number) of \(last.time ?? "?"), not published: it proves that folder's files, off the chain"
+            }
+            r.failovers.append(text)
+            k = taker
+            i = runs[k].start
+            guard visited.insert(k).inserted else {
+                r.problem("the chain comes back to \(at(chosen)): a loop", checkpoint: chosen.number)
+                end = chosen
+                break walk
+            }
         }
-        for n in all.values.sorted(by: { $0.number < $1.number }) where !onChain.contains(n.hash) && !tails.contains(n.hash) {
-            r.problem("\(at(n)) is on no chain from the first checkpoint: a checkpoint was removed or inserted, or a folder is another recording's", checkpoint: n.number)
+        // A run the walk never reached: a checkpoint removed or inserted, or another recording's folder.
+        for (k, run) in runs.enumerated() where !visited.contains(k) {
+            r.problem("\(at(first(run))) is on no chain from the first checkpoint: a checkpoint was removed or inserted, or a folder is another recording's", checkpoint: first(run).number)
         }
-        return node
+        return end
     }
 
     static func seconds(from: String?, to: String?) -> Double? {

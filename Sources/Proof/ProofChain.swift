@@ -19,6 +19,10 @@ public final class ProofChain: Sendable {
     let locate: @Sendable (String) -> URL
     let key: SigningKey
     let head: ChainHead?
+    /// Signed in every checkpoint: the recording (that of the chain this continues, if any) and
+    /// the serve instance writing (nil for `record`).
+    public let identity: RecordingIdentity
+    let instance: String?
     /// CPU the checkpoints took (their hashing, signing and writing).
     public let cost = ProofCost()
     private let state: Locked<State>
@@ -46,20 +50,25 @@ public final class ProofChain: Sendable {
     /// over from another instance (`takeover`): continues from the checkpoint that instance
     /// published, unless this folder's own chain already holds it and goes on from there (a
     /// folder both share); the next checkpoint names the takeover. `head` is kept at the newest.
-    public init(directory: URL, key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil,
-                locate: @escaping @Sendable (String) -> URL = { URL(fileURLWithPath: $0) }) {
+    /// A chain continued keeps the `identity` its lines carry (a resumed `record` makes a new id).
+    public init(directory: URL, key: SigningKey, identity: RecordingIdentity, instance: String? = nil, takeover: ChainTakeover? = nil,
+                head: ChainHead? = nil, locate: @escaping @Sendable (String) -> URL = { URL(fileURLWithPath: $0) }) {
         self.directory = directory
+        self.instance = instance
         self.locate = locate
         self.key = key
         self.head = head
         var s = State()
         let lines = FileManager.default.contents(atPath: directory.appendingPathComponent(Self.fileName).path)?
             .split(separator: 0x0A).filter { !$0.isEmpty } ?? []
+        var identity = identity
         if let line = lines.last, let v = try? JSONValue.parse(Data(line)), let n = v["checkpoint"]?.int {
             s.count = n
             s.last = Hex.sha256(Data(line))
             s.lastTime = v["time"]?.string
+            identity = RecordingIdentity(json: v["recording"]) ?? identity
         }
+        self.identity = identity
         if let takeover {
             s.takeover = takeover
             if let link = takeover.link, !(s.count >= link.checkpoint && lines.contains { Hex.sha256(Data($0)) == link.hash }) {
@@ -80,12 +89,13 @@ public final class ProofChain: Sendable {
 
     /// Appends one checkpoint for `files` (names relative to the folder, or absolute paths)
     /// with `counters` (signed as given). Returns its number; throws if it could not be written.
+    /// `final`: the recording is finished, its files complete: the signed manifest names this one.
     @discardableResult
-    public func checkpoint(files: [String], counters: JSONValue, time: Date = Date()) async throws -> Int {
-        try await OffPool.run { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time) } }
+    public func checkpoint(files: [String], counters: JSONValue, time: Date = Date(), final: Bool = false) async throws -> Int {
+        try await OffPool.run { try self.cost.measure { try self.checkpointNow(files: files, counters: counters, time: time, final: final) } }
     }
 
-    private func checkpointNow(files: [String], counters: JSONValue, time: Date) throws -> Int {
+    private func checkpointNow(files: [String], counters: JSONValue, time: Date, final: Bool) throws -> Int {
         try state.withLock { s in
             var entries: [JSONValue] = []
             for name in Set(files).sorted() {
@@ -103,7 +113,10 @@ public final class ProofChain: Sendable {
                 "previous": s.last.map { .string($0) } ?? .null, "files": .array(entries), "counters": counters,
                 "algorithm": .string(key.publicKey.algorithm), "fingerprint": .string(key.publicKey.fingerprint),
                 "public_key": .string(key.publicKey.der.base64EncodedString()),
+                "format": .number(Double(RecordingIdentity.format)), "recording": identity.json,
+                "instance": instance.map { .string($0) } ?? .null,
             ]
+            if final { object["final"] = .bool(true) }
             if let t = s.takeover {
                 // Linked to the earlier owner's last published checkpoint (`previous`); the time
                 // between the two is the gap.

@@ -1,8 +1,10 @@
 public import Foundation
 
 /// `sfubot verify`: checks a recording folder's signed manifest (`proof` in manifest.json),
-/// its checkpoint chain (`proof.jsonl`) and every file they name. Synchronous and blocking:
-/// run it from a command, not on the cooperative pool.
+/// its checkpoint chain (`proof.jsonl`), every file they name, and that the folder holds
+/// nothing else. Synchronous and blocking: run it from a command, not on the cooperative pool.
+/// Its verdict (docs/proof.md): finished (every byte proven), unfinished (proven up to a
+/// checkpoint), or failed.
 public struct Verifier {
     public enum Expected: Sendable {
         case any
@@ -13,18 +15,19 @@ public struct Verifier {
     /// The recording's folders: one, or one per owner (a serve failover), checked as one chain.
     public let directories: [URL]
     public let expected: Expected
-    /// Extensions of media files: any such file in the folder that nothing signed names is reported.
-    static let mediaExtensions: Set<String> = ["mkv", "mka", "opus", "ogg", "webm", "mp4", "mjr"]
+    /// Files nothing signed are listed, not failed (`--allow-extra`: a folder that holds more by design).
+    public let allowExtra: Bool
 
-    public init(directory: URL, expected: Expected = .any) {
-        self.init(directories: [directory], expected: expected)
+    public init(directory: URL, expected: Expected = .any, allowExtra: Bool = false) {
+        self.init(directories: [directory], expected: expected, allowExtra: allowExtra)
     }
 
     /// `directories`: every owner's folder; one folder holding no recording but subfolders that
     /// do stands for those.
-    public init(directories: [URL], expected: Expected = .any) {
+    public init(directories: [URL], expected: Expected = .any, allowExtra: Bool = false) {
         self.directories = directories
         self.expected = expected
+        self.allowExtra = allowExtra
     }
 
     /// A folder holds a recording if it has a manifest or checkpoints.
@@ -33,10 +36,27 @@ public struct Verifier {
     }
 
     var folders: [URL] {
-        guard directories.count == 1, let dir = directories.first, !Self.holdsRecording(dir) else { return directories }
+        var seen = Set<String>()
+        let given = directories.map(\.standardizedFileURL).filter { seen.insert($0.path).inserted }
+        guard given.count == 1, let dir = given.first, !Self.holdsRecording(dir) else { return given }
         let inside = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
             .map { dir.appendingPathComponent($0) }.filter(Self.holdsRecording)
-        return inside.isEmpty ? directories : inside
+        return inside.isEmpty ? given : inside
+    }
+
+    /// What one folder holds, as checked.
+    struct Folder {
+        var chain = ChainCheck.Outcome()
+        /// "manifest" (a signed manifest), "checkpoints" (only the chain) or "none".
+        var coveredBy = "none"
+        /// The manifest's signature and key hold.
+        var signedManifest = false
+        /// manifest.json is there, a JSON object without `proof` (the recorder's live manifest).
+        var liveManifest = false
+        /// Names (relative to the folder, or absolute) the signatures cover.
+        var signed: Set<String> = []
+        var started: String?
+        var ended: String?
     }
 
     public func run() -> VerifyReport {
@@ -44,146 +64,143 @@ public struct Verifier {
         let folders = self.folders
         let names = folders.map(\.lastPathComponent)
         let labels = Set(names).count == names.count ? names : folders.map(\.path)
-        var outcomes: [(label: String, outcome: ChainCheck.Outcome)] = []
-        var covered: [String] = []
+        var checked: [Folder] = []
         for (dir, label) in zip(folders, labels) {
-            let (outcome, by) = checkFolder(dir, prefix: folders.count > 1 ? label + "/" : "", into: &r)
-            outcomes.append((label, outcome))
-            covered.append(by)
+            checked.append(checkFolder(dir, prefix: folders.count > 1 ? label + "/" : "", into: &r))
         }
-        let end = ChainStitch.run(outcomes, into: &r)
+        let end = ChainStitch.run(zip(labels, checked).map { ($0, $1.chain) }, into: &r)
+        sameRecording(zip(labels, checked).map { ($0, $1.chain) }, into: &r)
         if folders.count > 1 {
             r.folders = labels
             r.checkpoints = end?.number ?? 0
             r.lastCheckpointTime = end?.time
-            r.coveredBy = covered.allSatisfy { $0 == "none" } ? "none" : end.map { covered[$0.folder] == "manifest" ? "manifest" : "checkpoints" } ?? "checkpoints"
+        }
+        for (k, dir) in folders.enumerated() {
+            checkFiles(dir, folder: checked[k], prefix: folders.count > 1 ? labels[k] + "/" : "", nested: Set(folders.map(\.path)), into: &r)
+        }
+        // The folder the chain ends in (the only one without a chain: an `mjr decrypt` folder).
+        let last = end.map { checked[$0.folder] } ?? (checked.count == 1 ? checked.first : nil)
+        r.coveredBy = checked.allSatisfy { $0.coveredBy == "none" } ? "none" : last?.coveredBy ?? "checkpoints"
+        if r.coveredBy == "none", r.problemCount == 0 {
+            r.problem("nothing in \(folders.map(\.path).joined(separator: ", ")) is signed (no proof in manifest.json, no \(ProofChain.fileName))")
+        }
+        r.started = r.identity?.started ?? last.flatMap { $0.signedManifest ? $0.started : nil }
+        r.ended = last.flatMap { $0.signedManifest ? $0.ended : nil }
+        if r.problemCount > 0 {
+            r.verdict = .failed
         } else {
-            r.coveredBy = covered.first ?? "none"
+            r.verdict = last?.signedManifest == true && r.unproven == 0 ? .finished : .unfinished
         }
         return r
     }
 
-    /// One folder: its manifest (if signed) or its last valid checkpoint, and its extra media
-    /// files. Returns its chain and what covers it ("manifest", "checkpoints" or "none").
-    func checkFolder(_ directory: URL, prefix: String, into r: inout VerifyReport) -> (ChainCheck.Outcome, String) {
-        let manifestURL = directory.appendingPathComponent("manifest.json")
-        var manifest: JSONValue?
-        if let data = FileManager.default.contents(atPath: manifestURL.path) {
-            do { manifest = try JSONValue.parse(data) } catch { r.problem("\(error)", file: prefix + "manifest.json") }
-        }
-        if let started = manifest?["started"]?.string, r.started.map({ started < $0 }) ?? true { r.started = started }
-        if let ended = manifest?["ended"]?.string, r.ended.map({ ended > $0 }) ?? true { r.ended = ended }
-        let chain = ChainCheck(directory: directory, expected: expected, prefix: prefix).run(into: &r)
-        var listed: Set<String> = []
-        var coveredBy = "none"
+    /// One folder: its manifest (if signed) or its last valid checkpoint.
+    func checkFolder(_ directory: URL, prefix: String, into r: inout VerifyReport) -> Folder {
+        var folder = Folder()
+        let read = readManifest(directory, prefix: prefix, into: &r)
+        let manifest = read == .null ? nil : read
+        folder.chain = ChainCheck(directory: directory, expected: expected, prefix: prefix).run(into: &r)
+        if r.format == 0 { r.format = folder.chain.format }
+        if r.identity == nil { r.identity = folder.chain.identity }
+        for i in folder.chain.instances where !r.instances.contains(i) { r.instances.append(i) }
+        if folder.chain.exists { folder.signed.insert(ProofChain.fileName) }
         if let manifest, let proof = manifest["proof"] {
-            coveredBy = "manifest"
-            listed = checkManifest(manifest, proof: proof, chain: chain, directory: directory, prefix: prefix, into: &r)
-        } else if manifest?["ended"].map({ $0 != .null }) == true {
-            r.problem("the recording was finished but manifest.json carries no signed proof", file: prefix + "manifest.json")
+            folder.coveredBy = "manifest"
+            let (names, valid) = checkManifest(manifest, proof: proof, chain: folder.chain, directory: directory, prefix: prefix, into: &r)
+            folder.signed.formUnion(names)
+            folder.signedManifest = valid
+            if valid { folder.signed.insert("manifest.json") }
+            (folder.started, folder.ended) = (manifest["started"]?.string, manifest["ended"]?.string)
+        } else if let manifest {
+            folder.liveManifest = true
+            if manifest["ended"].map({ $0 != .null }) == true {
+                r.problem("the recording was finished but manifest.json carries no signed proof", file: prefix + "manifest.json")
+            }
         }
-        if coveredBy != "manifest", let last = chain.lastValid {
-            coveredBy = "checkpoints"
-            listed = ChainCheck.checkReach(last, directory: directory, prefix: prefix, into: &r)
+        if let identity = folder.chain.identity, let manifest { compare(manifest, with: identity, prefix: prefix, into: &r) }
+        if folder.coveredBy != "manifest", let last = folder.chain.lastValid {
+            folder.coveredBy = "checkpoints"
+            let before = r.reach.count
+            folder.signed.formUnion(ChainCheck.checkReach(last, directory: directory, prefix: prefix, into: &r))
+            r.unproven += r.reach[before...].reduce(0) { $0 + max(0, $1.size - $1.proven) }
+            if last.final, !folder.signedManifest {
+                // Downgrade: the chain says the recording finished; only its signed manifest may say so.
+                let what = read == nil ? "missing" : manifest == nil ? "not a manifest" : "not signed"
+                r.problem("checkpoint \(last.number) marks the end of the recording, but manifest.json is \(what): the signed final manifest was removed or replaced",
+                          file: prefix + "manifest.json", checkpoint: last.number)
+            }
         }
-        if coveredBy == "none", r.problems.isEmpty { r.problem("nothing in \(directory.path) is signed (no proof in manifest.json, no \(ProofChain.fileName))") }
-        for name in ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
-        where !name.hasPrefix(".") && Self.mediaExtensions.contains((name as NSString).pathExtension.lowercased()) && !listed.contains(name) {
-            r.extraFiles.append(prefix + name)
-        }
-        return (chain, coveredBy)
+        return folder
     }
 
-    /// The manifest's signature, key and files; returns the names of the files it signs.
-    func checkManifest(_ manifest: JSONValue, proof: JSONValue, chain: ChainCheck.Outcome, directory: URL, prefix: String, into r: inout VerifyReport) -> Set<String> {
-        r.signedAt = proof["signed_at"]?.string
-        r.algorithm = proof["algorithm"]?.string
-        guard let keyText = proof["public_key"]?.string, let der = Data(base64Encoded: keyText), let key = try? VerifyingKey(der: der) else {
-            r.problem("proof.public_key is missing or not a P-256/Ed25519 public key", file: prefix + "manifest.json")
-            return []
+    /// manifest.json as a JSON object: nil if there is none; a problem and `.null` if it is
+    /// anything else (a directory, a symbolic link, an array, more than 8 MiB, not JSON).
+    func readManifest(_ directory: URL, prefix: String, into r: inout VerifyReport) -> JSONValue? {
+        let file = prefix + "manifest.json"
+        let path = directory.appendingPathComponent("manifest.json").path
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            r.problem("not a regular file (\(Self.kind(st.st_mode))): replaced", file: file)
+            return .null
         }
-        r.fingerprint = key.fingerprint
-        if proof["fingerprint"]?.string != key.fingerprint { r.problem("proof.fingerprint is not the public key's", file: prefix + "manifest.json") }
-        if proof["algorithm"]?.string != key.algorithm { r.problem("proof.algorithm is not the public key's (\(key.algorithm))", file: prefix + "manifest.json") }
-        ChainCheck.expect(key, expected, what: "the manifest", into: &r)
-        let signed = Canonical.bytes(manifest.removing("signature", at: ["proof"]))
-        if let s = proof["signature"]?.string, let sig = Data(base64Encoded: s) {
-            if !key.isValid(sig, for: signed) { r.problem("the signature does not match: the manifest was changed after it was signed, or signed by another key", file: prefix + "manifest.json") }
-        } else {
-            r.problem("proof.signature is missing", file: prefix + "manifest.json")
+        guard st.st_size <= 8 << 20 else {
+            r.problem("\(st.st_size) bytes: larger than any manifest the recorder writes (8 MiB)", file: file)
+            return .null
         }
-        if let c = chain.lines.last?.checkpoint, c.fingerprint != key.fingerprint { r.problem("the checkpoints were signed by another key (\(c.fingerprint))", file: prefix + ProofChain.fileName) }
-        // The chain ends in the checkpoint the manifest names.
-        let named = proof["chain"]
-        if let n = named?["checkpoints"]?.int, n > 0 {
-            // Found by its hash: after a takeover from another folder, line and number differ.
-            let at = chain.hashes.firstIndex { $0 == named?["last"]?.string }
-            let numbers = chain.lines.compactMap { $0.checkpoint?.number }
-            if at == nil, !numbers.contains(where: { $0 >= n }) {
-                r.problem("the manifest names \(n) checkpoints, \(ProofChain.fileName) holds \(numbers.max() ?? 0)", file: prefix + ProofChain.fileName)
-            } else if let at, chain.lines[at].checkpoint?.number == n {
-                if chain.count > at + 1 { r.problem("\(chain.count - at - 1) checkpoint(s) after the last one the manifest names", file: prefix + ProofChain.fileName, checkpoint: n + 1) }
-            } else {
-                r.problem("checkpoint \(n) is not the one the manifest names as the last", file: prefix + ProofChain.fileName, checkpoint: n)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            r.problem("cannot be read", file: file)
+            return .null
+        }
+        do {
+            let value = try JSONValue.parse(data)
+            guard value.object != nil else {
+                r.problem("not a JSON object", file: file)
+                return .null
             }
-        } else if chain.count > 0 {
-            r.problem("the manifest names no checkpoint, \(ProofChain.fileName) holds \(chain.count)", file: prefix + ProofChain.fileName)
+            return value
+        } catch {
+            r.problem("\(error)", file: file)
+            return .null
         }
-        var names: Set<String> = []
-        for f in proof["files"]?.array ?? [] {
-            guard let name = f["name"]?.string, let bytes = f["bytes"]?.int, let hash = f["sha256"]?.string else {
-                r.problem("an entry of proof.files lacks name, bytes or sha256", file: prefix + "manifest.json")
-                continue
-            }
-            names.insert(name)
-            let shown = name.hasPrefix("/") ? name : prefix + name
-            r.files.append("\(shown) \(bytes) bytes sha256 \(hash)")
-            let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : directory.appendingPathComponent(name)
-            do {
-                let d = try FileDigest.of(url)
-                if d.size > bytes {
-                    r.problem("\(d.size - bytes) byte(s) appended after the signed \(bytes)", file: shown, offset: bytes)
-                } else if d.size < bytes {
-                    r.problem("\(bytes - d.size) byte(s) missing: \(d.size) of the signed \(bytes)", file: shown, offset: d.size)
-                } else if d.sha256 != hash {
-                    r.problem("the contents differ from the signed SHA-256 (same size: bytes were changed or the file was replaced)", file: shown)
-                }
-            } catch .missing {
-                r.problem("missing (signed: \(bytes) bytes)", file: shown)
-            } catch {
-                r.problem("cannot be read: \(error)", file: shown)
-            }
-        }
-        // Every file the manifest lists is signed.
-        let listed = (manifest["feeds"]?.array ?? []).compactMap { $0["file"]?.string } + [manifest["mix"]?.string].compactMap { $0 }
-            + (manifest["outputs"]?.array ?? []).compactMap { $0["file"]?.string }
-        // The mix is listed by its path; the proof names it relative to the folder when inside it.
-        for name in Set(listed).sorted() where !names.contains(name) && !(name.hasPrefix("/") && names.contains((name as NSString).lastPathComponent)) {
-            r.problem("listed in the manifest but not signed", file: prefix + name)
-        }
-        checkInputs(proof["inputs"]?.array ?? [], into: &r)
-        r.participants += (proof["participants"]?.array ?? []).map { p in
-            "\(p["display"]?.string ?? "?"): \(p["frames"]?.int ?? 0) frames in \((p["files"]?.array ?? []).compactMap(\.string).joined(separator: ", "))"
-        }
-        r.gaps += (proof["gaps"]?.array ?? []).map { g in
-            "\(g["start"]?.string ?? "?") to \(g["end"]?.string ?? "?"): \(g["cause"]?.string ?? "")"
-        }
-        return names
     }
 
-    /// `mjr decrypt`'s inputs: checked where they still are; a missing one is only said.
-    func checkInputs(_ inputs: [JSONValue], into r: inout VerifyReport) {
-        for f in inputs {
-            guard let name = f["name"]?.string, let bytes = f["bytes"]?.int, let hash = f["sha256"]?.string else { continue }
-            guard let d = try? FileDigest.of(URL(fileURLWithPath: name)) else {
-                r.inputs.append("\(name): not found here, not checked (signed: \(bytes) bytes, sha256 \(hash))")
-                continue
-            }
-            if d.size != bytes || d.sha256 != hash {
-                r.problem("this input is not the one decrypted (\(d.size) bytes now, \(bytes) signed; or other bytes)", file: name)
-            } else {
-                r.inputs.append("\(name): \(bytes) bytes, as decrypted")
-            }
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFLNK: "a symbolic link"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR, S_IFBLK: "a device"
+        default: "not a file"
+        }
+    }
+
+    /// The manifest (signed or not) names the recording the checkpoints name: else one of them
+    /// is another recording's (a splice).
+    func compare(_ manifest: JSONValue, with identity: RecordingIdentity, prefix: String, into r: inout VerifyReport) {
+        guard manifest.object != nil else { return }
+        let file = prefix + "manifest.json"
+        if let id = manifest["recording"]?.string, id != identity.id {
+            r.problem("names recording \(id), the checkpoints recording \(identity.id): the files are another recording's", file: file)
+        }
+        if let room = manifest["room"]?.int, room != identity.room {
+            r.problem("names room \(room), the checkpoints room \(identity.room): the files are another recording's", file: file)
+        }
+        if let janus = manifest["janus"]?.string, janus != identity.janus {
+            r.problem("names Janus \(janus), the checkpoints \(identity.janus): the files are another recording's", file: file)
+        }
+        if let proof = manifest["proof"], RecordingIdentity(json: proof["recording"]) != identity {
+            r.problem("proof.recording is not the recording the checkpoints name (\(identity.summary))", file: file)
+        }
+    }
+
+    /// Every folder's checkpoints name one recording, in one format.
+    func sameRecording(_ folders: [(label: String, outcome: ChainCheck.Outcome)], into r: inout VerifyReport) {
+        let named = folders.filter { !$0.outcome.lines.isEmpty }
+        guard let first = named.first else { return }
+        for f in named.dropFirst() where f.outcome.identity != first.outcome.identity || f.outcome.format != first.outcome.format {
+            r.problem("\(f.label)'s checkpoints name \(f.outcome.identity?.summary ?? "no recording (format \(f.outcome.format))"), \(first.label)'s "
+                      + "\(first.outcome.identity?.summary ?? "no recording (format \(first.outcome.format))"): the folders are two recordings'", file: f.label + "/" + ProofChain.fileName)
         }
     }
 }

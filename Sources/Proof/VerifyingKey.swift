@@ -76,7 +76,11 @@ public struct VerifyingKey: Sendable, Equatable {
 
 public enum Hex {
     public static func string(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        // A table, not String(format:): verify hashes every line of a file of any size.
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
+        return String(decoding: out, as: UTF8.self)
     }
 
     public static func sha256(_ data: Data) -> String { string(SHA256.hash(data: data)) }

@@ -221,6 +221,9 @@ actor JobManager: Service {
             recorder.resume = resumes > 0
             recorder.signingKey = config.signingKey
             recorder.takeover = takeover
+            // One identity for every instance that records the job: its id, room, Janus, creation.
+            recorder.identity = RecordingIdentity(id: id, room: spec.room, janus: botConfig.janusURL, started: created, job: id)
+            recorder.instance = clusterOptions.instanceID
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead)
             let configured = recorder

@@ -13,6 +13,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case media = 70         // EX_SOFTWARE
         case cannotWrite = 73   // EX_CANTCREAT
         case incomplete = 74    // EX_IOERR: a recording lost something (manifest.json's errors)
+        case unfinished = 75    // EX_TEMPFAIL: `verify`: as signed so far, but not every byte is proven (a killed recorder)
         case protocolError = 76 // EX_PROTOCOL
         case config = 78        // EX_CONFIG
         case interrupted = 130  // 128 + SIGINT, as a shell reports a process the signal ended

@@ -8,16 +8,23 @@ struct Verify: ParsableCommand {
         abstract: "Check a recording's signatures, checkpoint chain and every file's hash and size.",
         discussion: """
             Reads DIR/manifest.json (its signed `proof`) and DIR/proof.jsonl (the signed checkpoints \
-            written every 5 s while recording). Checks every signature, that each checkpoint names \
-            the one before it by hash and that the manifest names the last, every signed file's \
-            SHA-256 and size, and that no listed file is missing; media files nothing signed names \
-            are reported. A recording whose recorder was killed has no signed manifest: the last \
-            checkpoint proves each file's first bytes, and the summary says how far. Without \
-            --public-key or --fingerprint the key named in the files is used: compare its printed \
-            fingerprint with the one the operator published. Exit 0 only if everything holds; \
-            otherwise each problem is named (file, checkpoint, offset) and the exit is 65. A \
-            recording another serve instance took over (failover) goes on in that instance's \
+            written every 5 s while recording, each naming the recording: id, room, Janus, start, \
+            serve job and instance). Checks every signature, that each checkpoint names the one \
+            before it by hash and the same recording, that the manifest names the last checkpoint, \
+            every signed file's SHA-256 and size, and that the folder (hidden files and subfolders \
+            included) holds no file nothing signed. What it prints under OK or UNFINISHED comes \
+            from signed data only. Without --public-key or --fingerprint the key named in the \
+            files is used: compare its printed fingerprint with the one the operator published. \
+            A recording another serve instance took over (failover) goes on in that instance's \
             folder: give every owner's folder (DIR1 DIR2, or their parent) to check one chain.
+
+            Exit codes (docs/proof.md): 0 only for a finished recording whose every byte is \
+            proven (its signed final manifest holds); 75 (EX_TEMPFAIL) for an unfinished one: \
+            what is there is as signed, proven up to the last checkpoint (a killed recorder, or \
+            an earlier owner's folder that goes on past its last checkpoint), the rest unproven; \
+            65 (EX_DATAERR) for tampering: any problem, a file nothing signed, or a chain whose \
+            last checkpoint marks the end without its signed manifest beside it; 66 when a \
+            folder is not there. --json carries the same verdict (`verdict`, `exit`).
             """)
 
     @Argument(help: ArgumentHelp("The recording folder, or its manifest.json; after a serve failover, the folder of every owner (or one folder holding them), checked as one chain.", valueName: "dir|manifest.json"))
@@ -31,6 +38,9 @@ struct Verify: ParsableCommand {
 
     @Flag(help: "Print the result as JSON (canonical, one line).")
     var json = false
+
+    @Flag(help: "List files nothing signed instead of failing on them (a folder that holds more than the recording by design).")
+    var allowExtra = false
 
     func validate() throws {
         if publicKey != nil, fingerprint != nil { throw ValidationError("give --public-key or --fingerprint, not both") }
@@ -57,12 +67,16 @@ struct Verify: ParsableCommand {
                 CLIFailure("--public-key: \(error)", code: .noInput).exit()
             }
         }
-        let report = Verifier(directories: folders, expected: expected).run()
+        let report = Verifier(directories: folders, expected: expected, allowExtra: allowExtra).run()
         if json {
             print(String(decoding: Canonical.bytes(report.json), as: UTF8.self))
         } else {
             print(report.text)
         }
-        if !report.ok { throw ExitCode(CLIFailure.Code.badKey.rawValue) }
+        switch report.verdict {
+        case .finished: break
+        case .unfinished: throw ExitCode(CLIFailure.Code.unfinished.rawValue)
+        case .failed: throw ExitCode(CLIFailure.Code.badKey.rawValue)
+        }
     }
 }

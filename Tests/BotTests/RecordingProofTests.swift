@@ -55,9 +55,9 @@ extension MediaScene {
         // The finished recording: verify, with and without the expected fingerprint, and in Python.
         let ok = try await Self.verify(out, ["--fingerprint", fingerprint])
         #expect(ok.status == 0, "\(ok.out)\n\(ok.err)")
-        #expect(ok.out.contains("fingerprint \(fingerprint)") && ok.out.contains("6:Ann"), "\(ok.out)")
+        #expect(ok.out.contains("fingerprint \(fingerprint)") && ok.out.contains("6:Ann") && ok.out.contains("room \(room)"), "\(ok.out)")
         let json = try await Self.verify(out, ["--json"])
-        #expect(json.status == 0 && json.out.contains(#""ok":true"#) && json.out.contains(#""covered_by":"manifest""#), "\(json.out)")
+        #expect(json.status == 0 && json.out.contains(#""ok":true"#) && json.out.contains(#""covered_by":"manifest""#) && json.out.contains(#""verdict":"finished""#), "\(json.out)")
         let py = try await ChildProcess.run("/usr/bin/python3", [Self.script, out.path])
         #expect(py.status == 0 && py.outText.contains("manifest signed by \(fingerprint)"), "\(py.outText)\(py.errText)")
         let manifest = try RecordingManifest.read(from: out)
@@ -103,6 +103,9 @@ extension MediaScene {
             try FileManager.default.removeItem(at: f)
             try FileManager.default.copyItem(at: killedOut.appendingPathComponent(try #require(killedFiles.first { $0.hasSuffix(".video.mkv") })), to: f)
         }, expect: "problem: \(media)")
+        try await tampered("downgraded", { try FileManager.default.removeItem(at: $0.appendingPathComponent("manifest.json")) },
+                           expect: "marks the end of the recording")
+        try await tampered("extra", { try Data("RIFF".utf8).write(to: $0.appendingPathComponent(".x.wav")) }, expect: "problem: .x.wav: a file nothing signed")
         let other = try await CLITests.run(["keys", "signing-key", "--out", dir.appendingPathComponent("other.key").path, "--type", "ed25519"])
         let otherPrint = try #require(other.out.split(separator: "\n").first { $0.hasPrefix("fingerprint: ") }?.dropFirst(13)).description
         let wrongKey = try await Self.verify(out, ["--fingerprint", otherPrint])
@@ -111,7 +114,8 @@ extension MediaScene {
         // The killed recorder: no signed manifest, its track files proven to the last checkpoint.
         let k = try await Self.verify(killedOut, ["--fingerprint", fingerprint])
         print("killed recording:\n\(k.out)")
-        #expect(k.status == 0 && k.out.contains("covered by: the checkpoints only"), "\(k.out)\n\(k.err)")
+        #expect(k.status == 75 && k.out.hasPrefix("UNFINISHED") && k.out.contains("covered by: the checkpoints only"), "a killed recording is unfinished, never 0: \(k.out)\n\(k.err)")
+        #expect(k.out.contains("recording (signed): id ") && k.out.contains("room \(killedRoom)"), "the identity from the checkpoints: \(k.out)")
         #expect(k.out.components(separatedBy: "proven: ").count - 1 == killedFiles.count, "\(killedFiles)\n\(k.out)")
         let kpy = try await ChildProcess.run("/usr/bin/python3", [Self.script, killedOut.path])
         #expect(kpy.status == 0, "\(kpy.outText)")
@@ -179,7 +183,7 @@ extension MediaScene {
         #expect(names.contains { $0.hasSuffix("-8.mkv") }, "Lea's tracks were merged: \(names)")
         let r = try await Self.verify(out)
         print("killed after a merge:\n\(r.out)")
-        #expect(r.status == 0 && r.out.contains("-8.mkv bytes") && r.out.contains("-9.video.mkv bytes"), "\(r.out)")
+        #expect(r.status == 75 && r.out.contains("-8.mkv bytes") && r.out.contains("-9.video.mkv bytes"), "\(r.out)")
     }
 }
 }

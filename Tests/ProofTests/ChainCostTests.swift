@@ -4,7 +4,7 @@ import Testing
 
 /// What checkpoints cost (docs/performance.md): hashing throughput, and one checkpoint of many
 /// tracks that each gained 5 s of media.
-@Suite struct ChainCostTests {
+@Suite(.serialized) struct ChainCostTests {
     @Test("cost: 64 MiB hashed in one checkpoint; 100 tracks × 5 s of A/V (~60 KB each) per checkpoint")
     func cost() async throws {
         let dir = try ChainTests.folder()
@@ -12,7 +12,7 @@ import Testing
         let key = SigningKey.generate(.p256)
         let big = dir.appendingPathComponent("big.opus")
         try Data(repeating: 0x5a, count: 64 << 20).write(to: big)
-        let chain = ProofChain(directory: dir, key: key)
+        let chain = ProofChain(directory: dir, key: key, identity: ChainTests.identity)
         let clock = ContinuousClock()
         let once = try await clock.measure { try await chain.checkpoint(files: ["big.opus"], counters: .null) }
         let mbps = 64 / (Double(once.components.attoseconds) / 1e18 + Double(once.components.seconds))

@@ -11,6 +11,9 @@ import Testing
         return url
     }
 
+    /// The recording the test chains name.
+    static let identity = RecordingIdentity(id: "rec-test", room: 1234, janus: "ws://127.0.0.1:8188", started: "2026-11-25T22:00:00.000Z", job: nil)
+
     static func append(_ bytes: [UInt8], to url: URL) throws {
         if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
         let h = try FileHandle(forWritingTo: url)
@@ -28,7 +31,7 @@ import Testing
     /// The same, and the writer (which keeps its trackers).
     static func chainWriter(_ kind: SigningKey.Kind = .p256) async throws -> (URL, SigningKey, ProofChain) {
         let dir = try folder(), key = SigningKey.generate(kind)
-        let chain = ProofChain(directory: dir, key: key)
+        let chain = ProofChain(directory: dir, key: key, identity: identity)
         let ogg = dir.appendingPathComponent("1-a.opus"), mkv = dir.appendingPathComponent("2-b.mkv")
         let open: [UInt8] = [0x1F, 0x43, 0xB6, 0x75, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
         try append([0x1A, 0x45, 0xDF, 0xA3], to: mkv)  // EBML: only Matroska files are searched for open clusters
@@ -44,8 +47,9 @@ import Testing
     func killedChainVerifies(_ kind: SigningKey.Kind) async throws {
         let (dir, key) = try await Self.chain(kind)
         let r = Verifier(directory: dir, expected: .fingerprint(key.publicKey.fingerprint)).run()
-        #expect(r.ok, "\(r.text)")
-        #expect(r.coveredBy == "checkpoints" && r.checkpoints == 3)
+        #expect(r.verdict == .unfinished && r.problemCount == 0 && r.verdict.exitCode == 75, "a killed recording is unfinished, never OK: \(r.text)")
+        #expect(r.coveredBy == "checkpoints" && r.checkpoints == 3 && r.identity == Self.identity)
+        #expect(r.unproven == 312 && r.text.contains("312 of 5440 bytes unproven"), "the open cluster is the unproven tail: \(r.text)")
         #expect(r.reach.map(\.file) == ["1-a.opus", "2-b.mkv"])
         #expect(r.reach.map(\.proven) == [3000, 4 + 2 * 812 + 500], "the open cluster of the last round is not covered: \(r.reach)")
     }
@@ -59,9 +63,9 @@ import Testing
         for i in [504, 1316, 2128] { data[i + 4] = 0x01; data[i + 5] = 0 }  // every cluster closed
         data.append(contentsOf: [UInt8](repeating: 0xC5, count: 100))  // the cues
         try data.write(to: mkv)
-        try await chain.checkpoint(files: ["2-b.mkv"], counters: .null)
+        try await chain.checkpoint(files: ["1-a.opus", "2-b.mkv"], counters: .null)
         let r = Verifier(directory: dir).run()
-        #expect(r.ok && r.reach.first?.proven == data.count, "\(r.text)")
+        #expect(r.verdict == .unfinished && r.problemCount == 0 && r.reach.last?.proven == data.count, "\(r.text)")
     }
 
     @Test("a checkpoint removed from the middle is named")
@@ -123,12 +127,18 @@ import Testing
     @Test("a second process numbers on from the last checkpoint and names it; verify sees one chain")
     func resumedChainContinues() async throws {
         let (dir, key) = try await ChainTests.chain()
-        let again = ProofChain(directory: dir, key: key)
+        let again = ProofChain(directory: dir, key: key, identity: RecordingIdentity(id: "other", room: 1, janus: "ws://x", started: Date()))
+        #expect(again.identity == ChainTests.identity, "a chain continued names the recording its lines name")
         #expect(again.end.count == 3)
         try ChainTests.append([1, 2, 3], to: dir.appendingPathComponent("3-c.opus"))
         #expect(try await again.checkpoint(files: ["3-c.opus"], counters: .null) == 4)
         let r = Verifier(directory: dir).run()
-        #expect(r.ok && r.checkpoints == 4 && r.reach.map(\.file) == ["3-c.opus"], "\(r.text)")
-        #expect(r.extraFiles == ["1-a.opus", "2-b.mkv"], "files the last checkpoint does not name are reported")
+        #expect(r.verdict == .failed && r.checkpoints == 4 && r.reach.map(\.file) == ["3-c.opus"], "\(r.text)")
+        #expect(Set(r.problems.compactMap(\.file)) == ["1-a.opus", "2-b.mkv"], "files the last checkpoint does not name fail: \(r.text)")
+        #expect(Verifier(directory: dir, allowExtra: true).run().extraFiles == ["1-a.opus", "2-b.mkv"], "or are listed with --allow-extra")
+        // As the recorder resumes: every earlier file named again.
+        try await again.checkpoint(files: ["1-a.opus", "2-b.mkv", "3-c.opus"], counters: .null)
+        let whole = Verifier(directory: dir).run()
+        #expect(whole.verdict == .unfinished && whole.problemCount == 0 && whole.checkpoints == 5, "\(whole.text)")
     }
 }

@@ -51,7 +51,7 @@ import Testing
         try text.replacingOccurrences(of: "\"SIG\"", with: "\"\(signature)\"").write(to: url, atomically: true, encoding: .utf8)
         // A chain too, of this key.
         try ChainTests.append([1, 2, 3], to: dir.appendingPathComponent("7-z.opus"))
-        let chain = ProofChain(directory: dir, key: key)
+        let chain = ProofChain(directory: dir, key: key, identity: ChainTests.identity)
         for _ in 0..<3 { try await chain.checkpoint(files: ["7-z.opus"], counters: .object(["name": .string("Zoë\n😀")])) }
         let (status, out) = try await Self.python(dir)
         #expect(status == 0 && out.contains("manifest signed by \(key.publicKey.fingerprint)") && out.contains("checkpoints: 3"), "\(out)")

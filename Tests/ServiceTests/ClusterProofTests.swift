@@ -49,7 +49,9 @@ extension MediaScene.ClusterTests {
 
             let both = try await SfubotProcess.run(["verify", out.path, diskB.path])
             print("cluster: verify of both owners' folders:\n\(both.out)")
-            #expect(both.status == 0, "\(both.out)\n\(both.err)")
+            // Finished, but the dead owner's folder goes on past its last checkpoint (a Matroska
+            // cluster still open, the last seconds): those bytes are unproven, so not 0.
+            #expect(both.status == 75 && both.out.contains("finished, but an earlier owner's folder goes on"), "\(both.out)\n\(both.err)")
             #expect(both.out.contains("folders: rec, rec-b, one chain") && both.out.contains("covered by: the signed final manifest"), "\(both.out)")
             #expect(both.out.contains("failover: ") && both.out.contains("took over (failover) from a after checkpoint"), "\(both.out)")
             #expect(both.out.contains("proven: rec/"), "A's folder proven up to its own last checkpoint: \(both.out)")

@@ -212,7 +212,8 @@ extension MediaScene.ClusterTests {
             #expect(onA.coveredSeconds > 2 && onB.coveredSeconds > 2, "each folder holds its part of the tone")
             #expect(hole <= 5.0, "target: at most 5 s missing after a SIGKILL of the owner")
             let verified = try await SfubotProcess.run(["verify", bucket.appendingPathComponent("part-1").path, bucket.path])
-            #expect(verified.status == 0 && verified.out.contains("took over (failover) from a"), "\(verified.out)\n\(verified.err)")
+            // The dead owner's unproven tail (after its last checkpoint) makes it 75, not 0.
+            #expect(verified.status == 75 && verified.out.contains("took over (failover) from a"), "\(verified.out)\n\(verified.err)")
         } catch {
             if refused { try? await Faults.allowTCP(port: 18599) }
             await pair.stop()

@@ -25,6 +25,11 @@ public struct Recorder: Sendable {
     public var resume = false
     /// Signs checkpoints (`proof.jsonl`) and the final manifest's `proof`; nil: nothing is signed.
     public var signingKey: SigningKey? = nil
+    /// The recording every checkpoint names (serve: from its job, the same on every instance);
+    /// nil: a new id, this room and Janus, now. A chain continued keeps the one it names.
+    public var identity: RecordingIdentity? = nil
+    /// The serve instance recording, signed in each checkpoint; nil for `record`.
+    public var instance: String? = nil
     /// Taken over from another instance: the first checkpoint links to its last published one.
     public var takeover: ChainTakeover? = nil
     /// The chain's newest checkpoint, for whoever publishes it (serve's lease renewal).
@@ -61,7 +66,10 @@ public struct Recorder: Sendable {
         let mixes = earlier == nil ? [] : self.mix.map { Self.taken($0) } ?? []
         try prepareOutputs(mixFile: mixFile)
         let room = RoomRecording(config: config, folder: folder, mix: mixFile, status: status, pauses: pauses)
-        if let signingKey { await room.sign(with: signingKey, takeover: takeover, head: chainHead) }
+        if let signingKey {
+            let identity = self.identity ?? RecordingIdentity(id: UUID().uuidString.lowercased(), room: config.room, janus: config.janusURL, started: Date())
+            await room.sign(with: signingKey, identity: identity, instance: instance, takeover: takeover, head: chainHead)
+        }
         if let earlier {
             await room.resume(from: earlier, awaySince: Self.lastWrite(in: folder.access) ?? Date(), mixesOnDisk: mixes)
         }

@@ -113,6 +113,9 @@ public struct RecordingManifest: Codable, Sendable {
     /// connected. Janus may have sent a dropped packet again when asked (NACK); if not, its
     /// frame is missing from a file.
     public var receiveDrops: Int? = nil
+    /// With a signing key: the recording's id, as every checkpoint signs it (`proof.jsonl`). Not
+    /// signed here until the end, but `verify` fails a folder whose checkpoints name another.
+    public var recording: String? = nil
 
     /// Whether anything the recorder should have written is missing: each loss is in `errors`.
     public var lostSomething: Bool { !errors.isEmpty }

@@ -2,6 +2,7 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
+import Proof
 
 /// The manifest, written every second and at the end, and the end itself: every file finished
 /// (`Finishing`), merged, read back (`RecordingCheck`), the room left.
@@ -18,6 +19,7 @@ extension RoomRecording {
             errors: branches.errors, gaps: gaps, pauses: pauses.all, reconnection: counters,
             participants: RecordingManifest.participants(of: feeds, recorderGaps: gaps))
         m.candidatePair = candidatePair
+        m.recording = proof?.chain.identity.id
         m.frameFormat = config.protection.formatName
         m.receiveDrops = receiveDrops.read ? receiveDrops.earlier + receiveDrops.current : nil
         return m

@@ -1,10 +1,14 @@
 public import Foundation
+public import Proof
 
 /// manifest.json's `proof`: what the recorder's signing key signs of a finished recording.
 /// The signature covers the whole manifest (this section included, `signature` removed) in
 /// RFC 8785 canonical form: docs/proof.md.
 public struct ManifestProof: Codable, Sendable {
-    public var version = 1
+    /// 2: `recording` is signed here and in every checkpoint, the last of which is `final`.
+    public var version = RecordingIdentity.format
+    /// The recording the checkpoints name (nil for `mjr decrypt`, which has none).
+    public var recording: RecordingIdentity? = nil
     /// `ecdsa-p256-sha256` or `ed25519`.
     public var algorithm: String
     /// SubjectPublicKeyInfo DER, base64.
@@ -58,6 +62,6 @@ public struct ManifestProof: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case version, algorithm, publicKey = "public_key", fingerprint, signedAt = "signed_at", files, participants
-        case keyEpochs = "key_epochs", gaps, chain, signature, inputs
+        case keyEpochs = "key_epochs", gaps, chain, signature, inputs, recording
     }
 }

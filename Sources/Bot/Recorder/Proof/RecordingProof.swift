@@ -18,11 +18,17 @@ public final class RecordingProof: Sendable {
     /// Seconds between checkpoints.
     public static let interval = 5
 
-    init(key: SigningKey, folder: RecordingFolder, takeover: ChainTakeover?, head: ChainHead?, locate: @escaping @Sendable (String) -> URL) {
+    init(key: SigningKey, folder: RecordingFolder, identity: RecordingIdentity, instance: String?, takeover: ChainTakeover?, head: ChainHead?,
+         locate: @escaping @Sendable (String) -> URL) {
         self.key = key
         self.folder = folder
         self.locate = locate
-        chain = ProofChain(directory: folder.access, key: key, takeover: takeover, head: head, locate: locate)
+        chain = ProofChain(directory: folder.access, key: key, identity: identity, instance: instance, takeover: takeover, head: head, locate: locate)
+    }
+
+    /// Every file of the recording: tracks, the mix, and the mixes of earlier runs (a resume).
+    func files(_ m: RecordingManifest) -> [String] {
+        m.feeds.map(\.file) + ([m.mix].compactMap { $0 } + m.earlierMixes).map(name)
     }
 
     /// Names as the proof gives them: relative to the folder if inside it, else the path.
@@ -31,9 +37,9 @@ public final class RecordingProof: Sendable {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
-    /// One checkpoint of every file `live` lists, with its counters.
-    func checkpoint(_ live: RecordingManifest, log: Logger) async {
-        let files = live.feeds.map(\.file) + [live.mix].compactMap { $0 }.map(name)
+    /// One checkpoint of every file `live` lists, with its counters; `final` once it is finished.
+    func checkpoint(_ live: RecordingManifest, log: Logger, final: Bool = false) async {
+        let files = self.files(live)
         let feeds: [JSONValue] = live.feeds.map { f in
             .object([
                 "feed_id": .number(Double(f.feedID)), "display": .string(f.display), "kind": .string(f.kind),
@@ -43,7 +49,7 @@ public final class RecordingProof: Sendable {
         }
         let counters = JSONValue.object(["feeds": .array(feeds), "gaps": .number(Double(live.gaps.count))])
         do {
-            try await chain.checkpoint(files: files, counters: counters)
+            try await chain.checkpoint(files: files, counters: counters, final: final)
             if complained.exchange(false, ordering: .relaxed) { log.notice("checkpoints are written to proof.jsonl again") }
         } catch {
             // Once until one is written again (a full disk would say it every 5 s).
@@ -52,12 +58,13 @@ public final class RecordingProof: Sendable {
     }
 
     /// `final` with its signed proof: every file hashed as it is now (after the read-back).
+    /// First the last checkpoint, marked `final`: a chain that says the recording finished
+    /// without its signed manifest beside it was downgraded (docs/proof.md). It also carries a
+    /// takeover not yet named (a run that ends before its first checkpoint).
     func seal(_ final: RecordingManifest, log: Logger) async -> RecordingManifest {
-        // A run that took the recording over and ends before its first checkpoint still writes
-        // the takeover line: else its manifest would name a checkpoint only another folder holds.
-        if chain.takeoverPending { await checkpoint(final, log: log) }
+        await checkpoint(final, log: log, final: true)
         var m = final
-        let names = m.feeds.map(\.file) + [m.mix].compactMap { $0 }.map(name)
+        let names = files(m)
         let (directory, locate) = (folder.access, self.locate)
         let cost = chain.cost
         let files: [ManifestProof.File] = await OffPool.run { cost.measure {
@@ -73,6 +80,7 @@ public final class RecordingProof: Sendable {
             algorithm: key.publicKey.algorithm, publicKey: key.publicKey.der.base64EncodedString(), fingerprint: key.publicKey.fingerprint,
             signedAt: Date(), files: files, participants: Self.participants(m), keyEpochs: Self.epochs(m), gaps: m.gaps,
             chain: end.last.map { .init(checkpoints: end.count, last: $0) }, signature: nil)
+        m.proof?.recording = chain.identity
         do {
             let value = try JSONValue.parse(Self.encoder.encode(m)).removing("signature", at: ["proof"])
             m.proof?.signature = try key.sign(Canonical.bytes(value)).base64EncodedString()

@@ -2,9 +2,10 @@ import Proof
 
 extension RoomRecording {
     /// Signs checkpoints and the final manifest with `key` (before `start`).
-    func sign(with key: SigningKey, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
+    /// `identity` is the recording the checkpoints name, `instance` the serve instance writing.
+    func sign(with key: SigningKey, identity: RecordingIdentity, instance: String? = nil, takeover: ChainTakeover? = nil, head: ChainHead? = nil) {
         let (folder, mix) = (self.folder, mixFile)
-        proof = RecordingProof(key: key, folder: folder, takeover: takeover, head: head,
+        proof = RecordingProof(key: key, folder: folder, identity: identity, instance: instance, takeover: takeover, head: head,
                                locate: { Self.access(ofShown: $0, folder: folder, mix: mix) })
     }
 
