@@ -173,6 +173,9 @@ public final class SealingIndex: Sendable {
 final class KeyWait: Sendable {
     private let limit: Duration
     private let episode = Locked<(index: UInt64, deadline: Date)?>(nil)
+    /// Whether an episode is open: read on every frame that opens, so the lock is taken only
+    /// after a key was missing, never per frame.
+    private let open = Atomic<Bool>(false)
 
     init(limit: Duration) { self.limit = limit }
 
@@ -185,10 +188,13 @@ final class KeyWait: Sendable {
             e = (index, d)
             return d
         }
+        open.store(true, ordering: .relaxed)
         return deadline > now ? deadline : nil
     }
 
     func clear() {
-        episode.withLock { if $0 != nil { $0 = nil } }
+        guard open.load(ordering: .relaxed) else { return }
+        open.store(false, ordering: .relaxed)
+        episode.withLock { $0 = nil }
     }
 }
