@@ -33,7 +33,8 @@ extension MediaScene {
         // Refusals first: none of them touches the job.
         let keys = "/v1/recordings/\(id)/keys"
         let malformed = try await serve.request("POST", keys, body: Data(#"{"participant": "5", "index": 0, "key": "abc"}"#.utf8))
-        #expect(malformed.status == 400 && malformed.text.contains("\"key\""), "\(malformed.text)")
+        let why = try malformed.json()["error"] as? String ?? ""
+        #expect(malformed.status == 400 && why.hasPrefix("\"key\" is key material"), "\(malformed.text)")
         #expect(try await serve.request("POST", keys, json: ["index": 0, "key": hex], auth: false).status == 401)
         #expect(try await serve.request("POST", "/v1/recordings/rec-nope/keys", json: ["index": 0, "key": hex]).status == 404)
         #expect(try await serve.request("POST", "/v1/playbacks/\(id)/keys", json: ["index": 0, "key": hex]).status == 404, "a recording is not a playback")
@@ -96,6 +97,56 @@ extension MediaScene {
                 #expect(!String(decoding: data, as: UTF8.self).contains(hex), "\(file.path) holds the key")
             }
         }
+    }
+
+    @Test("a framecryptor playback seals with its request's key at index 1; a recording given that key in its request opens every frame, one with another salt opens none and says why")
+    func playbackAndRecordingKeysInTheRequest() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("serve-fc-play")
+        let tone = try await Audio.tone(660, seconds: 3, in: dir)
+        let hex = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let serve = try await ServeProcess.start(port: 18562, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        func format(_ salt: String) -> [String: Any] { ["frame": "framecryptor", "ratchetSalt": salt, "keyIndex": 1] }
+        let keys: [[String: Any]] = [["participant": "7", "index": 1, "key": hex]]
+        var recordings: [(id: String, out: URL)] = []
+        for (name, salt) in [("right", Self.salt), ("wrong", "another salt")] {
+            let out = dir.appendingPathComponent(name)
+            let rec = try await serve.request("POST", "/v1/recordings", json: ["room": room, "out": out.path, "format": format(salt), "keys": keys])
+            #expect(rec.status == 201 && !rec.text.contains(hex), "\(rec.text)")
+            recordings.append((try #require(try rec.json()["id"] as? String), out))
+        }
+        for r in recordings { _ = try await serve.waitFor("/v1/recordings/\(r.id)") { $0["state"] as? String == "running" } }
+        let play = try await serve.request("POST", "/v1/playbacks", json: [
+            "room": room, "file": tone.path, "loop": true, "display": "7:Tone", "format": format(Self.salt), "keys": keys,
+        ])
+        #expect(play.status == 201 && !play.text.contains(hex), "\(play.text)")
+        let playID = try #require(try play.json()["id"] as? String)
+
+        let right = try await serve.waitFor("/v1/recordings/\(recordings[0].id)") { s in
+            ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesOpened"] as? Int ?? 0) > 200 }
+        }
+        let wrong = try await serve.waitFor("/v1/recordings/\(recordings[1].id)") { s in
+            ((s["feeds"] as? [[String: Any]]) ?? []).contains { ($0["framesReceived"] as? Int ?? 0) > 200 }
+        }
+        let playing = try await serve.request("GET", "/v1/playbacks/\(playID)").json()
+        #expect(((playing["frames"] as? [String: Any])?["audioSealed"] as? Int ?? 0) > 200 && playing["frameFormat"] as? String == "framecryptor", "\(playing)")
+        let good = try #require((right["feeds"] as? [[String: Any]])?.first { $0["kind"] as? String == "audio" }, "\(right)")
+        let bad = try #require((wrong["feeds"] as? [[String: Any]])?.first { $0["kind"] as? String == "audio" }, "\(wrong)")
+        print("serve framecryptor playback: right salt \(good["framesOpened"] ?? 0)/\(good["framesReceived"] ?? 0), wrong salt dropped \(bad["dropped"] ?? [:])")
+        #expect(good["framesDropped"] as? Int == 0, "\(good)")
+        #expect(bad["framesOpened"] as? Int == 0 && (bad["dropped"] as? [String: Int])?["no_key_opens"] == bad["framesReceived"] as? Int, "\(bad)")
+
+        #expect(try await serve.request("DELETE", "/v1/playbacks/\(playID)").status == 200)
+        for r in recordings { #expect(try await serve.request("DELETE", "/v1/recordings/\(r.id)").status == 200) }
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: recordings[0].out.appendingPathComponent("manifest.json"))) as? [String: Any] ?? [:]
+        let feed = try #require((manifest["feeds"] as? [[String: Any]])?.first, "\(manifest)")
+        #expect(manifest["frame_format"] as? String == "framecryptor", "\(manifest.keys.sorted())")
+        #expect((feed["opened_by_key_index"] as? [String: Int]).map { Array($0.keys) } == ["1"], "sealed at format.keyIndex 1: \(feed)")
+        let samples = try await Audio.decode(recordings[0].out.appendingPathComponent(try #require(feed["file"] as? String)))
+        #expect(Audio.dominantFrequency(samples).map { abs($0 - 660) < 13 } == true)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
 }
 }
