@@ -5,8 +5,9 @@ import Janus
 /// A job's `format` and `keys`: the CLI's `--frame-format …` options and `--key-map`, checked
 /// by the same `FrameFormatSettings` the CLI uses, each refusal naming `format.<field>` or `keys[i]`.
 extension Fields {
-    /// The most per-participant keys a request gives (a body is at most 64 KiB anyway).
-    static let maxKeys = 1024
+    /// The most per-participant keys a request gives: each is derived before the job starts
+    /// (FrameCryptor: a PBKDF2 of 100 000 rounds, tens of milliseconds).
+    static let maxKeys = 256
 
     /// The format as given (nil: none given, ECall's) and as checked.
     func format() throws(RequestProblem) -> (FrameFormatSettings?, FrameFormatChoice) {

@@ -110,4 +110,18 @@ import Testing
                                    "keys": [["participant": "alice", "index": 2, "key": Self.material]]], .playback)
         #expect(spec.keys?.first?.index == 2 && spec.format?.keyIndex == 2 && spec.display == "alice:Alice")
     }
+
+    @Test("docs/openapi.json's FrameFormat has exactly the fields a format takes, and the suites SFrame has")
+    func documentNamesEveryField() throws {
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
+        let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let format = try #require((schemas["FrameFormat"] as? [String: Any])?["properties"] as? [String: Any])
+        #expect(Set(format.keys) == Set(FrameFormatSettings.Field.allCases.map(\.rawValue)))
+        let suites = try #require((format["sframeSuite"] as? [String: Any])?["enum"] as? [String])
+        #expect(Set(suites) == Set(SFrameSuite.allCases.map(\.name)))
+        for request in ["RecordingRequest", "PlaybackRequest"] {
+            let r = try #require(schemas[request] as? [String: Any])
+            #expect((r["properties"] as? [String: Any])?["format"] != nil && (r["required"] as? [String])?.contains("key") == false, "\(request)")
+        }
+    }
 }
