@@ -148,5 +148,38 @@ extension MediaScene {
         serve.process.signal(SIGTERM)
         #expect(await serve.process.exit(within: .seconds(30)) == 0)
     }
+
+    @Test("a framecryptor job taken up again after a crash has its request's keys and not the ones handed in: the state folder never held those")
+    func resumedJobHasOnlyItsRequestsKeys() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("serve-fc-resume")
+        let requested = String(repeating: "1e", count: 20), handed = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        var serve = try await ServeProcess.start(port: 18565, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        let rec = try await serve.request("POST", "/v1/recordings", json: [
+            "room": room, "out": dir.appendingPathComponent("rec").path, "format": ["frame": "framecryptor", "ratchetSalt": Self.salt],
+            "keys": [["participant": "1", "index": 0, "key": requested]],
+        ])
+        let id = try #require(try rec.json()["id"] as? String, "\(rec.text)")
+        _ = try await serve.waitFor("/v1/recordings/\(id)") { $0["state"] as? String == "running" }
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/keys", json: ["participant": "2", "index": 0, "key": handed]).status == 204)
+        // A ratchet needs the key to be held: a probe of what the job's store holds, no media needed.
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/keys", json: ["participant": "2", "index": 0, "ratchet": true]).status == 204)
+        let saved = try String(contentsOf: serve.stateDir.appendingPathComponent("jobs/\(id).json"), encoding: .utf8)
+        #expect(saved.contains(requested) && !saved.contains(handed), "the request's keys are kept with the job, the handed-in one is not")
+
+        serve.process.signal(SIGKILL)
+        _ = await serve.process.exit(within: .seconds(10))
+        serve = try await ServeProcess.start(port: 18565, in: dir, stateDir: serve.stateDir, token: serve.token)
+        let resumed = try await serve.waitFor("/v1/recordings/\(id)") { $0["state"] as? String == "running" && $0["resumes"] as? Int == 1 }
+        #expect(resumed["frameFormat"] as? String == "framecryptor", "\(resumed)")
+        let lost = try await serve.request("POST", "/v1/recordings/\(id)/keys", json: ["participant": "2", "index": 0, "ratchet": true])
+        #expect(lost.status == 409 && lost.text.contains("holds no key of participant 2"), "\(lost.text)")
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/keys", json: ["participant": "1", "index": 0, "ratchet": true]).status == 204)
+        #expect(try await serve.request("POST", "/v1/recordings/\(id)/keys", json: ["participant": "2", "index": 0, "key": handed]).status == 204)
+        #expect(try await serve.request("DELETE", "/v1/recordings/\(id)").status == 200)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.exit(within: .seconds(30)) == 0)
+    }
 }
 }
