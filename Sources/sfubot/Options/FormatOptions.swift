@@ -87,12 +87,12 @@ struct FormatOptions: ParsableArguments {
     }
 
     func frameCryptor() throws -> FrameCryptorFormat {
-        guard let options = try choice().frameCryptor else { throw ValidationError("--frame-format framecryptor has no options here") }
+        guard let options = try choice().frameCryptor else { throw ValidationError("--frame-format is \(frameFormat.rawValue), not framecryptor") }
         return FrameCryptorFormat(options: options)
     }
 
     func sframe() throws -> SFrameFormat {
-        guard let suite = try choice().sframeSuite else { throw ValidationError("--frame-format sframe has no suite here") }
+        guard let suite = try choice().sframeSuite else { throw ValidationError("--frame-format is \(frameFormat.rawValue), not sframe") }
         return SFrameFormat(suite: suite)
     }
 }
