@@ -121,5 +121,35 @@ extension MediaScene {
                 await session.close()
             }
         }
+
+        /// Issue 44: `--api-secret` is in every user's `ps`; a 0600 file or the environment is not.
+        @Test("the API secret from a 0600 file or SFUBOT_JANUS_API_SECRET reaches Janus; a file others can read is refused")
+        func apiSecretFromFileOrEnvironment() async throws {
+            let dir = try Scene.tempDirectory("secret-file")
+            try await OwnJanus.with(port: 8191, in: dir, apiSecret: "s3cret-for-test") { janus in
+                let file = dir.appendingPathComponent("api-secret")
+                try Data("s3cret-for-test\n".utf8).write(to: file)
+                func create(_ extra: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Finished {
+                    var env = ProcessInfo.processInfo.environment
+                    env.removeValue(forKey: "SFUBOT_JANUS_API_SECRET")
+                    env.merge(environment) { $1 }
+                    return try await ChildProcess(SfubotProcess.binary, ["room", "create", "--janus", janus.url] + extra, environment: env).finished()
+                }
+                #expect(chmod(file.path, 0o644) == 0)
+                let readable = try await create(["--api-secret-file", file.path])
+                #expect(readable.status == 64 && readable.errText.contains("--api-secret-file"), "\(readable.status): \(readable.errText)")
+                #expect(!readable.errText.contains("s3cret"), "the secret is never shown")
+
+                #expect(chmod(file.path, 0o600) == 0)
+                let byFile = try await create(["--api-secret-file", file.path])
+                #expect(byFile.status == 0 && Int64(byFile.outText.trimmingCharacters(in: .whitespacesAndNewlines)) != nil, "\(byFile.status): \(byFile.errText)")
+                let byEnvironment = try await create([], environment: ["SFUBOT_JANUS_API_SECRET": "s3cret-for-test"])
+                #expect(byEnvironment.status == 0, "\(byEnvironment.status): \(byEnvironment.errText)")
+                let without = try await create([])
+                #expect(without.status != 0 && without.errText.contains("--api-secret"), "\(without.status): \(without.errText)")
+                let both = try await create(["--api-secret", "x", "--api-secret-file", file.path])
+                #expect(both.status == 64, "\(both.status): \(both.errText)")
+            }
+        }
     }
 }

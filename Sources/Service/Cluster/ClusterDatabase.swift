@@ -9,9 +9,7 @@ struct ClusterDatabase: Sendable {
     private let running: Task<Void, Never>
 
     static func open(_ options: ClusterOptions, logger: Logger) async throws(ServeError) -> ClusterDatabase {
-        var logger = logger
-        logger[metadataKey: "component"] = "cluster"
-        let log = logger
+        let log = logger.forPostgres
         let client = PostgresClient(configuration: try options.clientConfiguration(), backgroundLogger: log)
         let session = try options.connectionConfiguration()
         let running = Task { await client.run() }
@@ -29,4 +27,16 @@ struct ClusterDatabase: Sendable {
     }
 
     func close() { running.cancel() }
+}
+
+extension Logger {
+    /// The cluster's logger, never below debug: at trace (-vv) PostgresNIO logs every backend
+    /// message it receives, the session's cancel key (BackendKeyData) among them. The cluster
+    /// code logs nothing at trace of its own.
+    var forPostgres: Logger {
+        var logger = self
+        logger[metadataKey: "component"] = "cluster"
+        if logger.logLevel < .debug { logger.logLevel = .debug }
+        return logger
+    }
 }

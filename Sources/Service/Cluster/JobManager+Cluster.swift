@@ -16,7 +16,7 @@ extension JobManager {
     func runCluster(_ store: ClusterStore) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await ClusterLiveness.run(store.session, instance: store.instance, options: self.clusterOptions, log: self.log,
+                await ClusterLiveness.run(store.session, instance: store.instance, options: self.clusterOptions, log: self.log.forPostgres,
                                           up: { await self.sessionUp($0) }, lost: { await self.sessionLost($0, because: $1) })
             }
             group.addTask { await self.listen(store) }
