@@ -31,8 +31,7 @@ test-swift:
 	scripts/schemathesis-venv
 	scripts/s3-venv
 	@# The failures again at the end, where a CI log's tail shows them.
-	@set -o pipefail; SFUBOT_WITH_RABBITMQ=1 scripts/in-netns swift test --skip-build 2>&1 | tee .build/test.log \
-	  || { scripts/slowest-tests; echo "── what failed:"; grep -E "✘|recorded an issue" .build/test.log | tail -30; exit 1; }
+	scripts/test-lanes || { scripts/slowest-tests; echo "── what failed:"; grep -aE "✘|recorded an issue" .build/test.log | tail -40; exit 1; }
 
 # Chromium (libwebrtc, as ECall phones) against sfubot: shared frame vectors, Chromium subscribed
 # to `sfubot play --test-pattern`, and Chromium publishing to `sfubot record` with the key, another

@@ -297,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Bot", "Janus", "TestSupport", "ObjectStore",
+                "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

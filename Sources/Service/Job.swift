@@ -35,11 +35,15 @@ final class Job: Sendable {
     let chainHead: ChainHead?
     /// Pause and resume; nil for a job that ended before this process.
     let pause: JobPause?
+    /// The keys of a format whose frames name their key, where `POST …/keys` puts keys while
+    /// the job runs. Held in this process's memory only: never persisted, never shown.
+    let keys: (any IndexedKeying)?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
-         pause: JobPause? = nil, chainHead: ChainHead? = nil) {
+         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil) {
+        self.keys = keys
         self.chainHead = chainHead
         self.pause = pause
         self.id = id
@@ -92,4 +96,12 @@ final class Job: Sendable {
     func wait() async { await task.withLock({ $0 })?.value }
 
     var stopRequested: Bool { ending.withLock { $0.stopRequested } }
+}
+
+extension FrameProtection {
+    /// The key store of a format whose frames name their key; nil for ECall's or none.
+    var indexedKeys: (any IndexedKeying)? {
+        if case .indexed(let p) = self { return p.keys }
+        return nil
+    }
 }

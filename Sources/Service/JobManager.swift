@@ -225,7 +225,8 @@ actor JobManager: Service {
             recorder.identity = RecordingIdentity(id: id, room: spec.room, janus: botConfig.janusURL, started: created, job: id)
             recorder.instance = clusterOptions.instanceID
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
-            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead)
+            job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead,
+                      keys: protection.indexedKeys)
             let configured = recorder
             // Errors name the folders as the job gave them, never their /proc/self/fd paths.
             let show: @Sendable (String) -> String = { text in
@@ -243,7 +244,7 @@ actor JobManager: Service {
             if case .playback(let pauses) = pause { configured.pauses = pauses }
             let player = configured
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
-                      played: player.played, pause: pause)
+                      played: player.played, pause: pause, keys: protection.indexedKeys)
             let named = media.map { ($0.path, spec.file!) }  // errors name the file the job gave
             let show: @Sendable (String) -> String = { text in named.map { text.replacingOccurrences(of: $0.0, with: $0.1) } ?? text }
             job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in

@@ -21,15 +21,7 @@ struct JobPreparation: Sendable {
     /// `fresh`: a new job (its folder new or empty, its mix a new file); else a job taken up
     /// again after a restart, whose folder holds its earlier files.
     init(_ spec: JobSpec, paths: JobPaths, roots: Roots, fresh: Bool) throws(RequestProblem) {
-        switch spec.key {
-        case .none: protection = .none
-        case .hex(let hex):
-            do { protection = .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
-        case .file:
-            let fd = try RootFiles.openRegular(paths.keyFile ?? [], in: roots.media, field: "key.file")
-            defer { close(fd) }
-            protection = .e2ee(KeyRing(current: try KeyFile.read(fd: fd, shown: roots.media.canonical(paths.keyFile ?? []))))
-        }
+        protection = try Self.protection(spec, paths: paths, roots: roots)
         media = try paths.file.map { file throws(RequestProblem) in HeldFile(try RootFiles.openRegular(file, in: roots.media, field: "file")) }
         if let out = paths.out {
             let root = roots.output
@@ -45,6 +37,41 @@ struct JobPreparation: Sendable {
         } else {
             outputs = nil
             createdMix = nil
+        }
+    }
+
+    /// The job's keys: ECall's call key, or the store of a format whose frames name their key,
+    /// every key derived here (off the pool: PBKDF2 takes tens of milliseconds a key).
+    private static func protection(_ spec: JobSpec, paths: JobPaths, roots: Roots) throws(RequestProblem) -> FrameProtection {
+        let indexed = spec.frameFormat.namesItsKey
+        var shared: KeyMaterial?
+        switch spec.key {
+        case .none:
+            guard indexed else { return .none }
+        case .hex(let hex) where indexed:
+            do { shared = try KeyMaterial(hex: hex) } catch { throw .field("key.hex", "not key material: \(error)") }
+        case .hex(let hex):
+            do { return .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("key.hex", "not a call key: \(error)") }
+        case .file:
+            let fd = try RootFiles.openRegular(paths.keyFile ?? [], in: roots.media, field: "key.file")
+            defer { close(fd) }
+            let shown = roots.media.canonical(paths.keyFile ?? [])
+            guard indexed else { return .e2ee(KeyRing(current: try KeyFile.read(fd: fd, shown: shown))) }
+            shared = try KeyFile.material(fd: fd, shown: shown)
+        }
+        let choice: FrameFormatChoice
+        do { choice = try (spec.format ?? FrameFormatSettings()).checked(naming: { "format.\($0.rawValue)" }) } catch {
+            throw RequestProblem(status: 400, message: error.message)
+        }
+        var own: [String: [UInt64: KeyMaterial]] = [:]
+        for (i, k) in (spec.keys ?? []).enumerated() {
+            do { own[k.participant, default: [:]][k.index] = try KeyMaterial(hex: k.key) } catch { throw .field("keys[\(i)].key", "not key material: \(error)") }
+        }
+        // A playback seals as the participant its display names (PQSRTC: the track's owner).
+        let display = spec.display ?? "0:sfubot"
+        let sender = spec.kind == .playback ? KeyMap.participantID(display: display) ?? display : ""
+        do { return try choice.protection(shared: shared, own: own, sender: sender) } catch {
+            throw .field(spec.keys == nil ? "key" : "keys", "\(spec.frameFormat.rawValue) key refused: \(error)")
         }
     }
 

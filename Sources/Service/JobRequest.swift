@@ -1,3 +1,5 @@
+public import Bot
+public import FrameCrypto
 import Foundation
 import Janus
 
@@ -8,6 +10,9 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable, CaseIterable { case recording, playback }
 
     /// The call key: 64 hex characters, a key file on the service's machine, or explicitly none.
+    /// With a format whose frames name their key (`format.frame` framecryptor or sframe): key
+    /// material of any length, shared by every participant at index 0 (SFrame: at the KID), or
+    /// `none` when the request gave no key (keys come by `keys` or `POST …/keys`).
     public enum Key: Codable, Sendable, Equatable {
         case hex(String)
         case file(String)
@@ -50,6 +55,21 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var display: String?
     public var loop: Bool
     public var durationSeconds: Double?
+    /// The frame format and its options; nil: ECall's.
+    public var format: FrameFormatSettings? = nil
+    /// Each participant's own key material by index (framecryptor, sframe), as `--key-map`.
+    public var keys: [ParticipantKey]? = nil
+
+    /// One participant's key at one index, as a request gives it: `{"participant", "index", "key"}`.
+    public struct ParticipantKey: Codable, Sendable, Equatable {
+        public var participant: String
+        public var index: UInt64
+        /// Key material as hex.
+        public var key: String
+    }
+
+    /// The frame format this job's frames are in.
+    public var frameFormat: FrameFormatName { format?.frame ?? .ecall }
 }
 
 /// A request the service refuses, with the HTTP status and a message naming what is wrong.
@@ -75,14 +95,17 @@ extension JobSpec {
         guard case .object(let object) = parsed else { throw RequestProblem(status: 400, message: "the body must be a JSON object") }
         let fields = Fields(object)
         let allowed: Set<String> = kind == .recording
-            ? ["room", "janus", "key", "out", "mix", "durationSeconds", "display"]
-            : ["room", "janus", "key", "file", "display", "loop", "durationSeconds"]
+            ? ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
+            : ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
         if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
             throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
         }
+        let (format, choice) = try fields.format()
         var spec = JobSpec(
-            kind: kind, room: try fields.room(), janus: try fields.janusURL(), key: try fields.key(),
+            kind: kind, room: try fields.room(), janus: try fields.janusURL(), key: try fields.key(format: choice.name),
             loop: try fields.bool("loop") ?? false, durationSeconds: try fields.seconds("durationSeconds"))
+        spec.format = format
+        spec.keys = try fields.participantKeys(choice)
         spec.display = try fields.string("display")
         if let display = spec.display, display.isEmpty || display.utf8.count > 256 {
             throw .field("display", "give 1 to 256 bytes (ECall's \"<userId>:<Name>\")")
@@ -99,7 +122,7 @@ extension JobSpec {
 }
 
 /// Typed reads of a JSON object's fields, each failure naming its field.
-private struct Fields {
+struct Fields {
     let object: [String: JSON]
     init(_ object: [String: JSON]) { self.object = object }
 
@@ -156,19 +179,30 @@ private struct Fields {
         return s
     }
 
-    func key() throws(RequestProblem) -> JobSpec.Key {
+    func key(format: FrameFormatName) throws(RequestProblem) -> JobSpec.Key {
         let forms = "{\"hex\": \"…\"}, {\"file\": \"/path\"} or {\"none\": true}"
-        guard let value = object["key"] else { throw .field("key", "required: \(forms)") }
+        guard let value = object["key"] else {
+            // Keys by index may all come later (`keys`, `POST …/keys`).
+            if format.namesItsKey { return .none }
+            throw .field("key", "required: \(forms)")
+        }
         guard case .object(let k) = value, k.count == 1, let (name, inner) = k.first else { throw .field("key", "must be one of \(forms)") }
         switch (name, inner) {
+        case ("hex", .string(let hex)) where format.namesItsKey:
+            guard (try? KeyMaterial(hex: hex)) != nil else {
+                throw .field("key.hex", "key material is an even number of hex characters (1 to \(KeyMaterial.maxCount) bytes); got \(hex.utf8.count) characters")
+            }
+            return .hex(hex)
         case ("hex", .string(let hex)):
             guard hex.utf8.count == 64, hex.utf8.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
                 throw .field("key.hex", "a call key is 64 hex characters (32 bytes); got \(hex.utf8.count) characters\(hex.utf8.count == 64 ? " that are not all hex" : "")")
             }
             return .hex(hex)
-        case ("hex", _): throw .field("key.hex", "must be a string of 64 hex characters")
+        case ("hex", _): throw .field("key.hex", format.namesItsKey ? "must be a string of hex characters" : "must be a string of 64 hex characters")
         case ("file", .string(let path)) where !path.isEmpty && path.utf8.count <= JobSpec.maxFieldBytes && !path.utf8.contains(0): return .file(path)
         case ("file", _): throw .field("key.file", "must be a path below --media-root to a key file (32 raw bytes or 64 hex characters)")
+        case ("none", .bool(true)) where format.namesItsKey:
+            throw .field("key.none", "\(format.rawValue) frames are always encrypted: leave key out to hand every key in by keys or POST …/keys")
         case ("none", .bool(true)): return .none
         case ("none", _): throw .field("key.none", "must be true (media without ECall's frame encryption)")
         default: throw .field("key", "must be one of \(forms)")

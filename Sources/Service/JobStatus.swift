@@ -10,6 +10,8 @@ public struct JobStatus: Codable, Sendable {
     public var room: Int64
     public var janus: String?
     public var e2ee: Bool
+    /// The frame format (`ecall`, `framecryptor`, `sframe`); absent without encryption. Never a key.
+    public var frameFormat: String?
     public var out: String?
     public var mix: String?
     public var file: String?
@@ -107,7 +109,8 @@ public struct JobStatus: Codable, Sendable {
         state = job.state.rawValue
         room = spec.room
         janus = spec.janus
-        e2ee = spec.key != .none
+        e2ee = spec.key != .none || spec.frameFormat.namesItsKey
+        frameFormat = e2ee ? spec.frameFormat.rawValue : nil
         out = spec.out
         mix = spec.mix
         file = spec.file

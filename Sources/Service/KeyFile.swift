@@ -29,6 +29,16 @@ enum KeyFile {
         } catch { throw problem(shown) }
     }
 
+    /// Key material of a format whose frames name their key, in the regular file open at
+    /// `fd`: hex text if it reads as such, else its raw bytes (as the CLI's `--key-file`).
+    static func material(fd: Int32, shown: String) throws(RequestProblem) -> KeyMaterial {
+        guard let data = RootFiles.readRegular(fd: fd, maxBytes: maxBytes) else { throw problem(shown) }
+        if let m = try? KeyMaterial(hex: String(decoding: data, as: UTF8.self)) { return m }
+        do { return try KeyMaterial(Array(data)) } catch {
+            throw .field("key.file", "\(shown) holds \(data.count) bytes; key material is 1 to \(KeyMaterial.maxCount) bytes (or their hex)")
+        }
+    }
+
     private static func problem(_ shown: String) -> RequestProblem {
         .field("key.file", "\(shown) is not a readable key file (32 raw bytes or 64 hex characters)")
     }

@@ -70,6 +70,14 @@ struct ServiceRoutes: Sendable {
                     }
                 }
             }
+            // A key for a running job (JobManager+Keys): 204, nothing echoed back.
+            v1.post(RouterPath(stringLiteral: kind.rawValue + "s/:id/keys")) { request, context in
+                let id = context.parameters.get("id") ?? ""
+                do throws(RequestProblem) {
+                    try await jobs.handKey(id, kind: kind, try await Self.body(of: request, limit: config.maxBodyBytes))
+                    return Response(status: .noContent)
+                } catch { return Self.problem(error) }
+            }
             if kind == .recording {
                 v1.post("recordings/:id/uploads/abandon") { request, context in
                     let id = context.parameters.get("id") ?? ""

@@ -134,8 +134,9 @@ import TestSupport
         if p.isRunning { p.signal(SIGKILL) }
         let r = await p.finished()
         let text = r.errText
-        // The connect is cancelled, not waited out (the grace timer would end it after 15–30 s).
-        #expect(seconds < 10, "exited \(seconds) s after SIGTERM: \(text)")
+        // The connect is cancelled, not waited out (the grace timer would end it after 15–30 s);
+        // a loaded machine took 11.3 s to start and stop the process, so the bound is below 15.
+        #expect(seconds < 14, "exited \(seconds) s after SIGTERM: \(text)")
         #expect(r.status == 143 && text.contains("SIGTERM"), "\(r.status): \(text)")
     }
 }

@@ -62,10 +62,12 @@ extension MediaScene {
         let out = dir.appendingPathComponent("rec")
         let format = ["--frame-format", "framecryptor", "--ratchet-salt", "PQSRTCFrameEncryptionSalt"]
         let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-feed", fifo,
-                                           "--duration", "8", "--out", out.path] + format)
+                                           "--duration", "8", "--out", out.path, "--key-wait", "10"] + format)
         try await Task.sleep(for: .seconds(1))
         let player = Task { try await CLITests.run(["play", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
                                                     "--display", "5:Alice", tone.path] + format) }
+        // Frames before the key wait for it (--key-wait 10: on a loaded machine the player's
+        // first frames came more than the default 2 s before the key).
         try await Task.sleep(for: .seconds(1.5))
         // A writer on a thread of its own: opening a FIFO blocks until its reader is there.
         let line = #"{"participant": "5", "index": 0, "key": "\#(key)"}"# + "\n"

@@ -23,7 +23,8 @@ import Testing
         guard case .object(let paths)? = doc["paths"] else { Issue.record("no paths"); return }
         #expect(Set(paths.keys) == ["/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/recordings", "/v1/recordings/{id}",
                                     "/v1/recordings/{id}/pause", "/v1/recordings/{id}/resume", "/v1/recordings/{id}/uploads/abandon",
-                                    "/v1/playbacks", "/v1/playbacks/{id}", "/v1/playbacks/{id}/pause", "/v1/playbacks/{id}/resume"])
+                                    "/v1/recordings/{id}/keys", "/v1/playbacks", "/v1/playbacks/{id}", "/v1/playbacks/{id}/pause",
+                                    "/v1/playbacks/{id}/resume", "/v1/playbacks/{id}/keys"])
         #expect(doc["security"] == nil, "no global security: the open routes take no token")
         for (path, item) in paths {
             guard case .object(let operations) = item else { continue }

@@ -50,70 +50,49 @@ struct FormatOptions: ParsableArguments {
     @Option(help: "framecryptor, sframe: how long frames naming a key not handed in yet wait for it before they are dropped (counted missing_key).")
     var keyWait: Double = 2
 
-    func validate() throws {
-        try OptionCheck.count(ratchetWindow, "--ratchet-window", in: 0...64)
-        try OptionCheck.count(keyRingSize, "--key-ring-size", in: 1...256)
-        try OptionCheck.seconds(keyWait, "--key-wait", zeroAllowed: true)
-        switch frameFormat {
-        case .ecall:
-            let given = [ratchetSalt != nil, magicBytes != nil, keyFeed != nil].contains(true)
-            if given { throw ValidationError("--ratchet-salt, --magic-bytes and --key-feed are for --frame-format framecryptor or sframe") }
-        case .framecryptor:
-            guard ratchetSalt != nil else {
-                throw ValidationError("--frame-format framecryptor needs --ratchet-salt: the salt the clients derive keys with (LiveKit's default is LKFrameEncryptionKey)")
-            }
-            guard keyIndex < UInt64(keyRingSize) else { throw ValidationError("--key-index takes 0 to \(keyRingSize - 1) (--key-ring-size \(keyRingSize))") }
-        case .sframe:
-            guard SFrameSuite(name: sframeSuite) != nil else {
-                throw ValidationError("--sframe-suite \(sframeSuite) is not one of \(SFrameSuite.allCases.map(\.name).joined(separator: ", "))")
-            }
-        }
+    /// The options as the settings serve's jobs take too, checked by the same code.
+    var settings: FrameFormatSettings {
+        var s = FrameFormatSettings()
+        s.frame = frameFormat
+        s.ratchetSalt = ratchetSalt
+        s.magicBytes = magicBytes
+        s.ratchetWindow = ratchetWindow
+        s.keyRingSize = keyRingSize
+        s.sframeSuite = sframeSuite
+        s.sframeKid = sframeKid
+        s.keyIndex = keyIndex
+        s.keyWaitSeconds = keyWait
+        return s
     }
 
-    /// `text` as bytes: `hex:…` decoded, anything else its UTF-8.
-    static func bytes(_ text: String, option: String) throws -> [UInt8] {
-        guard text.hasPrefix("hex:") else { return Array(text.utf8) }
-        do { return try KeyMaterial(hex: String(text.dropFirst(4))).bytes } catch {
-            throw CLIFailure("\(option) \(text): after hex: give an even number of hex characters", code: .badKey)
+    /// The checked settings; a refusal is a usage error naming the option.
+    func choice() throws -> FrameFormatChoice {
+        do { return try settings.checked(naming: \.option) } catch { throw ValidationError(error.message) }
+    }
+
+    func validate() throws {
+        _ = try choice()
+        if frameFormat == .ecall, keyFeed != nil {
+            throw ValidationError("--key-feed is for --frame-format framecryptor or sframe: ECall's call key does not change while the call runs")
         }
     }
 
     /// The protection of a call in this format: its store filled with `shared` (at index 0, or
     /// the KID for SFrame) and `own` keys; this bot seals as `sender`.
     func protection(shared: KeyMaterial?, own: [String: [UInt64: KeyMaterial]], sender: String) throws -> FrameProtection {
-        switch frameFormat {
-        case .ecall:
-            preconditionFailure("ECall's keys are KeyOptions' own")
-        case .framecryptor:
-            return try fill(FrameKeyStore(format: try frameCryptor()), shared: shared, at: 0, own: own,
-                            sender: sender, sealing: keyIndex)
-        case .sframe:
-            return try fill(FrameKeyStore(format: sframe()), shared: shared, at: sframeKid, own: own,
-                            sender: sender, sealing: sframeKid)
+        let choice = try choice()
+        do { return try choice.protection(shared: shared, own: own, sender: sender) } catch {
+            throw CLIFailure("the \(frameFormat.rawValue) key: \(error)", code: .badKey)
         }
     }
 
     func frameCryptor() throws -> FrameCryptorFormat {
-        FrameCryptorFormat(options: FrameCryptorOptions(
-            ratchetSalt: try Self.bytes(ratchetSalt ?? "", option: "--ratchet-salt"),
-            magicBytes: try magicBytes.map { try Self.bytes($0, option: "--magic-bytes") } ?? [],
-            ratchetWindow: ratchetWindow, keyRingSize: keyRingSize))
+        guard let options = try choice().frameCryptor else { throw ValidationError("--frame-format is \(frameFormat.rawValue), not framecryptor") }
+        return FrameCryptorFormat(options: options)
     }
 
-    func sframe() -> SFrameFormat {
-        SFrameFormat(suite: SFrameSuite(name: sframeSuite)!)  // validated
-    }
-
-    private func fill<F: IndexedFormat>(_ store: FrameKeyStore<F>, shared: KeyMaterial?, at sharedIndex: UInt64,
-                                        own: [String: [UInt64: KeyMaterial]], sender: String, sealing: UInt64) throws -> FrameProtection {
-        do {
-            if let shared { try store.set(participant: nil, index: sharedIndex, material: shared) }
-            for (participant, keys) in own {
-                for (index, material) in keys { try store.set(participant: participant, index: index, material: material) }
-            }
-        } catch {
-            throw CLIFailure("the \(frameFormat.rawValue) key: \(error)", code: .badKey)
-        }
-        return .indexed(IndexedProtection(store: store, sender: sender, sealingIndex: sealing, keyWait: .seconds(keyWait)))
+    func sframe() throws -> SFrameFormat {
+        guard let suite = try choice().sframeSuite else { throw ValidationError("--frame-format is \(frameFormat.rawValue), not sframe") }
+        return SFrameFormat(suite: suite)
     }
 }
