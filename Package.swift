@@ -97,10 +97,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Coming back after a loss: the one backoff, the comeback state machine and the one loop
+        // that drives it on an injected Clock (Janus, Bot, ECallAgent, LoadTest, Spool use it).
+        .target(name: "Comeback", swiftSettings: strict),
         .target(
             name: "Janus",
             dependencies: [
-                "TextWebSocket", .product(name: "Logging", package: "swift-log"),
+                "Comeback", "TextWebSocket", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
@@ -144,7 +147,7 @@ let package = Package(
         .target(
             name: "Bot",
             dependencies: ["Locking",
-                "GStreamerKit", "FrameCrypto", "Janus", "Proof", "Mjr",
+                "GStreamerKit", "FrameCrypto", "Janus", "Comeback", "Proof", "Mjr",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 // HMAC-SHA1 for coturn's REST API TURN credentials (ICE/TURNSharedSecret).
@@ -160,14 +163,14 @@ let package = Package(
         // `sfubot agent`: the bot as a full ECall participant.
         .target(
             name: "ECallAgent",
-            dependencies: ["Locking", "Bot", "ECall", "FrameCrypto", "Janus", "Proof", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Locking", "Bot", "ECall", "FrameCrypto", "Janus", "Comeback", "Proof", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // `sfubot load`: many encrypted bots in one process sharing one encoder, measured.
         .target(
             name: "LoadTest",
             dependencies: ["Locking",
-                "Bot", "GStreamerKit", "FastPath", "FrameCrypto", "Janus",
+                "Bot", "GStreamerKit", "FastPath", "FrameCrypto", "Janus", "Comeback",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -186,7 +189,7 @@ let package = Package(
             swiftSettings: strict),
         // Durable work kept in a directory (one JSON file per entry, written atomically) and the
         // retry schedule: the upload queue and the webhook outbox survive restarts through it.
-        .target(name: "Spool", dependencies: ["Locking", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "Spool", dependencies: ["Locking", "Comeback", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // S3-compatible object storage: our own SigV4 signer (no AWS SDK), PUT and multipart
         // uploads verified against the store's checksums, and the durable upload queue.
         .target(
@@ -258,7 +261,9 @@ let package = Package(
         .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),
         // The .mjr reader and frame recovery on files written in the test (no Janus, no pipeline).
         .testTarget(name: "MjrTests", dependencies: ["Mjr", "FrameCrypto"], swiftSettings: strict),
-        .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Telemetry"], swiftSettings: strict),
+        .testTarget(name: "JanusTests", dependencies: ["Locking", "Janus", "JanusTesting", "Comeback", "Telemetry"], swiftSettings: strict),
+        // The backoff, the comeback machine and its driver on a manual clock (no sleeping).
+        .testTarget(name: "ComebackTests", dependencies: ["Comeback", "JanusTesting"], swiftSettings: strict),
         // GStreamerKit on its own (no Janus, no network); reads refcounts through the shims.
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims"], swiftSettings: strict),
         // FastPath on its own: the SRTP guard, the C parsers, the payload consumer.
@@ -314,7 +319,7 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: ["Locking", 
-                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "Janus", "Proof", "TestSupport",
+                "ECallAgent", "Bot", "ECall", "ECallStandIn", "FrameCrypto", "GStreamerKit", "Janus", "Comeback", "Proof", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

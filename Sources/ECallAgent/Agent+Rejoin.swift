@@ -1,7 +1,7 @@
+import Comeback
 import ECall
 import FrameCrypto
 import Foundation
-import Janus
 import Logging
 
 /// Getting back into a call whose media was lost (ECALL-WIRE §7, rejoin): `request-rejoin`, the
@@ -33,76 +33,74 @@ extension Agent {
         isRunning && isActive(session) && session.phase == .rejoining
     }
 
-    /// The rejoin loop, driven by the call's comeback machine (`first`: what it said at the
-    /// loss): each attempt requests, waits `acceptTimeout` for a key, rejoins and starts the
-    /// media; once `attempts` are spent since the media last ran stably the call is given up.
+    /// The rejoin loop: the shared comeback driver on the call's comeback machine (`first`: what
+    /// it said at the loss). Each attempt requests, waits `acceptTimeout` for a key, rejoins and
+    /// starts the media; once `attempts` are spent since the media last ran stably the call is
+    /// given up. Whenever the call stops rejoining (left, the agent stopping) the loop ends.
     func rejoin(_ session: CallSession, lost cause: String, at started: ContinuousClock.Instant,
                 first: CallSession.Comeback.Action) async {
-        let policy = rejoinPolicy, callID = session.callID, clock = ContinuousClock()
-        var tries = 0, action = first
-        func failed(_ why: String) {
-            action = session.rejoin(.failed(RejoinFailure(description: why), retryable: true), at: clock.now) ?? .none
+        let policy = rejoinPolicy
+        let outcome = await ComebackDriver(clock: ContinuousClock()).run(
+            from: first, step: { session.rejoin($0, at: $1) }, stillWanted: { self.isRejoining(session) },
+            isWorthRetrying: { _ in true }) { (attempt: Int) async throws(RejoinFailure) in
+            try await rejoinOnce(session, attempt: attempt, lost: cause, since: started)
         }
-        while true {
-            let attempt: Int
-            switch action {
-            case .wait(let until):
-                try? await clock.sleep(until: until, tolerance: nil)
-                guard isRejoining(session), let next = session.rejoin(.tick, at: clock.now) else { return }
-                action = next
-                continue
-            case .tryNow(let n): attempt = n
-            case .giveUp(let last):
-                guard isRejoining(session) else { return }
-                // No last failure: the attempts were spent before this loss (media that kept
-                // failing soon after each rejoin).
-                let why = last?.description ?? "the media failed within \(Self.seconds(policy.stableAfter)) of each of \(policy.attempts) rejoins"
-                return await giveUp(session, lost: cause, after: tries, since: started, last: why)
-            case .none, .back, .reset: return
+        guard case .gaveUp(let last, let tries) = outcome, isRejoining(session) else { return }
+        // No last failure: the attempts were spent before this loss (media that kept failing
+        // soon after each rejoin).
+        let why = last?.description ?? "the media failed within \(Self.seconds(policy.stableAfter)) of each of \(policy.attempts) rejoins"
+        await giveUp(session, lost: cause, after: tries, since: started, last: why)
+    }
+
+    /// One rejoin attempt; back in the call when it returns. Whatever ends the rejoin (the call
+    /// over, left, the agent stopping) throws too: the driver then finds it no longer wanted.
+    private func rejoinOnce(_ session: CallSession, attempt: Int, lost cause: String, since started: ContinuousClock.Instant) async throws(RejoinFailure) {
+        let policy = rejoinPolicy, callID = session.callID
+        let over = RejoinFailure(description: "no longer rejoining")
+        func failed(_ step: String, _ error: any Error) async throws(RejoinFailure) -> Never {
+            guard isRejoining(session) else { throw over }
+            if Self.callIsOver(error) {
+                await leave(callID, reason: "the backend says the call is over (\(error))")
+                throw over
             }
-            tries += 1
-            guard isRejoining(session), let backend = connections?.backend else { return }
-            // Open before asking: a participant may answer before the request's reply comes.
-            let keys = session.accepts.open()
-            do {
-                _ = try await backend.requestRejoin(callID: callID)
-            } catch {
-                session.accepts.close()
-                guard isRejoining(session) else { return }
-                if Self.callIsOver(error) { return await leave(callID, reason: "the backend says the call is over (\(error))") }
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): request-rejoin failed: \(error)")
-                failed("request-rejoin failed: \(error)")
-                continue
-            }
-            guard isRejoining(session) else { return session.accepts.close() }
-            counters.rejoinRequests += 1
-            session.log.info("call \(callID): asked to rejoin (attempt \(attempt) of \(policy.attempts)); waiting \(Self.seconds(policy.acceptTimeout)) for a participant's key")
-            guard let key = await AcceptWindow.first(of: keys, within: policy.acceptTimeout) else {
-                session.accepts.close()
-                guard isRejoining(session) else { return }
-                let why = "no participant_accept_rejoin within \(Self.seconds(policy.acceptTimeout))"
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(why)")
-                failed(why)
-                continue
-            }
-            guard isRejoining(session) else { return }
-            session.ring.setCurrent(key)
-            let record: CallRecord
-            do { record = try await backend.rejoin(callID: callID) } catch {
-                guard isRejoining(session) else { return }
-                if Self.callIsOver(error) { return await leave(callID, reason: "the backend says the call is over (\(error))") }
-                session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): rejoin failed: \(error)")
-                failed("rejoin failed: \(error)")
-                continue
-            }
-            guard isRejoining(session) else { return }
-            let room = record.janusRoomId ?? record.roomId ?? session.room
-            guard startMedia(session, room: room, from: .rejoining) else { return }
-            counters.rejoins += 1
-            let took = ContinuousClock.now - started
-            session.log.notice("call \(callID): rejoined room \(room) \(Self.seconds(took)) after losing it (\(cause)); attempt \(attempt) of \(policy.attempts)")
-            return
+            session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(step) failed: \(error)")
+            throw RejoinFailure(description: "\(step) failed: \(error)")
         }
+        guard isRejoining(session), let backend = connections?.backend else { throw over }
+        // Open before asking: a participant may answer before the request's reply comes.
+        let keys = session.accepts.open()
+        do {
+            _ = try await backend.requestRejoin(callID: callID)
+        } catch {
+            session.accepts.close()
+            try await failed("request-rejoin", error)
+        }
+        guard isRejoining(session) else {
+            session.accepts.close()
+            throw over
+        }
+        counters.rejoinRequests += 1
+        session.log.info("call \(callID): asked to rejoin (attempt \(attempt) of \(policy.attempts)); waiting \(Self.seconds(policy.acceptTimeout)) for a participant's key")
+        guard let key = await AcceptWindow.first(of: keys, within: policy.acceptTimeout) else {
+            session.accepts.close()
+            guard isRejoining(session) else { throw over }
+            let why = "no participant_accept_rejoin within \(Self.seconds(policy.acceptTimeout))"
+            session.log.warning("call \(callID): rejoin attempt \(attempt) of \(policy.attempts): \(why)")
+            throw RejoinFailure(description: why)
+        }
+        guard isRejoining(session) else { throw over }
+        session.ring.setCurrent(key)
+        let record: CallRecord
+        do { record = try await backend.rejoin(callID: callID) } catch {
+            try await failed("rejoin", error)
+        }
+        guard isRejoining(session) else { throw over }
+        let room = record.janusRoomId ?? record.roomId ?? session.room
+        // Starting the media tells the call's machine it is back (atomically with the phase).
+        guard startMedia(session, room: room, from: .rejoining) else { throw over }
+        counters.rejoins += 1
+        let took = ContinuousClock.now - started
+        session.log.notice("call \(callID): rejoined room \(room) \(Self.seconds(took)) after losing it (\(cause)); attempt \(attempt) of \(policy.attempts)")
     }
 
     /// The call is lost for good: counted, logged with its cause, left.

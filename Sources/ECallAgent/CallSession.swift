@@ -2,7 +2,7 @@ import Bot
 import ECall
 import FrameCrypto
 import Foundation
-import Janus
+import Comeback
 import Logging
 import Synchronization
 import Locking

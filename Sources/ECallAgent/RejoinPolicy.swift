@@ -1,4 +1,4 @@
-import Janus
+import Comeback
 
 /// How hard the agent tries to get back into a call whose media it lost (ECALL-WIRE §7, rejoin).
 struct RejoinPolicy: Sendable {

@@ -1,3 +1,4 @@
+import Comeback
 import Foundation
 import Logging
 
@@ -40,71 +41,72 @@ extension JanusSession {
     }
 
     /// Reconnects with backoff and claims session `id` until `reclaimWindow` has passed, Janus
-    /// refuses the claim, or the session is closed: the shared comeback machine, on the
+    /// refuses the claim, or the session is closed: the shared comeback driver, on the
     /// session's clock (`Options.clock`; a test's manual clock moves it on).
     private func reclaim(id: Int64) async { await reclaim(id: id, on: options.clock) }
+
+    private var isReconnecting: Bool {
+        if case .reconnecting = state { return true }
+        return false
+    }
 
     private func reclaim<C: Clock>(id: Int64, on clock: C) async where C.Duration == Duration {
         guard let connector else { return }
         var machine = ComebackMachine<C.Instant, JanusError>(ComebackPolicy(backoff: options.backoff, deadline: options.reclaimWindow))
-        var action = machine.handle(.lost(), at: clock.now)
-        while true {
-            let attempts: Int
-            switch action {
-            case .wait(let until):
-                try? await clock.sleep(until: until, tolerance: nil)
-                guard case .reconnecting = state, !Task.isCancelled else { return }
-                action = machine.handle(.tick, at: clock.now)
-                continue
-            case .tryNow(let n): attempts = n
-            case .giveUp:
-                guard case .reconnecting = state else { return }
-                logger.warning("gave up reconnecting to Janus after \(machine.spent) attempt(s) in \(options.reclaimWindow)")
-                shutDown(.connectionLost)
-                return
-            case .none, .back, .reset: return
-            }
-            guard case .reconnecting = state, !Task.isCancelled else { return }
-            let fresh: any JanusTransport
-            do { fresh = try await connector() } catch {
-                logger.debug("reconnecting to Janus: \(error)", metadata: ["janus.attempt": "\(attempts)"])
-                action = machine.handle(.failed(error, retryable: true), at: clock.now)
-                continue
-            }
-            guard case .reconnecting = state else {
-                fresh.close()
-                return
-            }
-            transport = fresh
-            generation += 1
-            startReading()
-            do {
-                _ = try await request(JanusRequest("claim", transaction: "", sessionID: id), expect: .result)
-            } catch where error.janusCode != nil {
-                // 458: no such session (its reclaim timeout passed, or Janus restarted).
-                logger.warning("Janus did not give the session back (\(error)): it is gone with its handles",
+        let first = machine.handle(.lost(), at: clock.now)
+        // A Janus error is Janus's answer to the claim (458: no such session): no retry heals it.
+        let outcome = await machine.run(from: first, on: clock, stillWanted: { self.isReconnecting },
+                                        isWorthRetrying: { $0.janusCode == nil }) { (n: Int) async throws(JanusError) in
+            try await claim(id: id, attempt: n, over: connector)
+        }
+        switch outcome {
+        case .back(_, let attempt):
+            let gap = machine.lossStarted.map { $0.duration(to: clock.now) } ?? .zero
+            logger.info("claimed the Janus session again after \(gap.formatted(.units(allowed: [.seconds, .milliseconds])))",
+                        metadata: ["janus.attempt": "\(attempt)"])
+        case .gaveUp(let last, let attempts):
+            guard isReconnecting else { return }
+            if let last, last.janusCode != nil {
+                logger.warning("Janus did not give the session back (\(last)): it is gone with its handles",
                                metadata: ["janus.attempt": "\(attempts)"])
                 shutDown(.notReclaimed)
-                return
-            } catch {
-                logger.debug("claiming the session: \(error)", metadata: ["janus.attempt": "\(attempts)"])
-                action = machine.handle(.failed(error, retryable: true), at: clock.now)
-                continue
+            } else {
+                logger.warning("gave up reconnecting to Janus after \(attempts) attempt(s) in \(options.reclaimWindow)")
+                shutDown(.connectionLost)
             }
-            guard case .reconnecting = state else { return }
-            state = .open(id: id)
-            reclaims += 1
-            JanusMetrics.reclaimed()
-            var gap = Duration.zero
-            if case .back(let after) = machine.handle(.succeeded, at: clock.now) { gap = after }
-            logger.info("claimed the Janus session again after \(gap.formatted(.units(allowed: [.seconds, .milliseconds])))",
-                        metadata: ["janus.attempt": "\(attempts)"])
-            let waiting = reopenWaiters
-            reopenWaiters.removeAll()
-            for (_, w) in waiting { w.resume() }
-            for (_, c) in handles { c.yield(.reclaimed) }
-            return
+        case .stopped: return
         }
+    }
+
+    /// One attempt: a new connection, then `claim`. The session is open again when it returns;
+    /// a session closed meanwhile fails it (the driver then stops, as the session is not wanted).
+    private func claim(id: Int64, attempt: Int, over connector: Connector) async throws(JanusError) {
+        let fresh: any JanusTransport
+        do { fresh = try await connector() } catch {
+            logger.debug("reconnecting to Janus: \(error)", metadata: ["janus.attempt": "\(attempt)"])
+            throw error
+        }
+        guard isReconnecting else {
+            fresh.close()
+            throw .disconnected
+        }
+        transport = fresh
+        generation += 1
+        startReading()
+        do {
+            _ = try await request(JanusRequest("claim", transaction: "", sessionID: id), expect: .result)
+        } catch {
+            if error.janusCode == nil { logger.debug("claiming the session: \(error)", metadata: ["janus.attempt": "\(attempt)"]) }
+            throw error
+        }
+        guard isReconnecting else { throw .disconnected }
+        state = .open(id: id)
+        reclaims += 1
+        JanusMetrics.reclaimed()
+        let waiting = reopenWaiters
+        reopenWaiters.removeAll()
+        for (_, w) in waiting { w.resume() }
+        for (_, c) in handles { c.yield(.reclaimed) }
     }
 
     /// Requests made while reconnecting wait for the claim, at most one request timeout; a

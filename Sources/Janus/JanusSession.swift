@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+public import Comeback
 import TextWebSocket
 
 /// One Janus session over one transport (a WebSocket): create, attach, message, trickle,

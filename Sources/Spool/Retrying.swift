@@ -1,3 +1,4 @@
+public import Comeback
 public import Foundation
 
 /// An entry a `SpoolRunner` retries: how often it was tried, when it may be tried again (wall
@@ -9,9 +10,9 @@ public protocol Retrying: Codable, Sendable {
     var lastError: String? { get set }
 }
 
-/// Exponential backoff: `first`, doubling to `maximum`, each delay scaled by a jitter in
-/// 0.75...1 so that many entries failed together do not come back together; `giveUpAfter`
-/// (from an entry's creation) ends the retries.
+/// The shared `Backoff` counted by tries (an entry's tries survive a restart): `first`,
+/// doubling to `maximum`, each delay scaled by a jitter in 0.75...1 so that many entries failed
+/// together do not come back together; `giveUpAfter` (from an entry's creation) ends the retries.
 public struct RetrySchedule: Sendable {
     public var first: Duration
     public var maximum: Duration
@@ -21,10 +22,16 @@ public struct RetrySchedule: Sendable {
         (self.first, self.maximum, self.giveUpAfter) = (first, maximum, giveUpAfter)
     }
 
+    public var backoff: Backoff { Backoff(initial: first, cap: maximum, jitter: 0.75...1) }
+
     /// The delay before the next try, after `attempts` failed tries (1 for the first failure).
-    public func delay(afterAttempts attempts: Int, jitter: Double = Double.random(in: 0.75...1)) -> Duration {
-        let doubled = first * Double(1 << min(max(attempts - 1, 0), 30))
-        return min(doubled, maximum) * jitter
+    public func delay(afterAttempts attempts: Int) -> Duration {
+        backoff.delay(afterFailures: attempts - 1)
+    }
+
+    /// The same with a given jitter factor (tests).
+    public func delay(afterAttempts attempts: Int, jitter: Double) -> Duration {
+        backoff.base(afterFailures: attempts - 1) * jitter
     }
 
     /// Whether an entry created at `created` has run out of time at `now`.

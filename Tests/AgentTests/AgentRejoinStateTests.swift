@@ -2,6 +2,7 @@ import Bot
 @testable import ECallAgent
 import ECall
 import FrameCrypto
+import Comeback
 import Janus
 import Foundation
 import Logging

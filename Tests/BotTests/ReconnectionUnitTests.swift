@@ -23,16 +23,6 @@ import Testing
         #expect(!Rejoin.isWorthRetrying(.stopped))
     }
 
-    @Test func backoffDoublesToItsCapWithJitter() {
-        var b = Backoff(initial: .milliseconds(100), cap: .seconds(5))
-        let waits = (0..<10).map { _ in b.nextDelay() }
-        let bases: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
-                                 .milliseconds(3200), .seconds(5), .seconds(5), .seconds(5), .seconds(5)]
-        for (w, base) in zip(waits, bases) { #expect(w >= base / 2 && w <= base, "\(w) outside \(base / 2)…\(base)") }
-        b.reset()
-        #expect(b.nextDelay() <= .milliseconds(100))
-    }
-
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
     static func feed(_ id: Int64, user: String, kind: String = "audio", file: String, from: Double, to: Double) -> RecordingManifest.Feed {

@@ -1,3 +1,4 @@
+import Comeback
 @testable import Janus
 import JanusTesting
 import Logging

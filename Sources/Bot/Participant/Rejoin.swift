@@ -1,11 +1,12 @@
+import Comeback
 import Foundation
 import Janus
 import Logging
 
 /// Comes back after Janus lost a participant's session (its WebSocket could not be claimed
 /// back, or Janus restarted): new sessions, with backoff, until `join` succeeds on one or the
-/// deadline passes. The recorder and the player use it; the loop is the shared
-/// `ComebackMachine` (tested there on a manual clock).
+/// deadline passes. The player runs it whole; the recorder runs `once` as one step of its own
+/// comeback. Either way the loop is the shared `ComebackDriver` (tested on a manual clock).
 struct Rejoin {
     /// Opens a session to Janus (a test gives a scripted one).
     typealias Connect = @Sendable (Logger) async throws(BotError) -> JanusSession
@@ -15,7 +16,6 @@ struct Rejoin {
     let connect: Connect
     private var machine: ComebackMachine<ContinuousClock.Instant, Failed>
     private let first: ComebackMachine<ContinuousClock.Instant, Failed>.Action
-    var attempts: Int { machine.spent }
 
     /// An attempt's error, and whether trying again later can help.
     struct Failed: Error {
@@ -23,14 +23,13 @@ struct Rejoin {
         let retryable: Bool
     }
 
-    /// `deadline`: when to give up; `rejoinTimeout` from now unless the caller's outage began
-    /// earlier (attempts on the old session came first).
-    init(config: BotConfig, log: Logger, connect: Connect? = nil, deadline: ContinuousClock.Instant? = nil) {
+    /// Gives up `rejoinTimeout` from now.
+    init(config: BotConfig, log: Logger, connect: Connect? = nil) {
         self.config = config
         self.log = log
         self.connect = connect ?? config.connector
         machine = ComebackMachine(ComebackPolicy(deadline: config.rejoinTimeout))
-        first = machine.handle(.lost(since: deadline.map { $0 - config.rejoinTimeout }), at: .now)
+        first = machine.handle(.lost(), at: .now)
     }
 
     /// Whether trying again later can help: Janus away or restarting, the room not created
@@ -49,27 +48,10 @@ struct Rejoin {
         let connect = self.connect, log = self.log
         let outcome = await machine.run(from: first, on: ContinuousClock(), stillWanted: stillWanted, isWorthRetrying: \.retryable) {
             (n: Int) async throws(Failed) -> (JanusSession, T) in
-            let session: JanusSession
-            do throws(BotError) { session = try await connect(log) } catch {
-                // Janus away: opening a session is always worth another try.
-                log.debug("rejoin attempt \(n): \(error)")
-                throw Failed(error: error, retryable: true)
-            }
-            let joined: T
-            do throws(BotError) { joined = try await join(session, n) } catch {
-                await session.close()
-                let retryable = !error.isStopped && Self.isWorthRetrying(error)
-                if retryable { log.debug("rejoin attempt \(n): \(error)") }
-                throw Failed(error: error, retryable: retryable)
-            }
-            guard !Task.isCancelled, await stillWanted() else {
-                await session.close()
-                throw Failed(error: .stopped, retryable: false)
-            }
-            return (session, joined)
+            try await Self.once(attempt: n, connect: connect, log: log, stillWanted: stillWanted, join)
         }
         switch outcome {
-        case .back(let value, _, _): return value
+        case .back(let value, _): return value
         case .stopped: throw .stopped
         case .gaveUp(let last, let attempts):
             // Given up at once on what no wait heals; else at the deadline.
@@ -79,4 +61,35 @@ struct Rejoin {
             throw error
         }
     }
+
+    /// One attempt: a new session, `join` on it, and `stillWanted` asked once it joined (a
+    /// session no longer wanted is closed). What failed is closed before this throws.
+    static func once<T: Sendable>(attempt n: Int, connect: Connect, log: Logger, stillWanted: @Sendable () async -> Bool,
+                                  _ join: @Sendable (JanusSession, _ attempt: Int) async throws(BotError) -> T) async throws(Failed) -> (JanusSession, T) {
+        let session: JanusSession
+        do throws(BotError) { session = try await connect(log) } catch {
+            // Janus away: opening a session is always worth another try.
+            log.debug("rejoin attempt \(n): \(error)")
+            throw Failed(error: error, retryable: true)
+        }
+        let joined: T
+        do throws(BotError) { joined = try await join(session, n) } catch {
+            await session.close()
+            let retryable = !error.isStopped && isWorthRetrying(error)
+            if retryable { log.debug("rejoin attempt \(n): \(error)") }
+            throw Failed(error: error, retryable: retryable)
+        }
+        guard !Task.isCancelled, await stillWanted() else {
+            await session.close()
+            throw Failed(error: .stopped, retryable: false)
+        }
+        return (session, joined)
+    }
+}
+
+extension Backoff {
+    /// After a refused TURN allocation, which fails again at once: 0.5 s doubling to 30 s, not
+    /// jittered (never sooner), so a wrong password is a few gaps naming TURN, not a
+    /// PeerConnection torn down every 100 ms.
+    static let turnRefused = Backoff(initial: .milliseconds(500), cap: .seconds(30), jitter: 1...1)
 }

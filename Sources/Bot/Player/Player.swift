@@ -1,4 +1,5 @@
 public import FrameCrypto
+import Comeback
 import Foundation
 import GStreamerKit
 import Janus
@@ -100,7 +101,7 @@ public struct Player: Sendable {
             let lostSession = session, lostAt = ContinuousClock.now
             // A refused TURN allocation fails again at once: back off, 0.5 s doubling to 30 s.
             if why.isTURNFailure {
-                try? await Task.sleep(for: .milliseconds(min(30_000, 500 << min(turnFailures, 6))))
+                try? await Task.sleep(for: Backoff.turnRefused.delay(afterFailures: turnFailures))
                 turnFailures += 1
             } else {
                 turnFailures = 0

@@ -1,3 +1,4 @@
+import Comeback
 import Foundation
 import GStreamerKit
 import Janus
@@ -147,7 +148,7 @@ extension RoomRecording {
     /// unreachable): rejoins after 0.5 s, doubling to 30 s while it keeps failing, so a wrong
     /// password is a few gaps naming TURN, not a PeerConnection torn down every 100 ms.
     func turnFailed(_ why: PeerLoss) {
-        let pause = Duration.milliseconds(min(30_000, 500 << min(turnFailures, 6)))
+        let pause = Backoff.turnRefused.delay(afterFailures: turnFailures)
         turnFailures += 1
         startRejoin(why.description, rejoinSession: false, pause: pause)
     }

@@ -1,3 +1,4 @@
+import Comeback
 import Foundation
 import GStreamerKit
 import Janus
@@ -57,44 +58,61 @@ extension RoomRecording {
     }
 
     /// Subscribes to the room's publishers again until it works: on the current session first
-    /// (unless `newSession`), on new sessions once one failed to serve (Janus did not answer,
-    /// refused, or the session ended), with backoff, until `rejoinTimeout` after the loss.
-    /// Returns whether the recorder is back on a new session; nil if it gave up (then `gaveUp`
-    /// has the reason) or is stopping.
+    /// (unless `newSession`), on a new session and roster once one failed to serve (Janus did
+    /// not answer, refused, or the session ended), with backoff, until `rejoinTimeout` after the
+    /// loss: one comeback machine on the shared driver, each attempt one session (if needed)
+    /// and one subscription. Returns whether the recorder is back on a new session; nil if it
+    /// gave up (then `gaveUp` has the reason) or is stopping.
     private func comeBack(cause: String, newSession: Bool) async -> Bool? {
-        let deadline = ContinuousClock.now + config.rejoinTimeout
-        var onNewSession = false, attempt = 0
-        var backoff = Backoff()
-        while state == .rejoining {
-            attempt += 1
-            if newSession || onNewSession || attempt > 1 {
-                guard await replaceSession(cause: cause, until: deadline) else { return nil }
-                onNewSession = true
+        let clock = ContinuousClock()
+        var machine = ComebackMachine<ContinuousClock.Instant, Rejoin.Failed>(ComebackPolicy(deadline: config.rejoinTimeout))
+        let first = machine.handle(.lost(), at: clock.now)
+        var needsSession = newSession, onNewSession = false
+        let stillWanted = self.stillWanted
+        let outcome = await machine.run(from: first, on: clock, stillWanted: stillWanted, isWorthRetrying: \.retryable) {
+            (n: Int) async throws(Rejoin.Failed) in
+            let stopped = Rejoin.Failed(error: .stopped, retryable: false)
+            if needsSession {
+                try await replaceSession(attempt: n, stillWanted: stillWanted)
+                (needsSession, onNewSession) = (false, true)
             }
-            guard state == .rejoining, let roster else { return nil }
+            guard state == .rejoining, let roster else { throw stopped }
             do {
                 try await subscribe(await roster.current)
-                guard state == .rejoining else { return nil }
-                return onNewSession
             } catch {
-                guard state == .rejoining else { return nil }
+                guard state == .rejoining else { throw stopped }
                 await dropPeer(announce: false)
-                guard ContinuousClock.now < deadline else {
-                    log.error("could not subscribe again within \(config.rejoinTimeout) after \(cause) (\(attempt) attempts): \(error)")
-                    gaveUp.continuation.yield(BotError(error))
-                    return nil
-                }
-                log.warning("could not subscribe again (attempt \(attempt)): \(error); trying on a new session")
-                if attempt > 1 { try? await Task.sleep(for: min(backoff.nextDelay(), deadline - .now)) }
+                needsSession = true
+                log.warning("could not subscribe again (attempt \(n)): \(error); trying on a new session")
+                throw Rejoin.Failed(error: BotError(error), retryable: true)
             }
+            guard state == .rejoining else { throw stopped }
         }
-        return nil
+        switch outcome {
+        case .back: return onNewSession
+        case .stopped: return nil
+        case .gaveUp(let last, let attempts):
+            let error = last?.error ?? .janus(.disconnected)
+            guard !error.isStopped else { return nil }
+            log.error("could not come back within \(config.rejoinTimeout) after \(cause) (\(attempts) attempts): \(error)")
+            gaveUp.continuation.yield(error)
+            return nil
+        }
     }
 
-    /// A new session and roster, retried until `deadline`; false if the recorder gave up
-    /// (then `gaveUp` has the reason) or is stopping. The old session is let go in the
-    /// background: a Janus that does not answer would hold each request for its timeout.
-    private func replaceSession(cause: String, until deadline: ContinuousClock.Instant) async -> Bool {
+    /// Whether the comeback still runs (the hook lets a test hold it there).
+    private var stillWanted: @Sendable () async -> Bool {
+        let hook = hooks.rejoinStillWanted
+        return {
+            let wanted = await self.state == .rejoining
+            await hook()
+            return wanted
+        }
+    }
+
+    /// One new session and roster (`Rejoin.once`). The old ones are let go in the background: a
+    /// Janus that does not answer would hold each request for its timeout.
+    private func replaceSession(attempt n: Int, stillWanted: @Sendable () async -> Bool) async throws(Rejoin.Failed) {
         following?.cancel()
         await readSessionCounters()
         counters.connectionDrops += sessionCounts.drops
@@ -107,33 +125,22 @@ extension RoomRecording {
             await oldRoster?.leave(announce: false)
             await oldSession?.close()
         }
-        var rejoin = Rejoin(config: config, log: log, connect: connect, deadline: deadline)
-        let room = config.room, display = config.display, log = self.log, hook = hooks.rejoinStillWanted
-        do {
-            let (session, roster) = try await rejoin.attempt(cause: cause, stillWanted: {
-                let wanted = await self.state == .rejoining
-                await hook()
-                return wanted
-            }) {
-                (s: JanusSession, _: Int) async throws(BotError) -> RoomRoster in
-                try await RoomRoster.join(session: s, room: room, display: display, logger: log)
-            }
-            // `finish()` may have run since `stillWanted` said yes (before the hop back here): it
-            // found no session to close, so this one would stay in the room (a ghost publisher).
-            // Destroying the session takes its handle out of the room.
-            guard state == .rejoining else {
-                await roster.leave(announce: false)
-                await session.close()
-                return false
-            }
-            self.session = session
-            self.roster = roster
-            follow(roster)
-            return true
-        } catch {
-            if !error.isStopped { gaveUp.continuation.yield(error) }
-            return false
+        let room = config.room, display = config.display, log = self.log
+        let (session, roster) = try await Rejoin.once(attempt: n, connect: connect, log: log, stillWanted: stillWanted) {
+            (s: JanusSession, _: Int) async throws(BotError) -> RoomRoster in
+            try await RoomRoster.join(session: s, room: room, display: display, logger: log)
         }
+        // `finish()` may have run since `stillWanted` said yes (before the hop back here): it
+        // found no session to close, so this one would stay in the room (a ghost publisher).
+        // Destroying the session takes its handle out of the room.
+        guard state == .rejoining else {
+            await roster.leave(announce: false)
+            await session.close()
+            throw Rejoin.Failed(error: .stopped, retryable: false)
+        }
+        self.session = session
+        self.roster = roster
+        follow(roster)
     }
 
     /// Takes the PeerConnection out of the pipeline (its branches were finished before). Its

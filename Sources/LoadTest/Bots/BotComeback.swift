@@ -1,3 +1,4 @@
+import Comeback
 import Janus
 
 /// How a load bot's comeback ended.
@@ -26,7 +27,7 @@ func comeBack<C: Clock>(on clock: C, within timeout: Duration, reusing kept: Jan
         return reuse != nil
     }
     switch outcome {
-    case .back(let reused, _, _): return .back(newSession: !reused)
+    case .back(let reused, _): return .back(newSession: !reused)
     case .gaveUp(let last, _): return .gaveUp(last: last)
     case .stopped: return .stopped
     }

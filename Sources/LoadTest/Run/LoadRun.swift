@@ -1,5 +1,6 @@
 import Foundation
 import Bot
+import Comeback
 import FrameCrypto
 import GStreamerKit
 import Logging
@@ -215,6 +216,10 @@ public final class LoadRun: Sendable {
             chaos: plan.chaos, shards: [shard], bots: s.records.values.sorted { ($0.role.rawValue, $0.index) < ($1.role.rawValue, $1.index) })
     }
 
+    /// Between a bot's join attempts: 1 s doubling to 30 s, jittered, as bots refused together
+    /// (an overloaded Janus) should not all ask again in the same instant.
+    static let joinRetry = Backoff(initial: .seconds(1), cap: .seconds(30))
+
     /// One bot: join (with retries and backoff) and mark how it went.
     private func lifecycle(key: String, join: @Sendable () async throws -> Void, leave: @Sendable () async -> Void, runStart: Date) async {
         defer { state.withLock { $0.settled += 1 } }
@@ -237,7 +242,7 @@ public final class LoadRun: Sendable {
                 if Task.isCancelled { return }
                 plan.logger.warning("load: \(key) attempt \(attempt + 1) failed: \(error)")
                 state.withLock { $0.records[key]?.error = String(describing: error) }
-                if attempt < plan.retries { try? await Task.sleep(for: .seconds(min(30, 1 << attempt))) }
+                if attempt < plan.retries { try? await Task.sleep(for: Self.joinRetry.delay(afterFailures: attempt)) }
             }
         }
         state.withLock { $0.records[key]?.state = .failed }

@@ -1,8 +1,8 @@
-import Janus
+import Comeback
 import JanusTesting
 import Testing
 
-/// The comeback machine on instants alone, and its driver on a manual clock: no sleeps.
+/// The comeback machine on instants alone: no clock, no sleeps.
 @Suite struct ComebackMachineTests {
     struct Failure: Error, Equatable { let why: String }
     typealias Machine = ComebackMachine<ManualClock.Instant, Failure>
@@ -86,76 +86,5 @@ import Testing
         #expect(m.handle(.stable, at: Self.t0) == .none)
         #expect(m.handle(.lost(), at: Self.at(1)) == .tryNow(attempt: 1), "first started: a full budget, however short it ran")
         #expect(m.handle(.failed(Failure(why: "x"), retryable: true), at: Self.at(2)) == .giveUp(last: Failure(why: "x")))
-    }
-
-    @Test func backoffDoublesToItsCapWithJitterAndResets() {
-        var b = Backoff(initial: .milliseconds(100), cap: .seconds(1))
-        for base in [100, 200, 400, 800, 1000, 1000] {
-            let w = b.nextDelay()
-            #expect(w >= .milliseconds(base / 2) && w <= .milliseconds(base), "\(w) outside \(base / 2)…\(base) ms")
-        }
-        b.reset()
-        #expect(b.nextDelay() <= .milliseconds(100))
-    }
-
-    // MARK: The driver, on a manual clock
-
-    @Test(.timeLimit(.minutes(1))) func theDriverSleepsTheWaitsOnTheClockItIsGiven() async {
-        let clock = ManualClock()
-        var m = Machine(ComebackPolicy(backoff: Self.backoff, deadline: .seconds(60)), lostAt: clock.now)
-        let first = m.handle(.tick, at: clock.now)  // lost already: the first attempt is due
-        #expect(first == .none, "a machine built lost answered already (tryNow)")
-        let tries = Counter()
-        let driver = Task { [m] in
-            var m = m
-            return await m.run(from: .tryNow(attempt: 1), on: clock, isWorthRetrying: { _ in true }) { (n: Int) async throws(Failure) -> Int in
-                await tries.add()
-                guard n == 3 else { throw Failure(why: "not yet") }
-                return n
-            }
-        }
-        // Attempt 1 fails at once; the driver sleeps 0.5–1 s on the manual clock, then 1–2 s.
-        for _ in 0..<2 {
-            await clock.waitForSleepers()
-            #expect(await tries.value <= 2)
-            clock.advance(by: .seconds(2))
-        }
-        guard case .back(let value, let attempt, let after) = await driver.value else { Issue.record("not back"); return }
-        #expect(value == 3 && attempt == 3 && after == .seconds(4))
-        #expect(await tries.value == 3)
-    }
-
-    @Test(.timeLimit(.minutes(1))) func theDriverGivesUpAtTheDeadlineAndStopsWhenCancelled() async {
-        let clock = ManualClock()
-        let driver = Task {
-            var m = Machine(ComebackPolicy(backoff: Self.backoff, deadline: .seconds(3)))
-            let first = m.handle(.lost(), at: clock.now)
-            return await m.run(from: first, on: clock, isWorthRetrying: { _ in true }) { (_: Int) async throws(Failure) in
-                throw Failure(why: "away")
-            }
-        }
-        await clock.waitForSleepers()
-        clock.advance(by: .seconds(2))  // past the first wait (0.5–1 s): attempt 2, then a wait cut to 3 s
-        await clock.waitForSleepers()
-        #expect(clock.nextDeadline.map { $0 <= Self.at(3000) } == true)
-        clock.advance(by: .seconds(10))
-        guard case .gaveUp(let last, let attempts) = await driver.value else { Issue.record("did not give up"); return }
-        #expect(last == Failure(why: "away") && attempts == 2)
-
-        let stopped = Task {
-            var m = Machine(ComebackPolicy(backoff: Self.backoff, deadline: .seconds(60)))
-            let first = m.handle(.lost(), at: clock.now)
-            return await m.run(from: first, on: clock, isWorthRetrying: { _ in true }) { (_: Int) async throws(Failure) in
-                throw Failure(why: "away")
-            }
-        }
-        await clock.waitForSleepers()
-        stopped.cancel()
-        guard case .stopped = await stopped.value else { Issue.record("not stopped"); return }
-    }
-
-    actor Counter {
-        var value = 0
-        func add() { value += 1 }
     }
 }
