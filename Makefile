@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-build test-swift test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
+.PHONY: deps build demo test test-build test-venvs test-swift test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -25,11 +25,15 @@ test: test-build
 test-build: deps
 	scripts/check-warnings
 
-# `swift test` on what test-build built (its Python venvs first).
-test-swift:
+# The Python venvs the tests use (made once, from PyPI: the tests run where there is no network),
+# and the Kubernetes manifests checked.
+test-venvs:
 	scripts/validate-k8s
 	scripts/schemathesis-venv
 	scripts/s3-venv
+
+# `swift test` on what test-build built, in three namespaces at once (scripts/test-lanes).
+test-swift: test-venvs
 	@# The failures again at the end, where a CI log's tail shows them.
 	scripts/test-lanes || { scripts/slowest-tests; echo "── what failed:"; grep -aE "✘|recorded an issue" .build/test.log | tail -40; exit 1; }
 
