@@ -57,10 +57,12 @@ public struct Backoff: Sendable {
 }
 
 /// A small seeded generator (SplitMix64): the same seed gives the same jitter on every machine.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
 
-    mutating func next() -> UInt64 {
+    public init(state: UInt64) { self.state = state }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -39,7 +39,7 @@ import Testing
     @Test func theLoadRunsJoinRetryKeepsItsBoundsAndIsJittered() {
         // LoadRun waited `min(30, 1 << attempt)` s, unjittered; now that is the upper bound.
         let retry = Backoff(initial: .seconds(1), cap: .seconds(30), seed: 1)
-        var g = SeededForTest(7)
+        var g = SplitMix64(state: 7)
         for n in 0..<10 {
             let old = Duration.seconds(min(30, 1 << n))
             #expect(retry.base(afterFailures: n) == old)
@@ -63,18 +63,5 @@ import Testing
         #expect(b.base(afterFailures: 10_000) == .seconds(5))
         #expect(b.base(afterFailures: Int.max) == .seconds(5))
         #expect(b.base(afterFailures: -3) == .milliseconds(100))
-    }
-}
-
-/// A generator for `delay(afterFailures:using:)` (SplitMix64, as `Backoff`'s seeded one).
-struct SeededForTest: RandomNumberGenerator {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
