@@ -187,8 +187,8 @@ extension Pad {
             return attach(SenderOpener<F>(
                 sender: sender, counts: openedBy ?? KeyIndexCounts(sender), stats: stats, times: times, onDrop: onDrop))
         case .indexed(let p):
-            // The sender's participant id, as PQSRTC names key owners: the display's "<id>:" part, else the feed id.
-            let participant = KeyMap.participantID(display: display) ?? feedID.map(String.init) ?? ""
+            // The sender's participant id, by default as PQSRTC names key owners: the display's "<id>:" part, else the feed id.
+            let participant = p.participantIDs.id(display: display, feedID: feedID)
             return attach(p.transforms.opener(kind: F.mediaKind, participant: participant, stats: stats, times: times,
                                         counts: openedBy ?? KeyIndexCounts(), keyWait: p.keyWait, onDrop: onDrop))
         case .none:

@@ -38,6 +38,8 @@ public struct IndexedProtection: Sendable {
     public let sealing: SealingIndex
     /// How long frames naming a key this bot lacks wait for it to be handed in (`--key-feed`).
     public var keyWait: Duration
+    /// How a publisher's participant id, whose keys open its frames, is read (`--participant-id`).
+    public var participantIDs: ParticipantIDRule = .displayPrefix
 
     /// These keys as `mjr decrypt` takes them.
     package func mjrKeys() -> any MjrKeySource { transforms.mjrKeys() }

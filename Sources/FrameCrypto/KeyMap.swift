@@ -72,6 +72,24 @@ public struct KeyMap: Sendable {
     }
 }
 
+/// How a publisher's participant id (whose keys open its frames) is read from what Janus tells
+/// a subscriber: PQSRTC's and ECall's display `<id>:<name>` (the default), the whole display
+/// (clients whose display is their identity, as LiveKit-style apps often set it), or the feed id.
+public enum ParticipantIDRule: String, CaseIterable, Sendable, Codable {
+    case displayPrefix = "display-prefix"
+    case display
+    case feed
+
+    /// The id under this rule; "" when Janus gave nothing it could be read from.
+    public func id(display: String, feedID: Int64?) -> String {
+        switch self {
+        case .displayPrefix: KeyMap.participantID(display: display) ?? feedID.map(String.init) ?? ""
+        case .display: display.isEmpty ? feedID.map(String.init) ?? "" : display
+        case .feed: feedID.map(String.init) ?? ""
+        }
+    }
+}
+
 extension KeyMap {
     /// `load --per-sender-keys`: one key per sender, derived from the run's call key
     /// (HKDF-SHA256, info "sfubot per-sender key <id>"), so every shard of a run, each its own

@@ -69,7 +69,7 @@ struct JobPreparation: Sendable {
         }
         // A playback seals as the participant its display names (PQSRTC: the track's owner).
         let display = spec.display ?? "0:sfubot"
-        let sender = spec.kind == .playback ? KeyMap.participantID(display: display) ?? display : ""
+        let sender = spec.kind == .playback ? choice.participantIDs.id(display: display, feedID: nil) : ""
         do { return try choice.protection(shared: shared, own: own, sender: sender) } catch {
             throw .field(spec.keys == nil ? "key" : "keys", "\(spec.frameFormat.rawValue) key refused: \(error)")
         }

@@ -34,6 +34,12 @@ extension Fields {
         settings.keyRingSize = Int(try f.whole("keyRingSize") ?? Int64(settings.keyRingSize))
         settings.sframeKid = UInt64(try f.whole("sframeKid") ?? 0)
         settings.keyIndex = UInt64(try f.whole("keyIndex") ?? 0)
+        if let rule = try f.text("participantId") {
+            guard let r = ParticipantIDRule(rawValue: rule) else {
+                throw .field("format.participantId", "takes \(ParticipantIDRule.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            settings.participantId = r
+        }
         if let wait = o["keyWaitSeconds"], wait != .null {
             switch wait {
             case .int(let n): settings.keyWaitSeconds = Double(n)

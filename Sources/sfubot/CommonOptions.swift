@@ -86,7 +86,8 @@ struct KeyOptions: ParsableArguments {
     /// its own newest key; else as `protection()`.
     func sendingProtection(display: String) throws -> FrameProtection {
         if !noE2ee, format.frameFormat != .ecall {
-            return try indexedProtection(sender: KeyMap.participantID(display: display) ?? display)
+            // It seals as the id a subscriber reads from its display under the same rule.
+            return try indexedProtection(sender: (format.participantId ?? .displayPrefix).id(display: display, feedID: nil))
         }
         guard let map = try map() else { return try protection() }
         let id = KeyMap.participantID(display: display) ?? ""

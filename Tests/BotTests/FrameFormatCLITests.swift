@@ -90,5 +90,39 @@ extension MediaScene {
         let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
         #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 550) <= 11)
     }
+
+    /// `--participant-id display`: a client whose display is its identity, colon and all. The
+    /// default rule reads "team" from "team:alice" and finds no key; the rule both ends share opens it.
+    @Test func aDisplayIdentityWithAColonIsOneParticipant() async throws {
+        let room = try await Scene.createRoom()
+        let dir = try Scene.tempDirectory("participant-id")
+        let tone = try await Audio.tone(660, seconds: 4, in: dir)
+        let key = "0102030405060708090a0b0c0d0e0f10"
+        let map = dir.appendingPathComponent("keys.json")
+        try Data(#"{"team:alice": {"0": "\#(key)"}}"#.utf8).write(to: map)
+        #expect(chmod(map.path, 0o600) == 0)
+        let format = ["--frame-format", "framecryptor", "--ratchet-salt", "PQSRTCFrameEncryptionSalt", "--key-map", map.path]
+        func recorder(_ name: String, _ extra: [String]) throws -> (ChildProcess, URL) {
+            let out = dir.appendingPathComponent(name)
+            return (try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--duration", "7", "--out", out.path] + format + extra), out)
+        }
+        let (byDisplay, displayOut) = try recorder("display", ["--participant-id", "display"])
+        let (byPrefix, prefixOut) = try recorder("prefix", [])
+        try await Task.sleep(for: .seconds(1))
+        let played = try await CLITests.run(["play", "--janus", Scene.janusURL!, "--room", "\(room)", "--display", "team:alice",
+                                             "--participant-id", "display", tone.path] + format)
+        #expect(played.status == 0, "\(played.err)")
+        _ = await byDisplay.finished()
+        _ = await byPrefix.finished()
+
+        let opened = try #require(try RecordingManifest.read(from: displayOut).feeds.first)
+        #expect(opened.frames.opened >= 100 && opened.frames.droppedTotal == 0, "\(opened.frames)")
+        let samples = try await Audio.decode(displayOut.appendingPathComponent(opened.file))
+        #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 660) <= 13)
+        // The default rule names the sender "team", whose keys nobody gave: nothing opened.
+        let prefix = try RecordingManifest.read(from: prefixOut)
+        #expect(prefix.feeds.allSatisfy { $0.frames.opened == 0 }, "\(prefix.feeds.map(\.frames))")
+        #expect(prefix.unrecorded.contains { $0.userID == "team" }, "the sender the default rule reads is named unrecorded")
+    }
 }
 }

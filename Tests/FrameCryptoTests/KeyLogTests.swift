@@ -171,4 +171,14 @@ import Locking
         #expect(KeyMap.participantID(display: "123:Ann:x") == "123")
         #expect(KeyMap.participantID(display: ":Ann") == nil)
     }
+
+    /// `--participant-id`: the same display and feed read three ways.
+    @Test func participantIDRules() {
+        #expect(ParticipantIDRule.displayPrefix.id(display: "team:alice", feedID: 42) == "team")
+        #expect(ParticipantIDRule.display.id(display: "team:alice", feedID: 42) == "team:alice")
+        #expect(ParticipantIDRule.feed.id(display: "team:alice", feedID: 42) == "42")
+        #expect(ParticipantIDRule.displayPrefix.id(display: ":x", feedID: 42) == "42")
+        #expect(ParticipantIDRule.display.id(display: "", feedID: 42) == "42")
+        #expect(ParticipantIDRule.feed.id(display: "a", feedID: nil) == "")
+    }
 }

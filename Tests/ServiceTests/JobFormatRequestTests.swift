@@ -27,6 +27,11 @@ import Testing
                                    "keys": [["participant": "alice", "index": 1, "key": "00ff"], ["participant": "bob", "index": 0, "key": Self.material]]])
         let format = try #require(spec.format)
         #expect(format.frame == .framecryptor && format.ratchetWindow == 8 && format.keyRingSize == 16 && format.keyIndex == 0 && format.keyWaitSeconds == 2)
+        let rule = try format.checked(naming: \.rawValue).participantIDs
+        #expect(format.participantId == nil && rule == .displayPrefix)
+        let byDisplay = try #require(try Self.parse(["format": ["frame": "sframe", "participantId": "display"]]).format)
+        let displayRule = try byDisplay.checked(naming: \.rawValue).participantIDs
+        #expect(displayRule == .display)
         #expect(spec.key == .hex(Self.material))
         #expect(spec.keys?.map(\.participant) == ["alice", "bob"] && spec.keys?.map(\.index) == [1, 0])
         let choice = try format.checked(naming: \.rawValue)
@@ -63,6 +68,8 @@ import Testing
             (["format": with(["ratchetSalt": "hex:abc"])], "format.ratchetSalt"),
             (["format": with(["magicBytes": 5])], "format.magicBytes"),
             (["format": with(["colour": "red"])], "format.colour"),
+            (["format": with(["participantId": "msid"])], "format.participantId"),
+            (["format": ["frame": "ecall", "participantId": "display"], "key": ["hex": String(repeating: "5a", count: 32)]], "format.participantId"),
             (["format": ["frame": "sframe", "sframeSuite": "AES_999"]], "format.sframeSuite"),
             (["format": ["frame": "ecall", "ratchetSalt": "x"], "key": ["none": true]], "format.ratchetSalt"),
             (["format": fc, "key": ["none": true]], "key.none"),

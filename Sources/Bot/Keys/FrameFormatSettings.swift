@@ -18,12 +18,15 @@ public struct FrameFormatSettings: Sendable, Equatable, Codable {
     public var keyIndex: UInt64 = 0
     /// How long frames naming a key not handed in yet wait for it.
     public var keyWaitSeconds: Double = 2
+    /// How a publisher's participant id is read (nil: `displayPrefix`, as PQSRTC and ECall set
+    /// displays). Optional so that specs saved before it decode.
+    public var participantId: ParticipantIDRule?
 
     public init() {}
 
     /// The settings' fields, each named the CLI's way (`option`) or the API's (`rawValue`).
     public enum Field: String, CaseIterable, Sendable {
-        case frame, ratchetSalt, magicBytes, ratchetWindow, keyRingSize, sframeSuite, sframeKid, keyIndex, keyWaitSeconds
+        case frame, ratchetSalt, magicBytes, ratchetWindow, keyRingSize, sframeSuite, sframeKid, keyIndex, keyWaitSeconds, participantId
 
         public var option: String {
             switch self {
@@ -61,10 +64,11 @@ public struct FrameFormatSettings: Sendable, Equatable, Codable {
         }
         let salt = try bytes(ratchetSalt, .ratchetSalt)
         let magic = try bytes(magicBytes, .magicBytes)
-        var choice = FrameFormatChoice(name: frame, keyWait: .seconds(keyWaitSeconds))
+        var choice = FrameFormatChoice(name: frame, keyWait: .seconds(keyWaitSeconds), participantIDs: participantId ?? .displayPrefix)
         switch frame {
         case .ecall:
-            if let field = [(ratchetSalt, Field.ratchetSalt), (magicBytes, .magicBytes)].first(where: { $0.0 != nil })?.1 {
+            if let field = [(ratchetSalt, Field.ratchetSalt), (magicBytes, .magicBytes), (participantId?.rawValue, .participantId)]
+                .first(where: { $0.0 != nil })?.1 {
                 throw fail(field, "is for \(name(.frame)) framecryptor or sframe, not ecall")
             }
         case .framecryptor:
@@ -100,6 +104,7 @@ public struct FormatProblem: Error, Sendable, Equatable, CustomStringConvertible
 public struct FrameFormatChoice: Sendable {
     public let name: FrameFormatName
     public let keyWait: Duration
+    public let participantIDs: ParticipantIDRule
     /// framecryptor: its options; sframe: its suite.
     public fileprivate(set) var frameCryptor: FrameCryptorOptions?
     public fileprivate(set) var sframeSuite: SFrameSuite?
@@ -108,9 +113,8 @@ public struct FrameFormatChoice: Sendable {
     /// The index or KID a sender seals with.
     public fileprivate(set) var sealingIndex: UInt64 = 0
 
-    fileprivate init(name: FrameFormatName, keyWait: Duration) {
-        self.name = name
-        self.keyWait = keyWait
+    fileprivate init(name: FrameFormatName, keyWait: Duration, participantIDs: ParticipantIDRule) {
+        (self.name, self.keyWait, self.participantIDs) = (name, keyWait, participantIDs)
     }
 
     /// The protection of a call in this format, for a format whose frames name their key: its
@@ -133,6 +137,8 @@ public struct FrameFormatChoice: Sendable {
         for (participant, keys) in own {
             for (index, material) in keys { try store.set(participant: participant, index: index, material: material) }
         }
-        return .indexed(IndexedProtection(store: store, sender: sender, sealingIndex: sealingIndex, keyWait: keyWait))
+        var protection = IndexedProtection(store: store, sender: sender, sealingIndex: sealingIndex, keyWait: keyWait)
+        protection.participantIDs = participantIDs
+        return .indexed(protection)
     }
 }

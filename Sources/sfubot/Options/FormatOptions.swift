@@ -50,6 +50,18 @@ struct FormatOptions: ParsableArguments {
     @Option(help: "framecryptor, sframe: how long frames naming a key not handed in yet wait for it before they are dropped (counted missing_key).")
     var keyWait: Double = 2
 
+    @Option(help: ArgumentHelp(
+        "framecryptor, sframe: how a publisher's participant id (whose keys open its frames) is read: display-prefix (the Janus display's \"<id>:\" part, as PQSRTC and ECall set it; else the feed id), display (the whole display) or feed (the Janus feed id).",
+        valueName: "rule"), transform: Self.participantRule)
+    var participantId: ParticipantIDRule?
+
+    static func participantRule(_ text: String) throws -> ParticipantIDRule {
+        guard let rule = ParticipantIDRule(rawValue: text) else {
+            throw ValidationError("--participant-id takes \(ParticipantIDRule.allCases.map(\.rawValue).joined(separator: ", ")), got \(text)")
+        }
+        return rule
+    }
+
     /// The options as the settings serve's jobs take too, checked by the same code.
     var settings: FrameFormatSettings {
         var s = FrameFormatSettings()
@@ -62,6 +74,7 @@ struct FormatOptions: ParsableArguments {
         s.sframeKid = sframeKid
         s.keyIndex = keyIndex
         s.keyWaitSeconds = keyWait
+        s.participantId = participantId
         return s
     }
 
