@@ -19,6 +19,7 @@ extension RoomRecording {
         guard state == .recording else { return }
         let new = list.filter { !$0.streams.isEmpty }
         guard !new.isEmpty else { return }
+        presence.seen(new)
         for p in new where !rejoined {
             log.info("publisher \(p.id) '\(p.display)' joined")
             timeline.append(.init(time: Date(), event: "joined", feedID: p.id, display: p.display))
@@ -42,6 +43,7 @@ extension RoomRecording {
     }
 
     func publisherLeft(_ p: RoomPublisher) async {
+        if state == .recording || state == .rejoining { presence.left(p.id) }
         guard state == .recording, let media, let peer else { return }
         // Janus drops a departed publisher's streams from the subscription by itself.
         await peer.subscription.forget([p.id])

@@ -73,7 +73,10 @@ extension RoomRecording {
             }
             guard state == .rejoining, let roster else { return nil }
             do {
-                try await subscribe(await roster.current)
+                let list = await roster.current
+                // Who left or joined while the recorder was away.
+                presence.current(list)
+                try await subscribe(list)
                 guard state == .rejoining else { return nil }
                 return onNewSession
             } catch {
