@@ -57,5 +57,31 @@ extension MediaScene {
         let lost = try #require(o.manifest.errors.first { $0.display == "4:Tone" }, "\(o.manifest.errors.map(\.error))")
         #expect(lost.error.contains("nothing of theirs was recorded") && lost.error.contains("TURN"), "\(lost.error)")
     }
+
+    @Test("play with a wrong TURN password, relay only: fails after its join timeout with a clear error, not after the whole rejoin window")
+    func playerWithWrongTURNPasswordFails() async throws {
+        let dir = try Scene.tempDirectory("turn-player-fails")
+        try await OwnJanus.with(port: 8221, in: dir, rtpPorts: MediaScene.TURNTests.janusRTP) { janus in
+            try await OwnCoturn.with(port: 3478, relayPorts: MediaScene.TURNTests.relayPorts, auth: MediaScene.TURNTests.user, in: dir) { coturn in
+                let room = try await Scene.createPermanentRoom(janus.url)
+                var config = try Scene.config(room: room, display: "4:Tone", protection: .e2ee(KeyRing(current: .random())))
+                config.janusURL = janus.url
+                config.ice = try MediaScene.TURNTests.password([coturn.url()], .relay, password: "wrong")
+                config.rejoinTimeout = .seconds(120)
+                config.joinTimeout = .seconds(8)
+                let player = Player(config: config, file: try await Audio.tone(440, seconds: 3, in: dir).path, loop: true)
+                let clock = ContinuousClock(), began = clock.now
+                let outcome: Result<Player.Report, BotError> = await {
+                    do throws(BotError) { return .success(try await player.run()) } catch { return .failure(error) }
+                }()
+                let took = clock.now - began
+                print("turn player-fails: \(outcome) after \(took)")
+                guard case .failure(let error) = outcome else { Issue.record("the player returned: \(outcome)"); return }
+                #expect("\(error)".contains("no media path within 8 s") && "\(error)".contains("TURN"), "\(error)")
+                // 8 s, then the attempt under way ends (backoff doubling from 0.5 s): far from 120 s.
+                #expect(took < .seconds(30), "failed after \(took)")
+            }
+        }
+    }
 }
 }
