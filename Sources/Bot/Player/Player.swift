@@ -89,7 +89,7 @@ public struct Player: Sendable {
             dropped.video += media.videoGate?.dropped ?? 0
             progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
             guard case .lost(let loss) = outcome else { break }
-            let why = loss.explained(by: config.tlsBridges)
+            let why = config.explain(loss)
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded

@@ -117,7 +117,7 @@ extension RoomRecording {
                 // A refused TURN allocation fails again at once: come back with backoff.
                 case .lost(let loss):
                     guard let self else { return }
-                    let why = loss.explained(by: self.config.tlsBridges)
+                    let why = self.config.explain(loss)
                     if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
                 case .ice(let s) where s == "connected" || s == "completed":
                     await self?.sizeReceiveBuffer(number)
