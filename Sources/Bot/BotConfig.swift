@@ -35,6 +35,10 @@ public struct BotConfig: Sendable {
     /// the participant reconnects its media (ICE loss). Longer than a short network hiccup,
     /// which the old connection rides out by itself.
     public var mediaLossTimeout: Duration = .seconds(4)
+    /// Publishers present and no media from any of them reached the recorder for this long
+    /// (TURN, ICE, DTLS or negotiation never worked): the recording ends with an error rather
+    /// than record nothing for its whole duration.
+    public var joinTimeout: Duration = .seconds(30)
     /// A publisher opens a `keepalive` data channel and sends `ping:<epoch>` on it this often,
     /// as ECall phones do (ECALL-WIRE §6); nil: no channel.
     public var keepaliveInterval: Duration? = .seconds(30)

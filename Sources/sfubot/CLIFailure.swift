@@ -33,7 +33,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case .janus: code = error.janusError.map(Self.code(for:)) ?? .protocolError
         case .roomMissing: code = .roomMissing
         case .inputMissing: code = .noInput
-        case .output: code = .cannotWrite
+        case .output: code = error.isLoss ? .incomplete : .cannotWrite
         case .media: code = .media
         }
     }

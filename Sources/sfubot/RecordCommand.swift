@@ -17,8 +17,10 @@ struct Record: AsyncParsableCommand {
             read back, and manifest.json says what it holds (on_disk); a killed process still leaves files that play up to \
             their last second. A stop still busy 30 s after the signal (a server that never answers) ends anyway, but never \
             while files are being finished; a second signal changes nothing, a third ends it at once. Exit 0 only if nothing \
-            was lost; 74 if a file holds less than was written to it, a track or the mix stopped being written, or a file \
-            cannot be read back (each is in the manifest's errors).
+            was lost; 74 if a file holds less than was written to it, a track or the mix stopped being written, a file \
+            cannot be read back, or a publisher in the room was not recorded for some of their time (a gap: the call went \
+            on without the recorder) or at all (each is in the manifest's errors). Publishers present and no media from \
+            any of them for --join-timeout (TURN, ICE, DTLS) ends the recording with 74 at once.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -30,6 +32,9 @@ struct Record: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
+
+    @Option(help: ArgumentHelp("End with an error (74) if publishers are in the room and no media from any of them reached the recorder for this many seconds.", valueName: "seconds"))
+    var joinTimeout = 30.0
 
     @Option(help: ArgumentHelp("Also write every publisher's audio mixed into one Ogg Opus file.", valueName: "file"))
     var mix: String?
@@ -47,6 +52,7 @@ struct Record: AsyncParsableCommand {
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
+        try OptionCheck.seconds(joinTimeout, "--join-timeout")
         if keyLog != nil && key.format.frameFormat != .ecall {
             throw ValidationError("--key-log logs ECall call keys; with --frame-format \(key.format.frameFormat.rawValue) keep the key material you handed in")
         }
@@ -61,7 +67,8 @@ struct Record: AsyncParsableCommand {
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }
             KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
-            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
+            var config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
+            config.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout") ?? config.joinTimeout
             let signer = SigningKeyOption.load(signingKey)
             var recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),

@@ -40,7 +40,7 @@ extension MediaScene {
 
         /// `recorderICE`: the recorder's own servers (e.g. a wrong password), the player keeps `ice`'s.
         static func scene(_ name: String, auth: OwnCoturn.Auth, tls: ((URL) async throws -> OwnCoturn.TLS)? = nil, recordFor: Duration = recordFor,
-                          recorderICE: ((OwnCoturn) throws -> ICEServers)? = nil,
+                          recorderICE: ((OwnCoturn) throws -> ICEServers)? = nil, joinTimeout: Duration = .seconds(30),
                           fault: ((OwnCoturn) async throws -> (at: Date, restored: Date))? = nil,
                           ice: @escaping (OwnCoturn) throws -> ICEServers) async throws -> Outcome {
             let dir = try Scene.tempDirectory("turn-\(name)")
@@ -56,6 +56,7 @@ extension MediaScene {
                         c.janusURL = janus.url
                         c.ice = servers
                         c.rejoinTimeout = .seconds(30)
+                        c.joinTimeout = joinTimeout
                         return c
                     }
                     let recorderConfig = try config("9:Recorder", recorderServers), playerConfig = try config("4:Tone", servers)
@@ -212,6 +213,8 @@ extension MediaScene {
             #expect(gap <= 15, "the tone was back \(gap) s after coturn")
             #expect(o.manifest.candidatePair?.local == "relay", "still relayed afterwards")
             #expect(o.firewall.directIn == 0 && o.firewall.directOut == 0, "never direct, not even while coturn was away: \(o.firewall)")
+            // The tone's publisher was in the room throughout: the recorder's gap cost their media (issue 39).
+            #expect(o.manifest.errors.contains { $0.display == "4:Tone" && $0.error.contains("while the recorder was away") }, "\(o.manifest.errors.map(\.error))")
         }
 
         @Test("libnice speaks no TLS to a turns: server: its first bytes there are a TURN Allocate in the clear (why sfubot does the TLS itself)")

@@ -14,6 +14,8 @@ const keyIndex = Number(params.get('index') || '0');
 // when bandwidth or CPU drops (issue 13, bug 1).
 const withVideo = params.get('video') ? params.get('video') !== '0' : format !== 'sframe';  // video=0: microphone only (bench)
 const resizeAfter = params.get('resize') ? Number(params.get('resize')) : null;
+// resize2=S: after S seconds the picture goes to 3/4 of the original (480x270 from 640x360): a second change (issue 39).
+const resizeAgain = params.get('resize2') ? Number(params.get('resize2')) : null;
 // turn=URL with turnUser/turnPass: only through that TURN server (iceTransportPolicy relay),
 // as a phone behind a firewall that lets nothing but its TURN server through.
 const turn = params.get('turn');
@@ -126,12 +128,19 @@ async function main() {
       result.resizedAt = result.video.sealed;
       note('resized after frame ' + result.resizedAt);
     }
+    if (resizeAgain !== null && result.resizedAt && !result.resizedAgainAt && Date.now() - started >= resizeAgain * 1000) {
+      const p = videoSender.getParameters();
+      p.encodings[0].scaleResolutionDownBy = 4 / 3;
+      await videoSender.setParameters(p);
+      result.resizedAgainAt = result.video.sealed;
+      note('resized again after frame ' + result.resizedAgainAt);
+    }
     note(JSON.stringify({ v: result.video.sealed, a: result.audio.sealed, vf: result.video.failed }));
   }
   const report = await pc.getStats();
   report.forEach((s) => {
     if (s.type === 'outbound-rtp') result.stats[s.kind] = { framesEncoded: s.framesEncoded, framesSent: s.framesSent, packetsSent: s.packetsSent,
-      frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoderImplementation: s.encoderImplementation };
+      frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoderImplementation: s.encoderImplementation, pliCount: s.pliCount, firCount: s.firCount, keyFramesEncoded: s.keyFramesEncoded };
     // The selected pair's candidate types (relay → host through TURN).
     if (s.type === 'transport' && s.selectedCandidatePairId) {
       const pair = report.get(s.selectedCandidatePairId);

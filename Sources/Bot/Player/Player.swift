@@ -76,8 +76,10 @@ public struct Player: Sendable {
         progress.joined(joined.id)
         status.set(.running)
         var dropped = (audio: 0, video: 0), rejoins = 0, resumeAt = startAt, turnFailures = 0
+        // Since when every attempt ended in a TURN failure with no frame sent (nil: not now).
+        var refusedSince: ContinuousClock.Instant?
         while true {
-            let outcome: Outcome
+            let outcome: Outcome, attempt = ContinuousClock.now
             do { (outcome, end) = try await stream(media, publisher: publisher, until: end, resumeAt: resumeAt, logger: log) } catch {
                 await publisher.leave(announce: false)
                 await session.close()
@@ -88,7 +90,7 @@ public struct Player: Sendable {
             dropped.video += media.videoGate?.dropped ?? 0
             progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
             guard case .lost(let loss) = outcome else { break }
-            let why = loss.explained(by: config.tlsBridges)
+            let why = config.explain(loss)
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded
@@ -98,6 +100,13 @@ public struct Player: Sendable {
             await publisher.leave(announce: !sessionGone)
             await media.pipeline.stop()
             if sessionGone { await session.close() }
+            // A TURN server that refuses every allocation (a wrong password): bounded by
+            // joinTimeout, not the whole rejoin window; a path that carried frames starts again.
+            refusedSince = why.isTURNFailure && !media.audioGate.isOpen ? refusedSince ?? attempt : nil
+            if let since = refusedSince, ContinuousClock.now - since >= config.joinTimeout {
+                await session.close()
+                throw .stalled("no media path within \(Int(config.joinTimeout.seconds)) s: \(why) (\(turnFailures + 1) attempts); nothing was sent")
+            }
             let lostSession = session, lostAt = ContinuousClock.now
             // A refused TURN allocation fails again at once: back off, 0.5 s doubling to 30 s.
             if why.isTURNFailure {

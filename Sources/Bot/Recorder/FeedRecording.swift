@@ -59,6 +59,8 @@ final class FeedRecording: Sendable {
     let written = Counter()
     /// Frames opened and dropped while the recording was paused.
     let pausedFrames = Counter()
+    /// Frames as they arrived from Janus, before the depayloader (`ArrivalCounter`).
+    let arrived = ArrivalCounter()
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
@@ -156,6 +158,8 @@ final class FeedRecording: Sendable {
                 if counter.value == 0 { keyFrames?.request() }
             })
         }
+        let arrived = self.arrived
+        probes.append(try bin.staticPad("sink").addBufferObserver { arrived.observe($0) })
         if let tap {
             probes.append(try bin.element(named: "open").staticPad("sink").addBufferObserver { tap(.beforeOpen, feedID, $0) })
             probes.append(open.addBufferObserver { tap(.afterOpen, feedID, $0) })
@@ -214,7 +218,7 @@ final class FeedRecording: Sendable {
             firstMediaTime: (videoFile?.mediaTimes ?? mediaTimes).first, lastMediaTime: (videoFile?.mediaTimes ?? mediaTimes).last,
             error: unfinished.withLock { $0 }, parts: parts,
             openedByKeyIndex: keyIndexes?.snapshot, written: videoFile?.written.value ?? written.value,
-            pausedFrames: pausedFrames.value > 0 ? pausedFrames.value : nil)
+            pausedFrames: pausedFrames.value > 0 ? pausedFrames.value : nil, arrived: arrived.value)
     }
 }
 

@@ -59,13 +59,16 @@ public struct RecordingManifest: Codable, Sendable {
         /// Why this track was not put into one file with the publisher's other track (the track
         /// files were kept as they are).
         public var notMerged: String? = nil
+        /// Frames that arrived from Janus (one per RTP timestamp), counted before the
+        /// depayloader; more than `frames.received` means some were discarded before opening.
+        public var arrived: Int? = nil
 
         enum CodingKeys: String, CodingKey {
             case feedID = "feed_id", display, userID = "user_id", displayName = "display_name", mid, kind, codec, file
             case joined, left, firstFrame = "first_frame", lastFrame = "last_frame", frames
             case keyFrameRequests = "key_frame_requests", keyFrames = "key_frames", width, height
             case firstMediaTime = "first_media_time", lastMediaTime = "last_media_time", error, parts
-            case openedByKeyIndex = "opened_by_key_index", written, pausedFrames = "paused_frames", onDisk = "on_disk", notMerged = "not_merged"
+            case openedByKeyIndex = "opened_by_key_index", written, pausedFrames = "paused_frames", onDisk = "on_disk", notMerged = "not_merged", arrived
         }
     }
 

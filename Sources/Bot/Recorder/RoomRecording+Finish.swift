@@ -71,6 +71,7 @@ extension RoomRecording {
             mixAccess: { Self.access(ofShown: $0, folder: folder, mix: mix) },
             show: { Self.showing($0, folder: folder, mix: mix) }
         ).check(manifest(ended: Date()))
+        final = noteAbsences(final)
         if let proof {
             final = await proof.seal(final, log: log)
             log.info("\(proof.costLine)")

@@ -20,6 +20,7 @@ extension RoomRecording {
         guard state == .recording else { return }
         let new = list.filter { !$0.streams.isEmpty }
         guard !new.isEmpty else { return }
+        presence.seen(new)
         for p in new where !rejoined {
             log.info("publisher \(p.id) '\(p.display)' joined")
             timeline.append(.init(time: Date(), event: "joined", feedID: p.id, display: p.display))
@@ -43,6 +44,7 @@ extension RoomRecording {
     }
 
     func publisherLeft(_ p: RoomPublisher) async {
+        if state == .recording || state == .rejoining { presence.left(p.id) }
         guard state == .recording, let media, let peer else { return }
         // Janus drops a departed publisher's streams from the subscription by itself.
         await peer.subscription.forget([p.id])
@@ -116,7 +118,7 @@ extension RoomRecording {
                 // A refused TURN allocation fails again at once: come back with backoff.
                 case .lost(let loss):
                     guard let self else { return }
-                    let why = loss.explained(by: self.config.tlsBridges)
+                    let why = self.config.explain(loss)
                     if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
                 case .ice(let s) where s == "connected" || s == "completed":
                     await self?.sizeReceiveBuffer(number)

@@ -78,7 +78,10 @@ extension RoomRecording {
             }
             guard state == .rejoining, let roster else { throw stopped }
             do {
-                try await subscribe(await roster.current)
+                let list = await roster.current
+                // Who left or joined while the recorder was away.
+                presence.current(list)
+                try await subscribe(list)
             } catch {
                 guard state == .rejoining else { throw stopped }
                 await dropPeer(announce: false)

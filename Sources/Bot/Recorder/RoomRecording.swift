@@ -72,6 +72,9 @@ actor RoomRecording {
     /// Leaves whose files are being finished: the stop waits for them (`takeLeaving`).
     var leaving: [UUID: Task<[RecordingManifest.Feed], Never>] = [:]
     var timeline: [RecordingManifest.TimelineEvent] = []
+    /// Who was in the room and when (`RoomPresence`); media reached at least once (`checkReached`).
+    var presence = RoomPresence()
+    var reachedMedia = false
     /// The recorder's own outages, and what brought it back.
     var gaps: [RecordingManifest.Gap] = []
     var counters = RecordingManifest.Reconnection()
@@ -196,6 +199,7 @@ actor RoomRecording {
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(500))
                     await self?.checkMediaFlow()
+                    await self?.checkReached()
                 }
             }
             group.addTask {
