@@ -13,14 +13,15 @@ import Locking
 /// finished (`Finishing`: end-of-stream, remux, read-back) the deadline waits, since finishing
 /// them is the stop. A second signal says so and changes nothing; a third exits at once, and the
 /// files then keep what reached the disk (they are written so that a killed process leaves them
-/// playable). Once `body` has ended the default disposition is back. If `body` fails after a
-/// signal, that is reported as the stop it was (exit 128 + signal).
+/// playable). The handlers stay until the process exits: a second Ctrl-C that lands after `body`
+/// ended, while the result is printed, used to meet the default disposition and turn a clean stop
+/// into "killed by SIGINT". If `body` fails after a signal, that is reported as the stop it was
+/// (exit 128 + signal).
 func runCancellableOnSignals<T: Sendable>(
     grace: Duration = .seconds(10), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let task = Task { try await body() }
     let stop = StopState()
-    var sources: [any DispatchSourceSignal] = []
     for sig in [SIGINT, SIGTERM] {
         signal(sig, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -37,13 +38,9 @@ func runCancellableOnSignals<T: Sendable>(
             }
         }
         source.resume()
-        sources.append(source)
+        signalSources.append(source)
     }
-    defer {
-        stop.endBody()
-        sources.forEach { $0.cancel() }
-        for sig in [SIGINT, SIGTERM] { signal(sig, SIG_DFL) }
-    }
+    defer { stop.endBody() }
     do {
         return try await task.value
     } catch {
@@ -51,6 +48,10 @@ func runCancellableOnSignals<T: Sendable>(
         throw error
     }
 }
+
+/// Kept for the life of the process (see above). Only the one call per process appends, before
+/// its body starts, hence unsafe.
+nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
 
 /// Exits `grace` after the first signal if the body still runs, unless files are being finished
 /// then: it looks again every second while they are.
