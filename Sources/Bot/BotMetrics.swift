@@ -66,15 +66,17 @@ package struct FrameMetrics: Sendable {
     private let missingKey: CoreMetrics.Counter
     private let unencrypted: CoreMetrics.Counter
 
-    /// `kind`: "audio" or "video". `factory`: where the counters live (a test gives its own).
-    package init(kind: String, factory: any MetricsFactory = MetricsSystem.factory) {
-        let k = [("kind", kind)]
+    /// `kind`: "audio" or "video". `format`: the frame format (`FrameFormatName`'s raw value, or
+    /// "none" without E2EE), so a dashboard tells a PQSRTC room's failures from an ECall room's.
+    /// `factory`: where the counters live (a test gives its own).
+    package init(kind: String, format: String, factory: any MetricsFactory = MetricsSystem.factory) {
+        let k = [("kind", kind), ("format", format)]
         sealedCounter = .init(label: "sfubot_frames_sealed_total", dimensions: k, factory: factory)
         sealFailureCounter = .init(label: "sfubot_seal_failures_total", dimensions: k, factory: factory)
         openedCounter = .init(label: "sfubot_frames_opened_total", dimensions: k, factory: factory)
         // Decrypt failures by reason only: the reason says what broke, whatever the medium.
         func failures(_ r: DropReason) -> CoreMetrics.Counter {
-            .init(label: "sfubot_decrypt_failures_total", dimensions: [("reason", r.rawValue)], factory: factory)
+            .init(label: "sfubot_decrypt_failures_total", dimensions: [("reason", r.rawValue), ("format", format)], factory: factory)
         }
         noMarker = failures(.noMarker)
         tooShort = failures(.tooShort)

@@ -88,7 +88,7 @@ package enum VideoFormat: FrameFormat {
 struct Sealer<Format: FrameFormat>: FrameTransform {
     let ring: KeyRing
     let stats: FrameStats
-    var metrics = FrameMetrics(kind: Format.kind)
+    var metrics = FrameMetrics(kind: Format.kind, format: FrameFormatName.ecall.rawValue)
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.sealedCapacity(input) }
 
@@ -112,7 +112,7 @@ struct Opener<Format: FrameFormat>: FrameTransform {
     let stats: FrameStats
     let times: FrameTimes
     var onDrop: (@Sendable (DropReason) -> Void)? = nil
-    var metrics = FrameMetrics(kind: Format.kind)
+    var metrics = FrameMetrics(kind: Format.kind, format: FrameFormatName.ecall.rawValue)
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
 
@@ -161,7 +161,7 @@ extension Pad {
         case .perSender: return addFrameTransform(Sealer<F>(ring: KeyRing(), stats: stats))
         case .indexed(let p): return addFrameTransform(p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealing, stats: stats))
         case .none:
-            let metrics = FrameMetrics(kind: F.kind)
+            let metrics = FrameMetrics(kind: F.kind, format: "none")
             return addBufferObserver { _ in
                 stats.sealed()
                 metrics.sealed()
@@ -192,7 +192,7 @@ extension Pad {
             return attach(p.transforms.opener(kind: F.mediaKind, participant: participant, stats: stats, times: times,
                                         counts: openedBy ?? KeyIndexCounts(), keyWait: p.keyWait, onDrop: onDrop))
         case .none:
-            let metrics = FrameMetrics(kind: F.kind)
+            let metrics = FrameMetrics(kind: F.kind, format: "none")
             return addBufferObserver { _ in
                 stats.received()
                 stats.opened()

@@ -90,7 +90,7 @@ struct IndexedSealer<Format: IndexedFormat>: FrameTransform {
         self.index = index
         self.state = state
         self.stats = stats
-        metrics = FrameMetrics(kind: kind.rawValue)
+        metrics = FrameMetrics(kind: kind.rawValue, format: store.format.name.rawValue)
     }
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { store.format.sealedCapacity(input, kind: kind) ?? 0 }
@@ -133,7 +133,7 @@ struct IndexedOpener<Format: IndexedFormat>: FrameTransform {
         self.counts = counts
         self.wait = wait
         self.onDrop = onDrop
-        metrics = FrameMetrics(kind: kind.rawValue)
+        metrics = FrameMetrics(kind: kind.rawValue, format: store.format.name.rawValue)
     }
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { store.format.openedCapacity(input, kind: kind) }

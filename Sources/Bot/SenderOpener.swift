@@ -12,7 +12,7 @@ struct SenderOpener<Format: FrameFormat>: FrameTransform {
     let stats: FrameStats
     let times: FrameTimes
     var onDrop: (@Sendable (DropReason) -> Void)? = nil
-    var metrics = FrameMetrics(kind: Format.kind)
+    var metrics = FrameMetrics(kind: Format.kind, format: FrameFormatName.ecall.rawValue)
 
     init(sender: KeyMap.SenderKeys, counts: KeyIndexCounts, stats: FrameStats, times: FrameTimes, onDrop: (@Sendable (DropReason) -> Void)?) {
         tries = sender.keys.map { KeyRing.Candidates(current: $0.key) }

@@ -24,15 +24,15 @@ extension MediaScene {
         var text = ""
         let flowing = await eventually(within: 90) {
             text = await MetricsCLITests.scrape(port) ?? ""
-            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 >= 300
+            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio",format="ecall"}"#, in: text) ?? 0 >= 300
         }
         #expect(flowing, "no frames decrypted: \(text)")
         #expect(p.isRunning)
         // Its metrics: load's own figures (fed once a second) and the frame counters every command has.
         text = await MetricsCLITests.scrape(port) ?? ""
         #expect(PrometheusText.value(#"sfubot_load_frames_decrypted_total{shard="0"}"#, in: text) ?? 0 > 0, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio"}"#, in: text) ?? 0 > 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio",format="ecall"}"#, in: text) ?? 0 > 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio",format="ecall"}"#, in: text) ?? 0 > 0, "\(text)")
         p.signal(SIGINT)
         let r = await p.finished()
         #expect(r.status == 1, "\(r.errText)")
@@ -102,7 +102,7 @@ extension MediaScene {
         // Killed once it has opened 5 s of 20 ms frames, however long joining took.
         let recorded = await eventually(within: 90) {
             let text = await MetricsCLITests.scrape(port) ?? ""
-            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) ?? 0 >= 250
+            return PrometheusText.value(#"sfubot_frames_opened_total{kind="audio",format="ecall"}"#, in: text) ?? 0 >= 250
         }
         #expect(recorded, "the recorder opened no 5 s of audio")
         recorder.signal(SIGKILL)

@@ -26,11 +26,11 @@ import TestSupport
         let registry = PrometheusCollectorRegistry()
         let factory = PrometheusMetricsFactory(registry: registry)
         let ring = KeyRing(current: .random())
-        let sealer = Sealer<AudioFormat>(ring: ring, stats: FrameStats(), metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+        let sealer = Sealer<AudioFormat>(ring: ring, stats: FrameStats(), metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
         let opener = Opener<AudioFormat>(ring: ring, stats: FrameStats(), times: FrameTimes(),
-                                         metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+                                         metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
         let stranger = Opener<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats(), times: FrameTimes(),
-                                           metrics: FrameMetrics(kind: AudioFormat.kind, factory: factory))
+                                           metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
         let frame = (0..<80).map { UInt8($0) }
         var last: [UInt8] = []
         for _ in 0..<5 {
@@ -41,11 +41,11 @@ import TestSupport
         #expect(run(opener, [0x00, 1, 2, 3]) == nil, "no ECall marker")
 
         let text = Telemetry.render(registry)
-        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio"}"#, in: text) == 5, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: text) == 5, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens"}"#, in: text) == 1, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_marker"}"#, in: text) == 1, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="audio"}"#, in: text) == 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio",format="ecall"}"#, in: text) == 5, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_opened_total{kind="audio",format="ecall"}"#, in: text) == 5, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens",format="ecall"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_marker",format="ecall"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="audio",format="ecall"}"#, in: text) == 0, "\(text)")
         #expect(text.contains("# TYPE sfubot_frames_opened_total counter"), "\(text)")
     }
 
@@ -53,24 +53,38 @@ import TestSupport
     func countsSealFailures() throws {
         let registry = PrometheusCollectorRegistry()
         let sealer = Sealer<VideoFormat>(ring: KeyRing(), stats: FrameStats(),
-                                         metrics: FrameMetrics(kind: VideoFormat.kind, factory: PrometheusMetricsFactory(registry: registry)))
+                                         metrics: FrameMetrics(kind: VideoFormat.kind, format: "ecall", factory: PrometheusMetricsFactory(registry: registry)))
         #expect(run(sealer, [0, 0, 0, 2, 0x65, 0x88]) == nil)
         let text = Telemetry.render(registry)
-        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="video"}"#, in: text) == 1, "\(text)")
-        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="video"}"#, in: text) == 0, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="video",format="ecall"}"#, in: text) == 1, "\(text)")
+        #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="video",format="ecall"}"#, in: text) == 0, "\(text)")
     }
 
     @Test("Telemetry.bootstrap is idempotent, and a sealer made after it counts in the process's registry")
     func bootstrapFeedsTheProcessRegistry() throws {
         let registry = Telemetry.bootstrap()
         #expect(Telemetry.bootstrap() === registry)
-        let series = #"sfubot_frames_sealed_total{kind="audio"}"#
+        let series = #"sfubot_frames_sealed_total{kind="audio",format="ecall"}"#
         let before = PrometheusText.value(series, in: Telemetry.render(registry)) ?? 0
         // The default metrics: what attachSender gives every stream.
         let sealer = Sealer<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats())
         for _ in 0..<3 { _ = try #require(run(sealer, [1, 2, 3, 4])) }
         let after = try #require(PrometheusText.value(series, in: Telemetry.render(registry)))
         // Other tests in this process may seal meanwhile: at least ours.
+        #expect(after - before >= 3)
+    }
+
+    @Test("a PQSRTC (FrameCryptor) stream counts under format=\"framecryptor\", not ECall's series")
+    func indexedFormatsCountUnderTheirName() throws {
+        let registry = Telemetry.bootstrap()
+        let series = #"sfubot_frames_sealed_total{kind="audio",format="framecryptor"}"#
+        let before = PrometheusText.value(series, in: Telemetry.render(registry)) ?? 0
+        let store = FrameKeyStore(format: FrameCryptorFormat(options: .pqsrtc))
+        try store.set(participant: "alice", index: 0, material: try KeyMaterial((0..<32).map { UInt8($0) }))
+        let sealer = store.sealer(kind: .audio, participant: "alice", index: SealingIndex(0), stats: FrameStats())
+        let sealed = (0..<3).compactMap { _ in run(sealer, [0xF8, 1, 2, 3]) }
+        #expect(sealed.count == 3)
+        let after = try #require(PrometheusText.value(series, in: Telemetry.render(registry)), "\(Telemetry.render(registry))")
         #expect(after - before >= 3)
     }
 }

@@ -43,12 +43,12 @@ extension MediaScene {
         while ContinuousClock.now < deadline, opened < 50 || written == 0 {
             try await Task.sleep(for: .milliseconds(500))
             text = await Self.scrape(port) ?? text
-            opened = text.flatMap { PrometheusText.value(#"sfubot_frames_opened_total{kind="audio"}"#, in: $0) } ?? 0
+            opened = text.flatMap { PrometheusText.value(#"sfubot_frames_opened_total{kind="audio",format="ecall"}"#, in: $0) } ?? 0
             written = text.flatMap { PrometheusText.value("sfubot_bytes_written_total", in: $0) } ?? 0
         }
         #expect(opened > 0, "\(text ?? "")")
         #expect(written > 0, "the opened frames reached the file: \(text ?? "")")
-        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens"}"#, in: text ?? "") ?? 0 == 0, "\(text ?? "")")
+        #expect(PrometheusText.value(#"sfubot_decrypt_failures_total{reason="no_key_opens",format="ecall"}"#, in: text ?? "") ?? 0 == 0, "\(text ?? "")")
         #expect(recorder.isRunning, "still recording while scraped")
         player.signal(SIGTERM)
         _ = await player.exit(within: .seconds(30))
