@@ -4,6 +4,7 @@ import Bot
 import FrameCrypto
 import Foundation
 import Janus
+import Locking
 import Logging
 
 /// The call key, or explicitly none.
@@ -95,6 +96,17 @@ struct KeyOptions: ParsableArguments {
             throw CLIFailure("--key-map \(keyMap!) has no key for participant \"\(id)\" (from --display \(display)); senders: \(map.senders.keys.sorted().joined(separator: ", "))", code: .badKey)
         }
         return .e2ee(KeyRing(current: key))
+    }
+
+    /// `protection()` on a thread of its own: a FrameCryptor key is a PBKDF2 of 100 000 rounds,
+    /// and a key map of many participants would hold a pool thread for seconds.
+    func protectionOffPool() async throws -> FrameProtection {
+        try await OffPool.run { [self] in try protection() }
+    }
+
+    /// `sendingProtection(display:)` off the pool, as `protectionOffPool()`.
+    func sendingProtectionOffPool(display: String) async throws -> FrameProtection {
+        try await OffPool.run { [self] in try sendingProtection(display: display) }
     }
 
     func protection() throws -> FrameProtection {

@@ -107,8 +107,8 @@ struct LoadRunCommand: AsyncParsableCommand {
 
     /// The run's protection: the call key, a key map, or (`--per-sender-keys`) a map derived
     /// from the call key with one key per publisher.
-    func loadProtection() throws -> FrameProtection {
-        let protection = try key.protection()
+    func loadProtection() async throws -> FrameProtection {
+        let protection = try await key.protectionOffPool()
         if case .indexed = protection, perSenderKeys {
             throw CLIFailure("--per-sender-keys derives ECall keys; with --frame-format \(key.format.frameFormat.rawValue) give --key-map", code: .config)
         }
@@ -131,7 +131,7 @@ struct LoadRunCommand: AsyncParsableCommand {
         var plan: LoadPlan
         do {
             plan = LoadPlan(janusURL: connection.janus, room: connection.room, publishers: publishers, subscribers: subscribers,
-                            protection: try loadProtection(), library: library, logger: logger)
+                            protection: try await loadProtection(), library: library, logger: logger)
         } catch let e as CLIFailure { e.exit() }
         plan.janus = connection.sessionOptions
         plan.ice = try connection.ice.servers()

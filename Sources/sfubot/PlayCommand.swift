@@ -64,7 +64,7 @@ struct Play: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.play"))
         defer { server?.stop() }
         do {
-            let protection = try key.sendingProtection(display: display)
+            let protection = try await key.sendingProtectionOffPool(display: display)
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }
             let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.play")

@@ -63,7 +63,7 @@ struct Record: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.record"))
         defer { server?.stop() }
         do {
-            let protection = try key.protection()
+            let protection = try await key.protectionOffPool()
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }
             KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
