@@ -65,6 +65,7 @@ package struct FrameMetrics: Sendable {
     private let malformed: CoreMetrics.Counter
     private let missingKey: CoreMetrics.Counter
     private let unencrypted: CoreMetrics.Counter
+    private let replayed: CoreMetrics.Counter
 
     /// `kind`: "audio" or "video". `format`: the frame format (`FrameFormatName`'s raw value, or
     /// "none" without E2EE), so a dashboard tells a PQSRTC room's failures from an ECall room's.
@@ -84,6 +85,7 @@ package struct FrameMetrics: Sendable {
         malformed = failures(.malformed)
         missingKey = failures(.missingKey)
         unencrypted = failures(.unencrypted)
+        replayed = failures(.replayed)
     }
 
     package func sealed() { sealedCounter.increment() }
@@ -97,6 +99,7 @@ package struct FrameMetrics: Sendable {
         case .malformed: malformed.increment()
         case .missingKey: missingKey.increment()
         case .unencrypted: unencrypted.increment()
+        case .replayed: replayed.increment()
         }
     }
 }

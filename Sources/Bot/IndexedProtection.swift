@@ -122,6 +122,7 @@ struct IndexedOpener<Format: IndexedFormat>: FrameTransform {
     let wait: KeyWait
     let onDrop: (@Sendable (DropReason) -> Void)?
     let metrics: FrameMetrics
+    let replay = ReplayWindows()
 
     init(store: FrameKeyStore<Format>, kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes,
          counts: KeyIndexCounts, wait: KeyWait, onDrop: (@Sendable (DropReason) -> Void)?) {
@@ -147,6 +148,8 @@ struct IndexedOpener<Format: IndexedFormat>: FrameTransform {
                 ?? wait.deadline(for: index).flatMap { store.waitForKey(participant: participant, index: index, until: $0) }
             guard let key else { throw .missingKey }
             let n = try store.format.open(input, kind: kind, key: key, into: output)
+            // Authenticated now, so the counter is the sender's: an old or repeated one is a replay.
+            if let counter = store.format.replayCounter(of: input), !replay.accept(index: index, counter: counter) { throw .replayed }
             wait.clear()
             counts.opened(index: index)
             stats.opened()
@@ -198,5 +201,22 @@ final class KeyWait: Sendable {
         guard open.load(ordering: .relaxed) else { return }
         open.store(false, ordering: .relaxed)
         episode.withLock { $0 = nil }
+    }
+}
+
+/// One track's replay windows, one per key index (SFrame: per KID, whose CTR never repeats).
+/// Per track, not per participant: a sender that comes back as a new feed (a restarted app
+/// picks a new random CTR start) starts a new window, where a remembered one would drop it all.
+final class ReplayWindows: Sendable {
+    private let windows = Locked<[UInt64: SFrameReplayWindow]>([:])
+
+    func accept(index: UInt64, counter: UInt64) -> Bool {
+        let window = windows.withLock { w in
+            if let found = w[index] { return found }
+            let made = SFrameReplayWindow()
+            w[index] = made
+            return made
+        }
+        return window.accept(ctr: counter)
     }
 }

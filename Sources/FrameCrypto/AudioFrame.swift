@@ -74,6 +74,9 @@ public enum DropReason: String, Error, CaseIterable, Sendable, Codable {
     /// The frame ends in the format's "unencrypted" magic bytes (FrameCryptor's SIF trailer):
     /// clear by its sender's (or the SFU's) word, so never taken as the participant's media.
     case unencrypted = "unencrypted"
+    /// It opened, but its counter (SFrame's CTR) was seen before on this track or is older
+    /// than the replay window: the SFU, which cannot read frames, can still send old ones again.
+    case replayed = "replayed"
 }
 
 /// Why a frame could not be sealed; the frame is then dropped, never sent in the clear.

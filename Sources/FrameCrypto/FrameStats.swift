@@ -12,6 +12,7 @@ public final class FrameStats: Sendable {
     private let malformed = Atomic<Int>(0)
     private let missingKey = Atomic<Int>(0)
     private let unencrypted = Atomic<Int>(0)
+    private let replayed = Atomic<Int>(0)
 
     public init() {}
 
@@ -27,6 +28,7 @@ public final class FrameStats: Sendable {
         case .malformed: malformed.add(1, ordering: .relaxed)
         case .missingKey: missingKey.add(1, ordering: .relaxed)
         case .unencrypted: unencrypted.add(1, ordering: .relaxed)
+        case .replayed: replayed.add(1, ordering: .relaxed)
         }
     }
 
@@ -43,6 +45,7 @@ public final class FrameStats: Sendable {
                 DropReason.malformed.rawValue: malformed.load(ordering: .relaxed),
                 DropReason.missingKey.rawValue: missingKey.load(ordering: .relaxed),
                 DropReason.unencrypted.rawValue: unencrypted.load(ordering: .relaxed),
+                DropReason.replayed.rawValue: replayed.load(ordering: .relaxed),
             ])
     }
 

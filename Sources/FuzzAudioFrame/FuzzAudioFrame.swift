@@ -40,7 +40,7 @@ public func fuzzAudioFrame(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         case .tooShort: check(size < AudioFrame.overhead)
         case .noKey, .malformed: break
         // ECall's layout names no key index and has no clear trailer: these are other formats'.
-        case .missingKey, .unencrypted: check(false, "ECall's open said \(error)")
+        case .missingKey, .unencrypted, .replayed: check(false, "ECall's open said \(error)")
         }
     }
 

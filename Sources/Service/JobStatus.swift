@@ -86,7 +86,7 @@ public struct JobStatus: Codable, Sendable {
         public var framesReceived: Int
         public var framesOpened: Int
         public var framesDropped: Int
-        /// Drops by reason (`no_marker`, `too_short`, `no_key_opens`, `malformed`, `missing_key`, `unencrypted`).
+        /// Drops by reason (`no_marker`, `too_short`, `no_key_opens`, `malformed`, `missing_key`, `unencrypted`, `replayed`).
         public var dropped: [String: Int]
         public var error: String?
     }

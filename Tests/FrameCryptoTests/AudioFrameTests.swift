@@ -108,7 +108,7 @@ import Testing
         stats.dropped(.noKey); stats.dropped(.noMarker); stats.dropped(.noMarker)
         let s = stats.snapshot
         #expect(s.received == 2 && s.opened == 1)
-        #expect(s.dropped == ["no_marker": 2, "too_short": 0, "no_key_opens": 1, "malformed": 0, "missing_key": 0, "unencrypted": 0])
+        #expect(s.dropped == ["no_marker": 2, "too_short": 0, "no_key_opens": 1, "malformed": 0, "missing_key": 0, "unencrypted": 0, "replayed": 0])
         #expect(s.droppedTotal == 3)
     }
 }

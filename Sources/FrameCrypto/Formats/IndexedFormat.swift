@@ -35,6 +35,15 @@ public protocol IndexedFormat: Sendable {
 
     /// Each byte range of a sealed frame, named (`sfubot frame`).
     func layout(of frame: UnsafeRawBufferPointer, kind: MediaKind) -> [FrameField]
+
+    /// The frame's counter for a replay check, in formats whose frames carry one that never
+    /// repeats under a key (SFrame's CTR); nil: no check (FrameCryptor's IV is the sender's to
+    /// choose, and libwebrtc checks nothing). Read only after `open` authenticated it.
+    func replayCounter(of frame: UnsafeRawBufferPointer) -> UInt64?
+}
+
+extension IndexedFormat {
+    public func replayCounter(of frame: UnsafeRawBufferPointer) -> UInt64? { nil }
 }
 
 /// One named byte range of a sealed frame, for people reading a capture.

@@ -44,6 +44,8 @@ public struct SFrameFormat: IndexedFormat {
         try SFrameOpener.open(frame, key: { _ in key.key }, into: output).count
     }
 
+    public func replayCounter(of frame: UnsafeRawBufferPointer) -> UInt64? { SFrameOpener.header(of: frame)?.ctr }
+
     public func layout(of frame: UnsafeRawBufferPointer, kind: MediaKind) -> [FrameField] {
         guard let layout = SFrameLayout(frame: frame, suite: suite) else {
             return [FrameField("not an SFrame frame (its header does not parse)", 0..<frame.count)]
