@@ -17,6 +17,8 @@ public protocol IndexedKeying: Sendable {
     func ratchet(participant: String?, index: UInt64) throws(KeyError) -> Bool
     /// Participants with keys of their own and the shared indexes: never a key.
     var summary: (participants: [String: [UInt64]], shared: [UInt64]) { get }
+    /// Every key held and each one set later, with its material (`--key-log`).
+    func observeKeys(_ observer: @escaping @Sendable (_ participant: String?, _ index: UInt64, _ material: KeyMaterial) -> Void)
 }
 
 /// The pipeline's side of `IndexedKeying`: the transforms, generic over the format once here.

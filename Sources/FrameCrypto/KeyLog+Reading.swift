@@ -17,7 +17,7 @@ extension KeyLog {
                 guard let e = try? decoder.decode(Entry.self, from: Data(line)) else { throw KeyLogError(.badLine(path, n + 1)) }
                 entries.append(e)
             }
-            try self.init(entries.filter { (call == nil || $0.call == call) && $0.participant == participant }, path: path)
+            try self.init(entries.filter { $0.format == nil && (call == nil || $0.call == call) && $0.participant == participant }, path: path)
         }
 
         /// Entries already parsed (tests, or a caller that filtered them itself).
@@ -67,5 +67,27 @@ extension KeyLog {
             }
             return out
         }
+    }
+
+    /// The key material a log holds for `format` (`--key-log` of a FrameCryptor or SFrame
+    /// call), by participant (nil: shared) and index: the first material each had, since a
+    /// receiver follows a ratchet forward from it but never back.
+    public static func material(path: String, format: FrameFormatName) throws(KeyLogError) -> (shared: [UInt64: KeyMaterial], own: [String: [UInt64: KeyMaterial]]) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw KeyLogError(.unreadable(path)) }
+        var shared = [UInt64: KeyMaterial](), own = [String: [UInt64: KeyMaterial]]()
+        let decoder = JSONDecoder()
+        for (n, line) in data.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            guard let e = try? decoder.decode(Entry.self, from: Data(line)) else { throw KeyLogError(.badLine(path, n + 1)) }
+            guard e.format == format.rawValue else { continue }
+            guard let index = e.index.flatMap(UInt64.init(exactly:)), let material = try? KeyMaterial(hex: e.key) else {
+                throw KeyLogError(.badLine(path, n + 1))
+            }
+            if let p = e.participant {
+                if own[p]?[index] == nil { own[p, default: [:]][index] = material }
+            } else if shared[index] == nil {
+                shared[index] = material
+            }
+        }
+        return (shared, own)
     }
 }

@@ -25,13 +25,17 @@ public final class KeyLog: Sendable {
         public var index: Int?
         /// The sender whose key it is (per-sender key maps); nil for the call key.
         public var participant: String?
+        /// The frame format whose key material `key` is (`framecryptor`, `sframe`); nil for
+        /// ECall, whose `key` is a 32-byte call key. Readers of one never take the other's.
+        public var format: String?
 
-        public init(call: Int64, key: String, from: Double, index: Int? = nil, participant: String? = nil) {
+        public init(call: Int64, key: String, from: Double, index: Int? = nil, participant: String? = nil, format: String? = nil) {
             self.call = call
             self.key = key
             self.from = from
             self.index = index
             self.participant = participant
+            self.format = format
         }
     }
 
@@ -72,6 +76,14 @@ public final class KeyLog: Sendable {
     @discardableResult
     public func append(call: Int64, key: CallKey, from: Double, index: Int? = nil, participant: String? = nil) -> Bool {
         append(Entry(call: call, key: key.exportedHex, from: from, index: index, participant: participant))
+    }
+
+    /// Appends key material of a format whose frames name their key, at `index` for
+    /// `participant` (nil: shared), in use from `from`.
+    @discardableResult
+    public func append(call: Int64, format: FrameFormatName, material: KeyMaterial, index: UInt64, participant: String?, from: Double) -> Bool {
+        append(Entry(call: call, key: material.bytes.map { String(format: "%02x", $0) }.joined(), from: from, index: Int(index),
+                     participant: participant, format: format.rawValue))
     }
 
     /// A `KeyRing.KeyObserver` that logs every key of `call`.

@@ -207,8 +207,8 @@ enum KeyLogOption {
         return log
     }
 
-    /// Logs the keys `record` starts with (it has no rotation: they stay in use): the call
-    /// key, or every sender's keys with their indexes. `call` is the room id.
+    /// Logs the keys `record` starts with (ECall's stay in use: no rotation), or, for a format
+    /// whose frames name their key, every key it holds and each one set later. `call` is the room id.
     static func logStart(_ log: KeyLog?, _ protection: FrameProtection, call: Int64) {
         guard let log else { return }
         let now = Date().timeIntervalSince1970
@@ -218,8 +218,13 @@ enum KeyLogOption {
             for (id, sender) in map.senders.sorted(by: { $0.key < $1.key }) {
                 for k in sender.keys.reversed() { log.append(call: call, key: k.key, from: now, index: k.index, participant: id) }
             }
-        // Refused with these formats before anything runs (KeyOptions.validate).
-        case .indexed, .none: break
+        case .indexed(let p):
+            // Every key the call holds now, and each one handed in or ratcheted later (--key-feed).
+            let format = p.keys.formatName
+            p.keys.observeKeys { participant, index, material in
+                log.append(call: call, format: format, material: material, index: index, participant: participant, from: Date().timeIntervalSince1970)
+            }
+        case .none: break
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Bot
 import FrameCrypto
 import Foundation
+import Locking
 import Logging
 import Mjr
 
@@ -62,7 +63,6 @@ struct Mjr: AsyncParsableCommand {
 
         func keySource() throws -> any MjrKeySource {
             if format.frameFormat != .ecall {
-                guard keyLog == nil else { throw CLIFailure("--key-log holds ECall call keys; with --frame-format \(format.frameFormat.rawValue) give --key-hex or --key-map", code: .config) }
                 var shared: KeyMaterial?
                 if let keyHex {
                     do { shared = try KeyMaterial(hex: keyHex) } catch { throw CLIFailure("--key-hex: \(error)", code: .badKey) }
@@ -72,6 +72,18 @@ struct Mjr: AsyncParsableCommand {
                     do { own = try KeyMaterialMap.read(contentsOfFile: keyMap) } catch { throw CLIFailure(String(describing: error), code: .badKey) }
                 }
                 guard case .indexed(let p) = try format.protection(shared: shared, own: own, sender: "") else { preconditionFailure("an indexed format") }
+                if let keyLog {
+                    // A record --key-log of this format: each key at the index it had, the first material of each.
+                    let logged: (shared: [UInt64: KeyMaterial], own: [String: [UInt64: KeyMaterial]])
+                    do { logged = try KeyLog.material(path: keyLog, format: format.frameFormat) } catch { throw CLIFailure(String(describing: error), code: .badKey) }
+                    guard !logged.shared.isEmpty || !logged.own.isEmpty else {
+                        throw CLIFailure("--key-log \(keyLog) holds no \(format.frameFormat.rawValue) key", code: .badKey)
+                    }
+                    do {
+                        for (index, material) in logged.shared { try p.keys.set(participant: nil, index: index, material: material) }
+                        for (participant, keys) in logged.own { for (index, material) in keys { try p.keys.set(participant: participant, index: index, material: material) } }
+                    } catch { throw CLIFailure("--key-log \(keyLog): \(error)", code: .badKey) }
+                }
                 return p.mjrKeys()
             }
             do {
@@ -83,7 +95,8 @@ struct Mjr: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let keys = try keySource()
+                // Off the pool: a FrameCryptor key is a PBKDF2 of 100 000 rounds.
+                let keys = try await OffPool.run { [self] in try keySource() }
                 let logger = log.logger("mjr")
                 let signer = SigningKeyOption.load(signingKey)
                 var manifest = try await MjrDecrypt(

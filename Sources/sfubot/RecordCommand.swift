@@ -43,7 +43,7 @@ struct Record: AsyncParsableCommand {
     var display = "0:sfubot recorder"
 
     @Option(help: ArgumentHelp(
-        "Append the key(s) used to this file, one JSON line each ({call: room id, key, from, index}), for decrypting raw captures later. It holds keys in the clear: created 0600, refused if others can read it. record has no key rotation (only agent follows rotations).",
+        "Append the key(s) used to this file, one JSON line each ({call: room id, key, from, index}), for decrypting raw captures later (`mjr decrypt --key-log`). ECall: the call key (record has no key rotation; agent follows rotations). framecryptor, sframe: every key held, with its participant, index and format, and each one handed in (--key-feed) or ratcheted later. It holds keys in the clear: created 0600, refused if others can read it.",
         valueName: "file"))
     var keyLog: String?
 
@@ -53,9 +53,6 @@ struct Record: AsyncParsableCommand {
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
         try OptionCheck.seconds(joinTimeout, "--join-timeout")
-        if keyLog != nil && key.format.frameFormat != .ecall {
-            throw ValidationError("--key-log logs ECall call keys; with --frame-format \(key.format.frameFormat.rawValue) keep the key material you handed in")
-        }
     }
 
     func run() async throws {

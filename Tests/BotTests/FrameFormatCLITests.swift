@@ -61,8 +61,9 @@ extension MediaScene {
         #expect(mkfifo(fifo, 0o600) == 0)
         let out = dir.appendingPathComponent("rec")
         let format = ["--frame-format", "framecryptor", "--ratchet-salt", "PQSRTCFrameEncryptionSalt"]
+        let keyLog = dir.appendingPathComponent("keys.log")
         let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-feed", fifo,
-                                           "--duration", "8", "--out", out.path, "--key-wait", "10"] + format)
+                                           "--duration", "8", "--out", out.path, "--key-wait", "10", "--key-log", keyLog.path] + format)
         try await Task.sleep(for: .seconds(1))
         let player = Task { try await CLITests.run(["play", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
                                                     "--display", "5:Alice", tone.path] + format) }
@@ -89,6 +90,11 @@ extension MediaScene {
         #expect(feed.openedByKeyIndex == ["0": feed.frames.opened])
         let samples = try await Audio.decode(out.appendingPathComponent(feed.file))
         #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 550) <= 11)
+
+        // --key-log: the key handed in mid-call, with whose it is, its index and format; 0600.
+        let logged = try KeyLog.material(path: keyLog.path, format: .framecryptor)
+        #expect(logged.own == ["5": [0: try KeyMaterial(hex: key)]] && logged.shared.isEmpty)
+        #expect(try FileManager.default.attributesOfItem(atPath: keyLog.path)[.posixPermissions] as? Int == 0o600)
     }
 
     /// `--participant-id display`: a client whose display is its identity, colon and all. The

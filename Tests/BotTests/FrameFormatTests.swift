@@ -198,5 +198,19 @@ extension MediaScene.FrameFormatTests {
         #expect(audio.frames.opened >= 230 && audio.frames.droppedTotal == 0, "\(audio.frames)")
         let luma = try await Audio.videoLuma(out.appendingPathComponent(try #require(output.file)))
         #expect(luma.filter { $0 > 200 }.count >= 10 && luma.filter { $0 < 40 }.count >= 10, "flashes: \(luma.map { Int($0) })")
+
+        // The same files through `sfubot mjr decrypt --key-log`, the key in a log as `record
+        // --key-log` writes it (beside an ECall line, which a FrameCryptor reader must skip).
+        let logPath = out.deletingLastPathComponent().appendingPathComponent("keys.log").path
+        let log = try KeyLog(path: logPath)
+        log.append(call: 1, key: CallKey.random(), from: 0)
+        log.append(call: 1, format: .framecryptor, material: k, index: 0, participant: nil, from: 0)
+        let cliOut = out.deletingLastPathComponent().appendingPathComponent("cli")
+        let cli = try await SfubotProcess.run(["mjr", "decrypt", "--frame-format", "framecryptor", "--ratchet-salt", "PQSRTCFrameEncryptionSalt",
+                                               "--key-log", logPath, "--out", cliOut.path] + files.map(\.path))
+        #expect(cli.status == 0, "\(cli.err)")
+        let byCLI = try #require(try MjrManifest.read(from: cliOut).outputs.first)
+        #expect(byCLI.tracks.map(\.frames.opened) == output.tracks.map(\.frames.opened) && byCLI.tracks.allSatisfy { $0.frames.droppedTotal == 0 },
+                "\(byCLI.tracks.map(\.frames))")
     }
 }

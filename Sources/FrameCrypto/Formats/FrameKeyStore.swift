@@ -18,6 +18,7 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
     private var shared: [UInt64: Entry] = [:]
     private var own: [String: [UInt64: Entry]] = [:]
     private let condition = NSCondition()
+    private var observer: (@Sendable (_ participant: String?, _ index: UInt64, _ material: KeyMaterial) -> Void)?
 
     public init(format: Format) {
         self.format = format
@@ -32,6 +33,20 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
         let entry = Entry(material: material, key: key)
         if let participant { own[participant, default: [:]][index] = entry } else { shared[index] = entry }
         condition.broadcast()
+        // Under the lock: the log sees keys in the order they were set.
+        observer?(participant, index, material)
+    }
+
+    /// Calls `observer` with every key held now and each one set from now on (ratchet steps
+    /// included): `--key-log`. It runs under the store's lock, so it must be quick (a write).
+    public func observeKeys(_ observer: @escaping @Sendable (_ participant: String?, _ index: UInt64, _ material: KeyMaterial) -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        self.observer = observer
+        for (index, e) in shared.sorted(by: { $0.key < $1.key }) { observer(nil, index, e.material) }
+        for (participant, keys) in own.sorted(by: { $0.key < $1.key }) {
+            for (index, e) in keys.sorted(by: { $0.key < $1.key }) { observer(participant, index, e.material) }
+        }
     }
 
     /// Moves the key at `index` one ratchet step on (PQSRTC's `ratchetKey`): a sender seals
