@@ -36,7 +36,7 @@ struct Mjr: AsyncParsableCommand {
         var keyFile: String?
 
         @Option(help: ArgumentHelp(
-            "Key log written by `agent`/`record --key-log`: each frame is opened with the key in use at its time, then the ones before and after.",
+            "Key log written by `agent`/`record --key-log`: ECall: each frame is opened with the key in use at its time, then the ones before and after; framecryptor, sframe: with the key of its index and sender.",
             valueName: "path"))
         var keyLog: String?
 
