@@ -10,15 +10,6 @@ import TestSupport
 /// The frame counters through the real Sealer and Opener, scraped as Prometheus text. No
 /// Janus, no pipeline: the transforms are what the pad probes run on every frame.
 @Suite struct FrameMetricsTests {
-    /// Runs a frame transform the way its pad probe does: an output buffer of the capacity it
-    /// asks for, cut to what it wrote; nil if it dropped the frame.
-    func run(_ t: some FrameTransform, _ input: [UInt8]) -> [UInt8]? {
-        input.withUnsafeBytes { inBytes in
-            var out = [UInt8](repeating: 0, count: t.outputCapacity(for: inBytes))
-            let n = out.withUnsafeMutableBytes { t.transform(inBytes, into: $0) }
-            return n.map { Array(out.prefix($0)) }
-        }
-    }
 
     @Test("sealed and opened frames move sfubot_frames_sealed/opened_total; a wrong key moves decrypt failures no_key_opens")
     func countsSealedOpenedAndFailures() throws {
@@ -34,11 +25,11 @@ import TestSupport
         let frame = (0..<80).map { UInt8($0) }
         var last: [UInt8] = []
         for _ in 0..<5 {
-            last = try #require(run(sealer, frame))
-            #expect(run(opener, last) == frame)
+            last = try #require(sealer.run(frame))
+            #expect(opener.run(last) == frame)
         }
-        #expect(run(stranger, last) == nil, "another call's key opens nothing")
-        #expect(run(opener, [0x00, 1, 2, 3]) == nil, "no ECall marker")
+        #expect(stranger.run(last) == nil, "another call's key opens nothing")
+        #expect(opener.run([0x00, 1, 2, 3]) == nil, "no ECall marker")
 
         let text = Telemetry.render(registry)
         #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="audio",format="ecall"}"#, in: text) == 5, "\(text)")
@@ -54,7 +45,7 @@ import TestSupport
         let registry = PrometheusCollectorRegistry()
         let sealer = Sealer<VideoFormat>(ring: KeyRing(), stats: FrameStats(),
                                          metrics: FrameMetrics(kind: VideoFormat.kind, format: "ecall", factory: PrometheusMetricsFactory(registry: registry)))
-        #expect(run(sealer, [0, 0, 0, 2, 0x65, 0x88]) == nil)
+        #expect(sealer.run([0, 0, 0, 2, 0x65, 0x88]) == nil)
         let text = Telemetry.render(registry)
         #expect(PrometheusText.value(#"sfubot_seal_failures_total{kind="video",format="ecall"}"#, in: text) == 1, "\(text)")
         #expect(PrometheusText.value(#"sfubot_frames_sealed_total{kind="video",format="ecall"}"#, in: text) == 0, "\(text)")
@@ -68,7 +59,7 @@ import TestSupport
         let before = PrometheusText.value(series, in: Telemetry.render(registry)) ?? 0
         // The default metrics: what attachSender gives every stream.
         let sealer = Sealer<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats())
-        for _ in 0..<3 { _ = try #require(run(sealer, [1, 2, 3, 4])) }
+        for _ in 0..<3 { _ = try #require(sealer.run([1, 2, 3, 4])) }
         let after = try #require(PrometheusText.value(series, in: Telemetry.render(registry)))
         // Other tests in this process may seal meanwhile: at least ours.
         #expect(after - before >= 3)
@@ -82,7 +73,7 @@ import TestSupport
         let store = FrameKeyStore(format: FrameCryptorFormat(options: .pqsrtc))
         try store.set(participant: "alice", index: 0, material: try KeyMaterial((0..<32).map { UInt8($0) }))
         let sealer = store.sealer(kind: .audio, participant: "alice", index: SealingIndex(0), stats: FrameStats())
-        let sealed = (0..<3).compactMap { _ in run(sealer, [0xF8, 1, 2, 3]) }
+        let sealed = (0..<3).compactMap { _ in sealer.run([0xF8, 1, 2, 3]) }
         #expect(sealed.count == 3)
         let after = try #require(PrometheusText.value(series, in: Telemetry.render(registry)), "\(Telemetry.render(registry))")
         #expect(after - before >= 3)

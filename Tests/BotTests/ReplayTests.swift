@@ -2,18 +2,11 @@
 import FrameCrypto
 import GStreamerKit
 import Testing
+import TestSupport
 
 /// SFrame's anti-replay on the receive path: the SFU cannot read or forge frames, but it can
 /// send a participant's old frames again. Through the real opener the pad probe runs.
 @Suite struct ReplayTests {
-    func run(_ t: any FrameTransform, _ input: [UInt8]) -> [UInt8]? {
-        input.withUnsafeBytes { inBytes in
-            var out = [UInt8](repeating: 0, count: t.outputCapacity(for: inBytes))
-            let n = out.withUnsafeMutableBytes { t.transform(inBytes, into: $0) }
-            return n.map { Array(out.prefix($0)) }
-        }
-    }
-
     func stores() throws -> (sender: FrameKeyStore<SFrameFormat>, receiver: FrameKeyStore<SFrameFormat>) {
         let material = try KeyMaterial((0..<16).map { UInt8($0) })
         let sender = FrameKeyStore(format: SFrameFormat()), receiver = FrameKeyStore(format: SFrameFormat())
@@ -29,12 +22,12 @@ import Testing
         let stats = FrameStats()
         let opener = receiver.opener(kind: .audio, participant: "a", stats: stats, times: FrameTimes(), counts: KeyIndexCounts(),
                                      keyWait: .zero, onDrop: nil)
-        let frames: [[UInt8]] = (0..<200).map { (i: Int) -> [UInt8] in run(sealer, [0xF8, UInt8(i & 0xFF), 1, 2, 3]) ?? [] }
+        let frames: [[UInt8]] = (0..<200).map { (i: Int) -> [UInt8] in sealer.run([0xF8, UInt8(i & 0xFF), 1, 2, 3]) ?? [] }
         // In order but for one pair swapped (reordering within the window opens).
-        for i in [0, 2, 1] + Array(3..<200) { #expect(run(opener, frames[i]) == [0xF8, UInt8(i & 0xFF), 1, 2, 3]) }
-        #expect(run(opener, frames[199]) == nil, "the last frame again")
-        #expect(run(opener, frames[150]) == nil, "a frame within the window, seen")
-        #expect(run(opener, frames[10]) == nil, "a frame older than the window")
+        for i in [0, 2, 1] + Array(3..<200) { #expect(opener.run(frames[i]) == [0xF8, UInt8(i & 0xFF), 1, 2, 3]) }
+        #expect(opener.run(frames[199]) == nil, "the last frame again")
+        #expect(opener.run(frames[150]) == nil, "a frame within the window, seen")
+        #expect(opener.run(frames[10]) == nil, "a frame older than the window")
         let s = stats.snapshot
         #expect(s.opened == 200 && s.dropped["replayed"] == 3, "\(s)")
     }
@@ -51,11 +44,11 @@ import Testing
                                     keyWait: .zero, onDrop: nil)
         let second = receiver.opener(kind: .audio, participant: "a", stats: FrameStats(), times: FrameTimes(), counts: KeyIndexCounts(),
                                      keyWait: .zero, onDrop: nil)
-        let a = run(high.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()), [0xF8, 9])!
-        let b = run(low.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()), [0xF8, 8])!
+        let a = try #require(high.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()).run([0xF8, 9]))
+        let b = try #require(low.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()).run([0xF8, 8]))
         let ctrA = a.withUnsafeBytes { SFrameOpener.header(of: $0)?.ctr ?? 0 }, ctrB = b.withUnsafeBytes { SFrameOpener.header(of: $0)?.ctr ?? 0 }
         let (older, newer) = ctrA < ctrB ? (a, b) : (b, a)
-        #expect(run(first, newer) != nil)
-        #expect(run(second, older) != nil, "the new track has no memory of the old one")
+        #expect(first.run(newer) != nil)
+        #expect(second.run(older) != nil, "the new track has no memory of the old one")
     }
 }
