@@ -82,7 +82,7 @@ final class RelayOutput: Sendable {
             current.withLock { $0 = graph }
             counts.attempts.increment()
             status.set(.sending, destination: destination.description)
-            log.info("relaying to \(destination) (try \(number))")
+            log.info("connecting to \(destination) (try \(number))")
             keyFrames.withLock { $0 }?.request()
             let outcome = await follow(graph)
             current.withLock { $0 = nil }
