@@ -105,6 +105,13 @@ final class RelayInput: Sendable {
         return Branch(bin: bin, pad: pad, probes: probes)
     }
 
+    /// The PeerConnection went (its pipeline stopped): its pads and branches are forgotten; the
+    /// counters stay.
+    func forgetPeer() {
+        output.keyFrames.withLock { $0 = nil }
+        state.withLock { $0 = Map() }
+    }
+
     /// A stream the relay does not send still needs a sink, or it stalls the PeerConnection.
     private func discard(pad: Pad, mid: String, pipeline: Pipeline, _ m: inout Map) {
         guard m.discards[mid] == nil else { return }

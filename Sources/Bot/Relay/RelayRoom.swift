@@ -9,7 +9,7 @@ import Logging
 ///
 /// The output is made when the participant is first seen (its tracks decide the output graph)
 /// and lives until the end; the participant leaving and coming back (a new feed, the same user
-/// id) is subscribed again and goes on into the same output.
+/// id) gets a new PeerConnection and goes on into the same output.
 actor RelayRoom {
     let config: BotConfig
     let destination: RelayDestination
@@ -18,8 +18,9 @@ actor RelayRoom {
     let log: Logger
     var session: JanusSession?
     var roster: RoomRoster?
-    var pipeline: Pipeline?
-    var subscription: Subscription?
+    /// The PeerConnection of the participant's current feed.
+    var peer: Peer?
+    var peers = 0
     var output: RelayOutput?
     var outputTask: Task<Void, Never>?
     var input: RelayInput?
@@ -27,6 +28,12 @@ actor RelayRoom {
     var feeds: Set<Int64> = []
     /// Yields once when the session or the media path to Janus is lost (this slice does not rejoin).
     let lost = AsyncStream.makeStream(of: BotError.self)
+
+    struct Peer: Sendable {
+        let pipeline: Pipeline
+        let subscription: Subscription
+        let number: Int
+    }
 
     init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus) {
         self.config = config
@@ -100,61 +107,79 @@ actor RelayRoom {
         do { try await relay(list) } catch { log.error("could not subscribe to participant \(participant): \(error)") }
     }
 
-    /// Subscribes to the participant if `list` holds them (the first time: makes the pipeline,
-    /// the PeerConnection and the output).
+    /// Subscribes to the participant if `list` holds them and none of their feeds is relayed
+    /// now; the first time also makes the output.
     private func relay(_ list: [RoomPublisher]) async throws {
-        guard let p = list.first(where: matches), !feeds.contains(p.id) else { return }
-        let subscription = try self.subscription ?? makePeer(for: p)
+        guard feeds.isEmpty, let p = list.first(where: matches) else { return }
+        if output == nil { makeOutput(for: p) }
+        let peer = try self.peer ?? makePeer()
         feeds.insert(p.id)
         log.info("relaying participant \(p.id) '\(p.display)' to \(destination)")
-        try await subscription.add([p.id])
+        try await peer.subscription.add([p.id])
     }
 
+    /// The participant left: their PeerConnection goes (a new one is made when they come back:
+    /// webrtcbin 1.22 cannot take Janus's reuse of the freed m-lines), the output stays.
     private func left(_ p: RoomPublisher) async {
         guard feeds.remove(p.id) != nil else { return }
-        await subscription?.forget([p.id])
         log.info("participant \(p.id) left; the stream stays open until they come back or the relay ends")
+        guard let peer else { return }
+        self.peer = nil
+        await peer.subscription.leave()
+        await peer.pipeline.stop()
+        input?.forgetPeer()
     }
 
-    private func makePeer(for p: RoomPublisher) throws -> Subscription {
-        guard let session, let roster else { throw BotError.janus(.disconnected) }
+    /// The output (its tracks are the participant's) and the input that feeds it, once.
+    private func makeOutput(for p: RoomPublisher) {
         let tracks = RelayTracks(audio: p.streams.contains { $0.type == "audio" }, video: p.streams.contains { $0.type == "video" })
+        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, logger: log)
+        (self.output, self.input) = (output, RelayInput(output: output, config: config, logger: log))
+        // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
+        outputTask = Task.detached { await output.run() }
+    }
+
+    /// A pipeline with one PeerConnection and its subscription, for one feed of the participant.
+    private func makePeer() throws -> Peer {
+        guard let session, let roster, let input else { throw BotError.janus(.disconnected) }
         let pipeline = try Pipeline(description: config.pipelines.description("subscribe"))
-        self.pipeline = pipeline
         try pipeline.setState(.playing)
         let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
         try config.configureICE(webrtc)
-        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, logger: log)
-        let input = RelayInput(output: output, config: config, logger: log)
         webrtc.onIncomingPad { incoming in
             guard let mid = incoming.mid else { return }
             input.attach(pad: incoming.pad, mid: mid, pipeline: pipeline)
         }
         let subscription = Subscription(session: session, room: config.room, privateID: roster.privateID, webrtc: webrtc, logger: log,
                                         hooks: .init(streams: { input.learn($0) }))
-        let lost = self.lost.continuation, config = self.config
-        Task {
+        peers += 1
+        let number = peers
+        Task { [weak self] in
             for await event in subscription.events {
                 if case .lost(let loss) = event {
-                    lost.yield(.negotiation("the media path to Janus was lost (\(config.explain(loss))); this relay does not rejoin yet"))
+                    await self?.mediaLost(peer: number, loss)
                     return
                 }
             }
         }
-        (self.output, self.input, self.subscription) = (output, input, subscription)
-        // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
-        outputTask = Task.detached { await output.run() }
-        return subscription
+        let peer = Peer(pipeline: pipeline, subscription: subscription, number: number)
+        self.peer = peer
+        return peer
+    }
+
+    private func mediaLost(peer number: Int, _ loss: PeerLoss) {
+        guard peer?.number == number else { return }
+        lost.continuation.yield(.negotiation("the media path to Janus was lost (\(config.explain(loss))); this relay does not rejoin yet"))
     }
 
     /// Ends the stream (the muxer's end through the sink), leaves and closes everything.
     private func finish() async {
         output?.stop()
         await outputTask?.value
-        await subscription?.leave()
+        await peer?.subscription.leave()
         await roster?.leave()
         await session?.close()
-        await pipeline?.stop()
+        await peer?.pipeline.stop()
         status.set(.done)
     }
 
