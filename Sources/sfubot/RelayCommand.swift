@@ -57,7 +57,8 @@ struct RelayCommand: AsyncParsableCommand {
             let encrypted = protection.isEncrypted
             print("audio \(Counters.line(report.audio, sending: false, encrypted: encrypted))")
             print("video \(Counters.line(report.video, sending: false, encrypted: encrypted))")
-            print("relayed to \(destination): audio frames \(report.audioSent), video frames \(report.videoSent); "
+            // Handed to the output graph: an output that failed later lost what it still held.
+            print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
                   + "outputs started: \(report.attempts), destination failures: \(report.failures)")
             if !report.participantSeen {
