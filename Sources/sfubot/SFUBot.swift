@@ -11,5 +11,5 @@ struct SFUBot: AsyncParsableCommand {
             libwebrtc's FrameCryptor as PQSRTC and LiveKit use it, or SFrame); Janus never sees them \
             in the clear.
             """,
-        subcommands: [Play.self, Record.self, Load.self, Serve.self, Room.self, Keys.self, Mjr.self, AgentCommand.self, Verify.self, FrameTool.self])
+        subcommands: [Play.self, Record.self, Load.self, Serve.self, Room.self, Keys.self, Mjr.self, AgentCommand.self, Verify.self, FrameTool.self, RelayCommand.self])
 }

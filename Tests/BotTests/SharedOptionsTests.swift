@@ -25,7 +25,7 @@ import TestSupport
 
     @Test("record, play, load, serve and room create take --janus, --api-secret and --janus-token alike")
     func janusOptions() async throws {
-        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["room", "create"]] {
+        for command in [["record"], ["play"], ["relay"], ["load", "run"], ["serve"], ["room", "create"]] {
             let help = try await Self.help(command)
             let janus = Self.entry("--janus", in: help)
             #expect(janus?.contains("(default: ws://127.0.0.1:8188)") == true, "\(command): \(janus ?? "no --janus")")
@@ -45,7 +45,7 @@ import TestSupport
 
     @Test("--pipelines, -v and the metrics listener are the same in every command that runs media")
     func mediaOptions() async throws {
-        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["agent"], ["mjr", "decrypt"]] {
+        for command in [["record"], ["play"], ["relay"], ["load", "run"], ["serve"], ["agent"], ["mjr", "decrypt"]] {
             let help = try await Self.help(command)
             #expect(Self.entry("--pipelines", in: help)?.contains("$SFUBOT_PIPELINES") == true, "\(command)")
             #expect(Self.entry("-v", in: help)?.contains("Log more") == true, "\(command)")
@@ -67,7 +67,7 @@ import TestSupport
 @Suite struct ICEOptionsHelpTests {
     @Test("record, play, load, serve and agent take the same ICE options; no credential shows a default")
     func iceOptions() async throws {
-        for command in [["record"], ["play"], ["load", "run"], ["serve"], ["agent"]] {
+        for command in [["record"], ["play"], ["relay"], ["load", "run"], ["serve"], ["agent"]] {
             let help = try await SharedOptionsTests.help(command)
             #expect(SharedOptionsTests.entry("--ice-server", in: help)?.contains("turn:HOST") == true, "\(command)")
             #expect(SharedOptionsTests.entry("--ice-transport-policy", in: help)?.contains("(default: all)") == true, "\(command)")

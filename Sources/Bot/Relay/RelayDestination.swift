@@ -1,0 +1,78 @@
+import Foundation
+
+/// Where `sfubot relay --to URL` sends one participant's decrypted media, parsed once.
+///
+/// - `rtmp://host[:port]/app/stream` (and `rtmps://`): FLV, H.264 as it came (not re-encoded),
+///   Opus decoded and encoded to AAC (FLV has no Opus).
+/// - `srt://host:port` (caller): MPEG-TS, the same H.264 and AAC.
+/// - `rtp://host:port`: plain RTP as Janus's `rtp_forward` sends it: Opus (pt 111) to `port`,
+///   H.264 (pt 96) to `port + 2` (the odd ports stay free for RTCP, as rtp_forward's habit).
+public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable { case rtmp, srt, rtp }
+
+    public let kind: Kind
+    /// The URL as given: handed to the sink, never logged whole (an RTMP stream name is
+    /// often the stream's secret key).
+    let url: String
+    public let host: String
+    public let port: Int
+
+    /// RTP: the port of the video track (`port + 2`).
+    public var videoPort: Int { port + 2 }
+
+    public init(_ text: String) throws(BotError) {
+        guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), let host = c.host, !host.isEmpty else {
+            throw .output("--to \(Self.redact(text)): not a URL; give rtmp://host[:port]/app/stream, srt://host:port or rtp://host:port")
+        }
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        switch scheme {
+        case "rtmp", "rtmps":
+            let parts = c.path.split(separator: "/")
+            guard parts.count >= 2 else {
+                throw .output("--to \(Self.redact(text)): an RTMP URL names the application and the stream: rtmp://host[:port]/app/stream")
+            }
+            kind = .rtmp
+            port = c.port ?? (scheme == "rtmps" ? 443 : 1935)
+        case "srt":
+            guard let p = c.port else { throw .output("--to \(Self.redact(text)): an SRT URL needs a port: srt://host:port") }
+            kind = .srt
+            port = p
+        case "rtp":
+            guard let p = c.port, p > 0, p + 2 <= 65535 else {
+                throw .output("--to \(Self.redact(text)): an RTP URL needs a port below 65534: rtp://host:port (audio to port, video to port+2)")
+            }
+            kind = .rtp
+            port = p
+        default:
+            throw .output("--to \(Self.redact(text)): \(scheme):// is not a relay destination; give rtmp://, rtmps://, srt:// or rtp://")
+        }
+        guard (1...65535).contains(port) else { throw .output("--to \(Self.redact(text)): port \(port) is out of range") }
+        self.host = bare
+        self.url = text
+        // The sinks take an IPv6 literal without brackets in `host`, with them in a URL.
+    }
+
+    /// The destination without what may be secret (an RTMP stream name, SRT passphrases in
+    /// the query): for logs, status and errors.
+    public var description: String { Self.redact(url) }
+
+    static func redact(_ text: String) -> String {
+        guard var c = URLComponents(string: text), c.scheme != nil else { return "(not a URL)" }
+        c.query = nil
+        c.user = nil
+        c.password = nil
+        c.fragment = nil
+        let parts = c.path.split(separator: "/", omittingEmptySubsequences: true)
+        if parts.count >= 2 { c.path = "/" + parts.dropLast().joined(separator: "/") + "/***" }
+        return c.string.map { $0.removingPercentEncoding ?? $0 } ?? "(not a URL)"
+    }
+
+    /// The output graph's placeholders (pipelines/relay-*.pipeline).
+    var pipelineValues: [String: String] {
+        switch kind {
+        case .rtmp: ["location": url]
+        case .srt: ["uri": url]
+        case .rtp: ["host": host, "audio_port": String(port), "video_port": String(videoPort)]
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import FrameCrypto
+import GStreamerKit
+import Synchronization
+
+/// One try at a destination: the output pipeline (pipelines/relay-*.pipeline) with an `appsrc`
+/// per track the participant sends. Made anew after every failure, so a server that was down
+/// or dropped the connection gets a fresh muxer header and starts on a keyframe.
+final class RelayGraph: Sendable {
+    let pipeline: Pipeline
+    let bus: AsyncStream<BusMessage>
+    let number: Int
+    private let audio: AppSource?
+    private let video: AppSource?
+    /// Video is fed from its first keyframe on (a muxer or player cannot start elsewhere).
+    private let videoStarted = Atomic<Bool>(false)
+
+    /// Builds and starts the graph; blocks while a sink connects (srtsink): call off the pool.
+    init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, number: Int) throws(BotError) {
+        self.number = number
+        let values = destination.pipelineValues
+        var parts: [String] = []
+        switch destination.kind {
+        case .rtmp, .srt:
+            parts.append(try library.description(destination.kind == .rtmp ? "relay-rtmp" : "relay-srt", values))
+            if tracks.audio { parts.append(try library.description("relay-aac-audio", values)) }
+            if tracks.video { parts.append(try library.description("relay-h264-video", values)) }
+        case .rtp:
+            if tracks.audio { parts.append(try library.description("relay-rtp-audio", values)) }
+            if tracks.video { parts.append(try library.description("relay-rtp-video", values)) }
+        }
+        do {
+            pipeline = try Pipeline(description: parts.joined(separator: " "))
+            audio = tracks.audio ? try AppSource(named: "audio", in: pipeline) : nil
+            video = tracks.video ? try AppSource(named: "video", in: pipeline) : nil
+        } catch { throw .media(error) }
+        bus = pipeline.bus.messages()
+        do { try pipeline.setState(.playing) } catch {
+            pipeline.setStateQuietly(.null)
+            throw .media(error)
+        }
+    }
+
+    /// One opened Opus frame; false if the graph did not take it.
+    func pushAudio(_ frame: UnsafeRawBufferPointer) -> Bool {
+        audio?.push(frame, pts: Self.noTime) ?? false
+    }
+
+    /// One opened access unit (Annex-B). `.waitingForKeyFrame` until the first keyframe.
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> PushResult {
+        guard let video else { return .refused }
+        if !videoStarted.load(ordering: .acquiring) {
+            guard isKey else { return .waitingForKeyFrame }
+            videoStarted.store(true, ordering: .releasing)
+        }
+        return video.push(au, pts: Self.noTime, delta: !isKey) ? .sent : .refused
+    }
+
+    enum PushResult { case sent, waitingForKeyFrame, refused }
+
+    /// No more frames: the muxer writes its end and the sink closes the stream.
+    func endOfStream() {
+        audio?.endOfStream()
+        video?.endOfStream()
+    }
+
+    /// GST_CLOCK_TIME_NONE: the appsrc stamps each frame with its arrival (do-timestamp).
+    private static let noTime = UInt64.max
+}
+
+/// Which tracks the relayed participant sends (the output graph has a branch for each).
+struct RelayTracks: Sendable, Equatable {
+    var audio: Bool
+    var video: Bool
+}

@@ -1,0 +1,125 @@
+import FrameCrypto
+import GStreamerKit
+import Janus
+import Logging
+import Locking
+import Synchronization
+
+/// The relayed participant's tracks as they leave webrtcbin: per mid a branch that depayloads,
+/// opens (decrypts) and hands each opened frame to the output. Only what opened is handed on;
+/// a frame that did not open is dropped and counted by reason (`audio`/`video` stats).
+/// Works under one lock: webrtcbin's pad-added handler (a GStreamer thread) and the room's actor.
+final class RelayInput: Sendable {
+    struct Branch {
+        let bin: Bin
+        let pad: Pad
+        let probes: [PadProbe]
+    }
+
+    struct Map {
+        var streams: [String: SubscribedStream] = [:]
+        var branches: [String: Branch] = [:]
+        /// Pads replaced by a newer one for their mid (Janus sends a returning feed with a new SSRC).
+        var retired: [PadProbe] = []
+        var discards: [String: Bin] = [:]
+    }
+
+    let audio = FrameStats()
+    let video = FrameStats()
+    private let times = FrameTimes()
+    private let state = Locked(Map())
+    private let output: RelayOutput
+    private let config: BotConfig
+    private let log: Logger
+
+    init(output: RelayOutput, config: BotConfig, logger: Logger) {
+        self.output = output
+        self.config = config
+        log = logger
+    }
+
+    /// What Janus says each mid carries (before the answer that adds pads).
+    func learn(_ streams: [SubscribedStream]) {
+        state.withLock { m in for s in streams { m.streams[s.mid] = s } }
+    }
+
+    /// Links a webrtcbin pad to its branch (made on first use), or to a discard branch.
+    func attach(pad: Pad, mid: String, pipeline: Pipeline) {
+        state.withLock { m in
+            if let branch = m.branches[mid] {
+                // The mid's feed came back on a new pad: the branch goes on from it.
+                guard branch.pad.name != pad.name else { return }
+                m.retired.append(branch.pad.addDropProbe())
+                branch.pad.unlink()
+                do {
+                    try pad.link(to: try branch.bin.staticPad("sink"))
+                    m.branches[mid] = Branch(bin: branch.bin, pad: pad, probes: branch.probes)
+                    log.info("relayed \(m.streams[mid]?.type ?? "stream") (mid \(mid)) goes on from pad \(pad.name)")
+                } catch { log.error("mid \(mid) could not follow its new pad: \(error)") }
+                return
+            }
+            guard let stream = m.streams[mid], stream.active, stream.type == "audio" || stream.type == "video" else {
+                discard(pad: pad, mid: mid, pipeline: pipeline, &m)
+                return
+            }
+            do {
+                m.branches[mid] = try makeBranch(pad: pad, stream: stream, pipeline: pipeline)
+                log.info("relaying \(stream.type) of feed \(stream.feedID ?? 0) (mid \(mid))")
+            } catch {
+                log.error("cannot relay \(stream.type) (mid \(mid)): \(error)")
+                discard(pad: pad, mid: mid, pipeline: pipeline, &m)
+            }
+        }
+    }
+
+    private func makeBranch(pad: Pad, stream: SubscribedStream, pipeline: Pipeline) throws -> Branch {
+        let isVideo = stream.type == "video"
+        let protection = config.protection
+        let description = try config.pipelines.description(isVideo ? "relay-video-in" : "relay-audio-in",
+                                                           ["h264_stream_format": protection.receivedH264Format])
+        let bin = try pipeline.addBin(description: description, name: "relay-\(stream.mid)")
+        var complete = false
+        defer { if !complete { pipeline.remove(bin) } }
+        let open = try bin.element(named: "open")
+        let out = try bin.element(named: "out").staticPad("sink")
+        let display = stream.feedDisplay ?? "", feed = stream.feedID
+        let output = self.output
+        var probes: [PadProbe] = []
+        if isVideo {
+            let requests = KeyFrameRequests(pad: try open.staticPad("sink"))
+            output.keyFrames.withLock { $0 = requests }
+            probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
+                                                                   display: display, feedID: feed, onDrop: { _ in requests.request() }))
+            probes.append(out.addBufferObserver { au in
+                if output.pushVideo(au, isKey: AnnexB.containsIDR(au)) == .waitingForKeyFrame { requests.request() }
+            })
+        } else {
+            probes.append(try open.staticPad("src").attachReceiver(protection, AudioFormat.self, stats: audio, times: times,
+                                                                   display: display, feedID: feed))
+            probes.append(out.addBufferObserver { output.pushAudio($0) })
+        }
+        guard bin.syncStateWithParent() else { throw BotError.pipelineFailed("the relay branch for mid \(stream.mid) did not start") }
+        try pad.link(to: try bin.staticPad("sink"))
+        complete = true
+        output.keyFrames.withLock { $0 }?.request()
+        return Branch(bin: bin, pad: pad, probes: probes)
+    }
+
+    /// The PeerConnection went (its pipeline stopped): its pads and branches are forgotten; the
+    /// counters stay.
+    func forgetPeer() {
+        output.keyFrames.withLock { $0 = nil }
+        state.withLock { $0 = Map() }
+    }
+
+    /// A stream the relay does not send still needs a sink, or it stalls the PeerConnection.
+    private func discard(pad: Pad, mid: String, pipeline: Pipeline, _ m: inout Map) {
+        guard m.discards[mid] == nil else { return }
+        do {
+            let bin = try pipeline.addBin(description: config.pipelines.description("discard"), name: "discard-\(mid)")
+            bin.syncStateWithParent()
+            try pad.link(to: try bin.staticPad("sink"))
+            m.discards[mid] = bin
+        } catch { log.error("cannot discard stream \(mid): \(error)") }
+    }
+}

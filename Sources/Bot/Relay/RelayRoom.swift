@@ -1,0 +1,195 @@
+import FrameCrypto
+import Foundation
+import GStreamerKit
+import Janus
+import Logging
+
+/// A relay's state, in one actor: the session and roster it follows, the participant's feed(s),
+/// the pipeline with its one PeerConnection and subscription, and the output.
+///
+/// The output is made when the participant is first seen (its tracks decide the output graph)
+/// and lives until the end; the participant leaving and coming back (a new feed, the same user
+/// id) gets a new PeerConnection and goes on into the same output.
+actor RelayRoom {
+    let config: BotConfig
+    let destination: RelayDestination
+    let participant: String
+    let status: RelayStatus
+    let log: Logger
+    var session: JanusSession?
+    var roster: RoomRoster?
+    /// The PeerConnection of the participant's current feed.
+    var peer: Peer?
+    var peers = 0
+    var output: RelayOutput?
+    var outputTask: Task<Void, Never>?
+    var input: RelayInput?
+    /// The participant's feeds subscribed now.
+    var feeds: Set<Int64> = []
+    /// Yields once when the session or the media path to Janus is lost (this slice does not rejoin).
+    let lost = AsyncStream.makeStream(of: BotError.self)
+
+    struct Peer: Sendable {
+        let pipeline: Pipeline
+        let subscription: Subscription
+        let number: Int
+    }
+
+    init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus) {
+        self.config = config
+        self.destination = destination
+        self.participant = participant
+        self.status = status
+        var log = config.logger
+        log[metadataKey: "component"] = "relay"
+        log[metadataKey: "room"] = "\(config.room)"
+        self.log = log
+    }
+
+    func run(for duration: Duration?) async throws(BotError) -> Relay.Report {
+        do {
+            try await start()
+            try await follow(for: duration)
+        } catch is CancellationError {
+        } catch {
+            let e = BotError(error)
+            await Finishing.run { await self.finish() }
+            if e.isStopped { return report }
+            throw e
+        }
+        await Finishing.run { await self.finish() }
+        return report
+    }
+
+    private func matches(_ p: RoomPublisher) -> Bool {
+        !p.streams.isEmpty && (String(p.id) == participant || p.userID == participant)
+    }
+
+    private func start() async throws {
+        let session = try await config.connector(log)
+        self.session = session
+        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
+        self.roster = roster
+        let present = await roster.current
+        if !present.contains(where: matches) { log.info("in room \(config.room); waiting for participant \(participant)") }
+        try await relay(present)
+    }
+
+    /// Until `duration`, cancellation, the room's end, or the loss of Janus.
+    private func follow(for duration: Duration?) async throws {
+        guard let roster else { return }
+        let lost = self.lost.stream
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                if let duration { try await Task.sleep(for: duration) } else { while true { try await Task.sleep(for: .seconds(3600)) } }
+            }
+            group.addTask { [weak self] in
+                for await change in roster.changes {
+                    switch change {
+                    case .joined(let list): await self?.relayLogged(list)
+                    case .left(let p): await self?.left(p)
+                    case .lost: throw BotError.janus(.disconnected)
+                    case .roomDestroyed:
+                        self?.log.info("the room was destroyed: the relay ends")
+                        return
+                    }
+                }
+            }
+            group.addTask {
+                for await error in lost { throw error }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func relayLogged(_ list: [RoomPublisher]) async {
+        do { try await relay(list) } catch { log.error("could not subscribe to participant \(participant): \(error)") }
+    }
+
+    /// Subscribes to the participant if `list` holds them and none of their feeds is relayed
+    /// now; the first time also makes the output.
+    private func relay(_ list: [RoomPublisher]) async throws {
+        guard feeds.isEmpty, let p = list.first(where: matches) else { return }
+        if output == nil { makeOutput(for: p) }
+        let peer = try self.peer ?? makePeer()
+        feeds.insert(p.id)
+        log.info("relaying participant \(p.id) '\(p.display)' to \(destination)")
+        try await peer.subscription.add([p.id])
+    }
+
+    /// The participant left: their PeerConnection goes (a new one is made when they come back:
+    /// webrtcbin 1.22 cannot take Janus's reuse of the freed m-lines), the output stays.
+    private func left(_ p: RoomPublisher) async {
+        guard feeds.remove(p.id) != nil else { return }
+        log.info("participant \(p.id) left; the stream stays open until they come back or the relay ends")
+        guard let peer else { return }
+        self.peer = nil
+        await peer.subscription.leave()
+        await peer.pipeline.stop()
+        input?.forgetPeer()
+    }
+
+    /// The output (its tracks are the participant's) and the input that feeds it, once.
+    private func makeOutput(for p: RoomPublisher) {
+        let tracks = RelayTracks(audio: p.streams.contains { $0.type == "audio" }, video: p.streams.contains { $0.type == "video" })
+        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, logger: log)
+        (self.output, self.input) = (output, RelayInput(output: output, config: config, logger: log))
+        // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
+        outputTask = Task.detached { await output.run() }
+    }
+
+    /// A pipeline with one PeerConnection and its subscription, for one feed of the participant.
+    private func makePeer() throws -> Peer {
+        guard let session, let roster, let input else { throw BotError.janus(.disconnected) }
+        let pipeline = try Pipeline(description: config.pipelines.description("subscribe"))
+        try pipeline.setState(.playing)
+        let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
+        try config.configureICE(webrtc)
+        webrtc.onIncomingPad { incoming in
+            guard let mid = incoming.mid else { return }
+            input.attach(pad: incoming.pad, mid: mid, pipeline: pipeline)
+        }
+        let subscription = Subscription(session: session, room: config.room, privateID: roster.privateID, webrtc: webrtc, logger: log,
+                                        hooks: .init(streams: { input.learn($0) }))
+        peers += 1
+        let number = peers
+        Task { [weak self] in
+            for await event in subscription.events {
+                if case .lost(let loss) = event {
+                    await self?.mediaLost(peer: number, loss)
+                    return
+                }
+            }
+        }
+        let peer = Peer(pipeline: pipeline, subscription: subscription, number: number)
+        self.peer = peer
+        return peer
+    }
+
+    private func mediaLost(peer number: Int, _ loss: PeerLoss) {
+        guard peer?.number == number else { return }
+        lost.continuation.yield(.negotiation("the media path to Janus was lost (\(config.explain(loss))); this relay does not rejoin yet"))
+    }
+
+    /// Ends the stream (the muxer's end through the sink), leaves and closes everything.
+    private func finish() async {
+        output?.stop()
+        await outputTask?.value
+        await peer?.subscription.leave()
+        await roster?.leave()
+        await session?.close()
+        await peer?.pipeline.stop()
+        status.set(.done)
+    }
+
+    var report: Relay.Report {
+        let counts = output?.counts
+        return Relay.Report(
+            audio: input?.audio.snapshot ?? .zero, video: input?.video.snapshot ?? .zero,
+            audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
+            unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0,
+            attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
+            participantSeen: output != nil)
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Bot
+import Foundation
+import Telemetry
+
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP).",
+        discussion: """
+            Joins the room, waits for --participant (a feed id, or the user id of an \
+            ECall display "<userId>:<Name>"), subscribes to it, opens every frame with the call's key and \
+            sends what opened to --to: rtmp://host[:port]/app/stream (FLV: H.264 as sent, Opus as AAC), \
+            srt://host:port (MPEG-TS, the same), rtp://host:port (plain RTP as Janus's rtp_forward: \
+            Opus pt 111 to port, H.264 pt 96 to port+2). Nothing is re-encoded but Opus→AAC. A frame that \
+            does not open is dropped and counted, never sent. A destination that is down or refuses is tried \
+            again with backoff (0.5 s doubling to 10 s) while the relay stays in the call; the log says so. \
+            The participant leaving and coming back goes on in the same stream. Ctrl-C, SIGTERM or \
+            --duration end the stream cleanly and print the counters. docs/relay.md has the limits.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var key: KeyOptions
+    @OptionGroup var metricsOptions: MetricsOptions
+
+    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
+    var to: String
+
+    @Option(help: ArgumentHelp("The participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\").", valueName: "id"))
+    var participant: String
+
+    @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("Display name the relay joins with: \"<userId>:<Name>\".", valueName: "userId:Name"))
+    var display = "0:sfubot relay"
+
+    func validate() throws {
+        try OptionCheck.seconds(duration, "--duration")
+        do { _ = try RelayDestination(to) } catch { throw ValidationError("\(error)") }
+        guard !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
+    }
+
+    func run() async throws {
+        SRTPPreload.run(connection.logger("sfubot.relay"))
+        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
+        defer { server?.stop() }
+        do {
+            let destination = try RelayDestination(to)
+            let protection = try key.protection()
+            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
+            defer { withExtendedLifetime(feed) {} }
+            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.relay")
+            let relay = Relay(config: config, destination: destination, participant: participant,
+                              duration: try OptionCheck.seconds(duration, "--duration"))
+            let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
+            let encrypted = protection.isEncrypted
+            print("audio \(Counters.line(report.audio, sending: false, encrypted: encrypted))")
+            print("video \(Counters.line(report.video, sending: false, encrypted: encrypted))")
+            // Handed to the output graph: an output that failed later lost what it still held.
+            print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
+                  + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
+                  + "outputs started: \(report.attempts), destination failures: \(report.failures)")
+            if !report.participantSeen {
+                throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
+            }
+        } catch let e as BotError {
+            CLIFailure(e).exit()
+        } catch let e as CLIFailure {
+            e.exit()
+        }
+    }
+}

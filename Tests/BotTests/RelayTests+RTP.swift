@@ -1,0 +1,93 @@
+import Foundation
+import GStreamerKit
+import Testing
+import TestSupport
+
+extension MediaScene.RelayTests {
+    /// Plain RTP, as Janus's rtp_forward sends it: Opus to the port, H.264 to port + 2, received
+    /// by a GStreamer udpsrc graph and decoded: the tone, and pictures of the pattern.
+    @Test func rtpIsReceivedAndDecoded() async throws {
+        let dir = try Scene.tempDirectory("relay-rtp")
+        let source = try await RelayCase.source(in: dir)
+        let port = try RelayServers.freePort(span: 2)
+        let (audio, video) = (dir.appendingPathComponent("rtp-audio.pcm"), dir.appendingPathComponent("rtp-video.gray"))
+        let receiver = try Pipeline(description: """
+            udpsrc address=127.0.0.1 port=\(port) caps="application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111"
+              ! rtpjitterbuffer latency=100 ! rtpopusdepay ! opusdec ! audioconvert ! audioresample
+              ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! filesink location="\(audio.path)" sync=false
+            udpsrc address=127.0.0.1 port=\(port + 2) caps="application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96"
+              ! rtpjitterbuffer latency=100 ! rtph264depay ! h264parse ! avdec_h264 ! videoconvert ! videoscale
+              ! video/x-raw,format=GRAY8,width=16,height=16 ! filesink location="\(video.path)" sync=false
+            """)
+        try receiver.setState(.playing)
+        let room = try await Scene.createRoom()
+        let publisher = try RelayCase.publisher(source, room: room)
+        let ran = await (try RelayCase.relay(to: "rtp://127.0.0.1:\(port)", room: room, seconds: 12)).finished()
+        publisher.signal(SIGKILL)
+        await receiver.stop()
+        #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
+        let samples = try Data(contentsOf: audio).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(samples.count >= 48000 * 5, "\(Double(samples.count) / 48000) s of audio decoded")
+        let f = try #require(Audio.dominantFrequency(samples))
+        #expect(abs(f - 440) <= 440 * 0.02, "dominant \(f) Hz")
+        let pictures = [UInt8](try Data(contentsOf: video))
+        let frames = pictures.count / 256
+        #expect(frames >= 60, "\(frames) pictures decoded")
+        // SMPTE bars: light and dark columns across the top row of every picture.
+        if frames > 0 {
+            let row = pictures[pictures.count - 256..<pictures.count - 240]
+            #expect((row.max() ?? 0) - (row.min() ?? 0) > 80, "the last picture's top row: \(Array(row))")
+        }
+        let c = RelayCase.counters(ran.outText)
+        #expect(c.dropped == 0 && c.relayedAudio > 250 && c.relayedVideo > 60, "\(ran.outText)")
+    }
+
+    /// The wrong key: not one byte leaves the relay, every frame is a counted drop.
+    @Test func wrongKeySendsNothing() async throws {
+        let dir = try Scene.tempDirectory("relay-wrong-key")
+        let source = try await RelayCase.source(in: dir, seconds: 12)
+        let port = try RelayServers.freePort(span: 2)
+        let (audio, video) = (dir.appendingPathComponent("audio.rtp"), dir.appendingPathComponent("video.rtp"))
+        let receiver = try Pipeline(description: """
+            udpsrc address=127.0.0.1 port=\(port) ! filesink location="\(audio.path)" sync=false
+            udpsrc address=127.0.0.1 port=\(port + 2) ! filesink location="\(video.path)" sync=false
+            """)
+        try receiver.setState(.playing)
+        let room = try await Scene.createRoom()
+        let publisher = try RelayCase.publisher(source, room: room)
+        let ran = await (try RelayCase.relay(to: "rtp://127.0.0.1:\(port)", room: room, seconds: 8, key: RelayCase.otherKey)).finished()
+        publisher.signal(SIGKILL)
+        await receiver.stop()
+        #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
+        let sizes = [audio, video].map { (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int) ?? 0 }
+        #expect(sizes == [0, 0], "bytes that left the relay: \(sizes)")
+        let c = RelayCase.counters(ran.outText)
+        #expect(c.relayedAudio == 0 && c.relayedVideo == 0 && c.dropped > 200, "\(ran.outText)")
+    }
+
+    /// nginx down when the relay starts, up 6 s later: the relay retried (and said so) and the
+    /// stream arrives.
+    @Test func destinationDownThenUp() async throws {
+        let dir = try Scene.tempDirectory("relay-down-up")
+        let source = try await RelayCase.source(in: dir, seconds: 28)
+        let port = try RelayServers.freePort()
+        let room = try await Scene.createRoom()
+        let publisher = try RelayCase.publisher(source, room: room)
+        let relay = try RelayCase.relay(to: "rtmp://127.0.0.1:\(port)/live/late", room: room, seconds: 24)
+        try await Task.sleep(for: .seconds(6))
+        let nginx = try await RelayServers.nginxRTMP(port: port, in: dir)
+        let got = dir.appendingPathComponent("late.flv")
+        let read = await RelayCase.readBack("rtmp://127.0.0.1:\(port)/live/late", seconds: 4, to: got)
+        let ran = await relay.finished()
+        publisher.signal(SIGKILL)
+        await nginx.stop()
+        #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
+        #expect(read, "nothing came back once nginx was up: \(ran.errText.suffix(1500))")
+        let streams = try await RelayCase.probe(got)
+        #expect(streams.video?.codec == "h264" && streams.audio?.codec == "aac", "\(streams)")
+        let c = RelayCase.counters(ran.outText)
+        #expect(c.failures >= 1 && c.outputs >= 2 && c.relayedVideo > 30, "\(ran.outText)")
+        #expect(ran.errText.contains("Connection refused") && ran.errText.contains("trying again"), "the log says the destination is down")
+        #expect(!ran.errText.contains("/live/late"), "the stream name (often its key) is never logged")
+    }
+}

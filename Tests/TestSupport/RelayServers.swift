@@ -1,0 +1,67 @@
+public import Foundation
+
+/// The live servers `sfubot relay` is tested against, started inside the test namespace on
+/// 127.0.0.1 like Janus: nginx with libnginx-mod-rtmp (deploy/nginx-rtmp/nginx.conf) and
+/// srt-live-transmit (srt-tools) as an SRT relay, each stopped with SIGKILL by `stop()` (one
+/// process each: nothing is left behind holding the port).
+public enum RelayServers {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Why the servers cannot run here, or nil.
+    public static var missing: String? {
+        for tool in ["/usr/sbin/nginx", "/usr/lib/nginx/modules/ngx_rtmp_module.so", "/usr/bin/srt-live-transmit", "/usr/bin/ffmpeg", "/usr/bin/ffprobe"]
+        where !FileManager.default.fileExists(atPath: tool) {
+            return "\(tool) missing: run scripts/install-deps (nginx libnginx-mod-rtmp srt-tools ffmpeg)"
+        }
+        return nil
+    }
+
+    /// nginx-rtmp on 127.0.0.1:`port` with the `live` application: publish and play
+    /// rtmp://127.0.0.1:port/live/NAME. Its config, pid file and log go into `dir`.
+    public static func nginxRTMP(port: Int, in dir: URL) async throws -> LocalServer {
+        let run = dir.appendingPathComponent("nginx-\(port)")
+        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
+        let template = try String(contentsOf: root.appendingPathComponent("deploy/nginx-rtmp/nginx.conf"), encoding: .utf8)
+        let conf = run.appendingPathComponent("nginx.conf")
+        try template.replacingOccurrences(of: "@PORT@", with: "\(port)").replacingOccurrences(of: "@RUN@", with: run.path)
+            .write(to: conf, atomically: true, encoding: .utf8)
+        return try await LocalServer.start(URL(fileURLWithPath: "/usr/sbin/nginx"),
+                                           ["-p", run.path, "-e", run.appendingPathComponent("error.log").path, "-c", conf.path], port: port)
+    }
+
+    /// srt-live-transmit as an SRT relay: takes a caller on 127.0.0.1:`port` (what the relay
+    /// sends) and hands the stream to a caller on 127.0.0.1:`readPort` (the test's reader).
+    public static func srt(port: Int, readPort: Int) async throws -> LocalServer {
+        let process = try ChildProcess("/usr/bin/srt-live-transmit", ["-q", "srt://127.0.0.1:\(port)?mode=listener",
+                                                                        "srt://127.0.0.1:\(readPort)?mode=listener"])
+        let server = LocalServer(port: port, process: process)
+        guard await eventually(within: 10, { isBoundUDP(port: port) || !process.isRunning }), process.isRunning else {
+            await server.stop()
+            throw LocalServer.NotListening(description: "srt-live-transmit did not bind 127.0.0.1:\(port): \(await process.finished().errText)")
+        }
+        return server
+    }
+
+    /// A free port on 127.0.0.1 (TCP; its UDP twin is free as well in a fresh namespace), and
+    /// the two above it free too when `span` asks (RTP: audio on port, video on port + 2).
+    public static func freePort(span: Int = 0) throws -> Int {
+        for _ in 0..<50 {
+            let (fd, port) = try LoopbackListen.open(backlog: 1)
+            close(fd)
+            guard port + span <= 65535 else { continue }
+            if span == 0 { return port }
+            let others = (1...span).allSatisfy { !Faults.isListening(port: port + $0) && !isBoundUDP(port: port + $0) }
+            if others { return port }
+        }
+        throw PipelineRunError(message: "no free port on 127.0.0.1")
+    }
+
+    /// Whether some socket is bound to UDP `port` (from /proc/net/udp, as the port is hex there).
+    public static func isBoundUDP(port: Int) -> Bool {
+        let hex = String(format: ":%04X ", port)
+        let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+        return table.split(whereSeparator: \.isNewline).dropFirst().contains { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { "\($0) ".contains(hex) } ?? false
+        }
+    }
+}
