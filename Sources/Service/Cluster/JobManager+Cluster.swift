@@ -146,7 +146,7 @@ extension JobManager {
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
-            try? await store.finish(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
+            _ = try? await store.end(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
         }
     }
 
