@@ -187,7 +187,7 @@ import TestSupport
                                         backgroundLogger: log)
             let running = Task { await client.run() }
             defer { running.cancel() }
-            #expect(try await ClusterMigrations.run(client, logger: log) == [6])
+            #expect(try await ClusterMigrations.run(client, logger: log) == [6, 7])
             let states = try await pg.psql("SELECT string_agg(id || '=' || state, ' ' ORDER BY id) FROM jobs", database: "old")
             #expect(states == "failed=failed paused=paused running=running stopped-free=stopping stopping=stopping uploaded=done uploading=uploading waiting=queued")
             #expect(try await pg.psql("SELECT ended IS NOT NULL FROM jobs WHERE id = 'failed'", database: "old") == "t", "an ended row says when")
@@ -203,5 +203,37 @@ import TestSupport
         #expect(shown.state == "reconnecting" && shown.ended == nil, "\(shown.state) \(String(describing: shown.ended))")
         let own = JobManager.shownUnreachable(job, fenced: false, instance: "a")
         #expect(own.state == "done" && own.ended != nil, "an end it wrote itself is shown")
+    }
+
+    @Test("admission: a job is queued while the live instances' --max-jobs leave room together, refused (Full) past it; a gone instance's room is not counted (issue 44 item 3)")
+    func admission() async throws {
+        try await Self.withServer(port: 15444) { pg in
+            let t = try await Self.two(pg, "admission")
+            defer { t.close() }
+            _ = try await t.sql("UPDATE instance_sessions SET max_jobs = 1")
+            try await t.a.insert(id: "rec-1", spec: Self.spec, created: Date())
+            try await t.b.insert(id: "rec-2", spec: Self.spec, created: Date())
+            #expect(try await t.a.waiting() == 2)
+            await #expect(throws: ClusterStore.Full.self) { try await t.b.insert(id: "rec-3", spec: Self.spec, created: Date()) }
+            // One ends: room for one more.
+            _ = try #require(try await t.a.claim(session: 1, grace: Self.grace))
+            _ = try await t.a.end("rec-1", .init(state: .done, ended: Date(), error: nil), status: nil)
+            try await t.b.insert(id: "rec-3", spec: Self.spec, created: Date())
+            // b's session gone: its room is no longer there; a second live session of a counts once.
+            _ = try await t.sql("UPDATE instance_sessions SET gone_since = now() WHERE key = 2; INSERT INTO instance_sessions (key, instance, max_jobs) VALUES (3, 'a', 1)")
+            await #expect(throws: ClusterStore.Full.self) { try await t.a.insert(id: "rec-4", spec: Self.spec, created: Date()) }
+            #expect(try await t.sql("SELECT count(*) FROM jobs") == "3")
+            // A folder another active job records into is still told apart (the API's 409).
+            _ = try await t.sql("UPDATE instance_sessions SET max_jobs = 10")
+            var spec = Self.spec
+            spec.out = "/rec/one"
+            try await t.a.insert(id: "rec-5", spec: spec, created: Date())
+            do {
+                try await t.a.insert(id: "rec-6", spec: spec, created: Date())
+                Issue.record("two active recordings into one folder")
+            } catch let e as PSQLError {
+                #expect(e.serverInfo?[.sqlState] == "23505")
+            }
+        }
     }
 }

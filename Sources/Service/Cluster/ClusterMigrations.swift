@@ -141,6 +141,9 @@ enum ClusterMigrations {
             """,
             "CREATE INDEX jobs_state ON jobs (state, created) WHERE state NOT IN ('done', 'failed')",
         ]),
+        // Each instance's --max-jobs with its session: a POST is admitted while the jobs not
+        // ended fit in what the live instances take together (429 past it, as without --database).
+        (7, ["ALTER TABLE instance_sessions ADD COLUMN max_jobs integer"]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

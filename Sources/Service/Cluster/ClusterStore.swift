@@ -63,14 +63,6 @@ struct ClusterStore: Sendable {
         return d
     }()
 
-    func insert(id: String, spec: JobSpec, created: Date) async throws {
-        let json = String(decoding: try Self.encoder.encode(spec), as: UTF8.self)
-        try await client.query("""
-            INSERT INTO jobs (id, kind, spec, out_folder, created) VALUES (\(id), \(spec.kind.rawValue), \(json)::jsonb, \(spec.out), \(created))
-            """, logger: log)
-        try await client.query("SELECT pg_notify(\(Self.channel), \("new " + id))", logger: log)
-    }
-
     /// Other active jobs' folders and mixes (for the overlap check of a new recording).
     func activePaths() async throws -> [(id: String, room: Int64, paths: [String])] {
         var out: [(String, Int64, [String])] = []

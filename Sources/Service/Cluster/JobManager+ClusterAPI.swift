@@ -13,6 +13,9 @@ extension JobManager {
     /// A new job, written for whichever instance has room to take (this one first, if it can).
     func enqueue(id: String, spec: JobSpec, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
         do { try await store.insert(id: id, spec: spec, created: Date()) } catch {
+            if let full = error as? ClusterStore.Full {
+                throw RequestProblem(status: 429, message: "every instance runs its --max-jobs (\(full.capacity) jobs in all, waiting ones counted): try again once one has ended")
+            }
             if let e = error as? PSQLError, e.serverInfo?[.sqlState] == "23505" {
                 throw RequestProblem(status: 409, message: "\(spec.out ?? "its folder") is already being recorded into by another job")
             }
@@ -72,7 +75,10 @@ extension JobManager {
         do { asked = try await store.requestStop(id, grace: clusterOptions.takeoverGrace) } catch { throw Self.unreachable(error) }
         switch asked {
         case .noSuchJob: throw RequestProblem(status: 404, message: "no job \(id)")
-        case .ended, .settled: return try await clusterStatus(id, store)
+        case .ended: return try await clusterStatus(id, store)
+        case .settled:
+            log.info("job \(id): stopped (asked) with no instance running it")
+            return try await clusterStatus(id, store)
         case .owner(let owner):
             log.info("job \(id): stop passed to its owner \(owner)")
             // Its files take a few seconds to finish; past a minute, the state so far.
