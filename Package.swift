@@ -299,6 +299,7 @@ let package = Package(
             dependencies: [
                 "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),

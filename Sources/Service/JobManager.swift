@@ -277,9 +277,19 @@ actor JobManager: Service {
 
     private func ended(_ job: Job) {
         guard let outcome = job.outcome else { return }
+        // Taken again here after a fence, the job has a later run: this one's end is not the job's.
+        guard jobs[job.id] === job else {
+            log.info("job \(job.id): an earlier run here stopped writing; the job runs on")
+            return
+        }
         if fenced.remove(job.id) != nil {
-            // Not this instance's to end: whoever takes the job next carries on.
+            // Not this instance's to end: whoever takes the job next carries on. Forgotten here,
+            // so that GET reads the database: this run's end is no outcome (issue 44).
             log.info("job \(job.id) stopped writing (fenced); its outcome is left to the next owner")
+            if jobs[job.id] === job {
+                jobs[job.id] = nil
+                order.removeAll { $0 == job.id }
+            }
             return
         }
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")

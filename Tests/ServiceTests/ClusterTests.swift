@@ -75,7 +75,7 @@ extension MediaScene {
             let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
             pair.b = b
             let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
-            #expect(migrations == "1,2,3,4,5", "each step once, though two instances started")
+            #expect(migrations == "1,2,3,4,5,6,7", "each step once, though two instances started")
 
             let out = dir.appendingPathComponent("rec")
             let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
@@ -88,6 +88,14 @@ extension MediaScene {
             #expect(Self.owners(onA).first?["cause"] as? String == "new")
             let list = try await b.request("GET", "/v1/playbacks").list()
             #expect(list.map { $0["owner"] as? String } == ["a"], "\(list)")
+            // Both full (the playback on A, the recording on B): a third POST is refused as one
+            // instance refuses past its --max-jobs, and no job waits.
+            let third = try await b.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "loop": true, "display": "9:Tone"])
+            #expect(third.status == 429 && third.header("Retry-After") == "30", "\(third.status) \(third.text)")
+            #expect(try await pg.psql("SELECT count(*) FROM jobs") == "2")
+            let metrics = try await a.request("GET", "/metrics", auth: false).text
+            let waiting = metrics.split(separator: "\n").first { $0.hasPrefix("sfubot_cluster_jobs_waiting ") }
+            #expect(waiting.flatMap { Double($0.split(separator: " ").last ?? "") } == 0, "the waiting jobs counted: \(String(describing: waiting))")
 
             let asked = Date()
             let stopped = try await a.request("DELETE", "/v1/recordings/\(id)")

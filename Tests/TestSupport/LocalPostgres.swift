@@ -9,6 +9,7 @@ public final class LocalPostgres: Sendable {
     public let port: Int
     public let folder: URL
     private let stopCommand: (String, [String])
+    private let restartCommand: (String, [String])
 
     public struct Failed: Error, CustomStringConvertible {
         public let description: String
@@ -25,11 +26,17 @@ public final class LocalPostgres: Sendable {
         return URL(fileURLWithPath: "\(base)/\(newest)/bin")
     }
 
-    private init(port: Int, folder: URL, stop: (String, [String])) {
+    private init(port: Int, folder: URL, stop: (String, [String]), restart: (String, [String])) {
         self.port = port
         self.folder = folder
         stopCommand = stop
+        restartCommand = restart
     }
+
+    /// Every descriptor past stderr closed before `exec` (as deploy/rabbitmq/rabbitctl does):
+    /// Foundation's Process learns of an exit from a descriptor its child inherits, and the
+    /// server, which outlives pg_ctl, would hold it open: the start would never be seen to end.
+    static let closeInherited = "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done; exec \"$@\""
 
     /// Starts a new, empty server and waits until it takes connections (about 4 s, most of it
     /// initdb).
@@ -58,12 +65,10 @@ public final class LocalPostgres: Sendable {
         let options = "-k \(folder.path) -c listen_addresses=\(addresses.joined(separator: ",")) -p \(port) -F -c max_connections=50"
         let log = folder.appendingPathComponent("postgres.log").path
         let (pgctl, args) = command("pg_ctl", ["start", "-w", "-t", "30", "-D", data, "-l", log, "-o", options])
-        // Every descriptor past stderr closed first (as deploy/rabbitmq/rabbitctl does): Foundation's
-        // Process learns of an exit from a descriptor its child inherits, and the server, which
-        // outlives pg_ctl, would hold it open: the start would never be seen to end.
-        let closeInherited = "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done; exec \"$@\""
         let started = try await ChildProcess.run("/bin/bash", ["-c", closeInherited, "pg_ctl", pgctl] + args)
-        let pg = LocalPostgres(port: port, folder: folder, stop: command("pg_ctl", ["stop", "-m", "fast", "-w", "-D", data]))
+        // A restart reuses the options the server was started with (postmaster.opts).
+        let pg = LocalPostgres(port: port, folder: folder, stop: command("pg_ctl", ["stop", "-m", "fast", "-w", "-D", data]),
+                               restart: command("pg_ctl", ["restart", "-m", "fast", "-w", "-t", "30", "-D", data, "-l", log]))
         guard started.status == 0 else {
             let tail = (try? String(contentsOfFile: log, encoding: .utf8))?.suffix(2000) ?? ""
             await pg.stop()
@@ -78,6 +83,13 @@ public final class LocalPostgres: Sendable {
                                            ["-h", "127.0.0.1", "-p", "\(port)", "-U", "sfubot", "-d", database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
         guard r.status == 0 else { throw Failed(description: "psql: \(r.errText)") }
         return r.outText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Restarts the server (a fast shutdown: every session ended) and waits until it takes
+    /// connections again.
+    public func restart() async throws {
+        let r = try await ChildProcess.run("/bin/bash", ["-c", Self.closeInherited, "pg_ctl", restartCommand.0] + restartCommand.1)
+        guard r.status == 0 else { throw Failed(description: "pg_ctl restart exited \(r.status): \(r.errText)") }
     }
 
     /// Stops the server (a fast shutdown) and removes its folder.

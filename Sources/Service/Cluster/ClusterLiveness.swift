@@ -14,7 +14,7 @@ import PostgresNIO
 enum ClusterLiveness {
     /// Opens a session, tells `up` its key, watches it, and tells `lost` when it ends, before
     /// closing it; then opens the next. Returns when cancelled.
-    static func run(_ config: PostgresConnection.Configuration, instance: String, options: ClusterOptions, log: Logger,
+    static func run(_ config: PostgresConnection.Configuration, instance: String, maxJobs: Int, options: ClusterOptions, log: Logger,
                     up: @escaping @Sendable (Int64) async -> Void, lost: @escaping @Sendable (Int64, String) async -> Void) async {
         var attempt = 0
         while !Task.isCancelled {
@@ -25,7 +25,7 @@ enum ClusterLiveness {
                 let opened = try await PostgresConnection.connect(configuration: config, id: attempt, logger: log)
                 connection = opened
                 // Only these throw: nothing was claimed under `key` before `up`.
-                try await prepare(opened, key: key, instance: instance, options: options, log: log)
+                try await prepare(opened, key: key, instance: instance, maxJobs: maxJobs, options: options, log: log)
                 await up(key)
                 let why = await watch(opened, every: options.pingEvery, timeout: options.pingTimeout, log: log)
                 // The jobs stop writing first: closing the session lets the others take them.
@@ -42,7 +42,7 @@ enum ClusterLiveness {
     /// The session's settings, its lock, its row. The server's own TCP keepalives on it are
     /// set far past the lease: in a partition the server must not end the session (and let
     /// the others take the jobs) before the owner's lease fence has stopped them.
-    private static func prepare(_ connection: PostgresConnection, key: Int64, instance: String, options: ClusterOptions, log: Logger) async throws {
+    private static func prepare(_ connection: PostgresConnection, key: Int64, instance: String, maxJobs: Int, options: ClusterOptions, log: Logger) async throws {
         let idle = max(30, Int(options.lease.components.seconds) * 8)
         for setting in ["tcp_keepalives_idle = \(idle)", "tcp_keepalives_interval = \(idle / 4)", "tcp_keepalives_count = 4",
                         "tcp_user_timeout = 0", "idle_session_timeout = 0", "idle_in_transaction_session_timeout = 0", "statement_timeout = 0"] {
@@ -50,7 +50,7 @@ enum ClusterLiveness {
         }
         // The lock before the row: a row others can see always has its lock held.
         _ = try await connection.query("SELECT pg_advisory_lock(\(key))", logger: log).collect()
-        _ = try await connection.query("INSERT INTO instance_sessions (key, instance) VALUES (\(key), \(instance))", logger: log).collect()
+        _ = try await connection.query("INSERT INTO instance_sessions (key, instance, max_jobs) VALUES (\(key), \(instance), \(maxJobs))", logger: log).collect()
     }
 
     /// Waits until the session fails: closed (FIN, RST, `pg_terminate_backend`, a socket

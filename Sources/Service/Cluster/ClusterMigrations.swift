@@ -109,6 +109,41 @@ enum ClusterMigrations {
             "ALTER TABLE job_owners ADD COLUMN folder_id text",
             "ALTER TABLE jobs ADD COLUMN uploads_finished timestamptz",
         ]),
+        // A job's state named (JobLifecycle, docs/cluster.md: the diagram), backfilled from the
+        // columns it was derived from, with CHECK constraints tying those columns to it.
+        (6, [
+            "CREATE TYPE job_state AS ENUM ('queued', 'running', 'paused', 'stopping', 'uploading', 'done', 'failed')",
+            "ALTER TABLE jobs ADD COLUMN state job_state",
+            """
+            UPDATE jobs j SET state = CASE
+                WHEN final_state IS NOT NULL AND uploads_finished IS NULL
+                    AND EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = j.id AND o.folder_id IS NOT NULL) THEN 'uploading'
+                WHEN final_state IS NOT NULL THEN final_state::job_state
+                WHEN stop_requested THEN 'stopping'
+                WHEN owner IS NULL OR lease_until IS NULL THEN 'queued'
+                WHEN coalesce((status->>'paused')::boolean, false) THEN 'paused'
+                ELSE 'running' END::job_state
+            """,
+            // Ended rows hold no lease; waiting ones no owner; an ended row always says when.
+            "UPDATE jobs SET lease_until = NULL, ended = coalesce(ended, created) WHERE state IN ('uploading', 'done', 'failed')",
+            "UPDATE jobs SET owner = NULL, owner_session = NULL, lease_until = NULL WHERE state = 'queued'",
+            "UPDATE jobs SET owner = NULL, lease_until = NULL WHERE state = 'stopping' AND (owner IS NULL OR lease_until IS NULL)",
+            "ALTER TABLE jobs ALTER COLUMN state SET NOT NULL, ALTER COLUMN state SET DEFAULT 'queued'",
+            """
+            ALTER TABLE jobs
+                ADD CONSTRAINT jobs_queued CHECK (state <> 'queued' OR (owner IS NULL AND lease_until IS NULL AND final_state IS NULL AND NOT stop_requested)),
+                ADD CONSTRAINT jobs_held CHECK (state NOT IN ('running', 'paused')
+                    OR (owner IS NOT NULL AND lease_until IS NOT NULL AND final_state IS NULL AND NOT stop_requested)),
+                ADD CONSTRAINT jobs_stopping CHECK (state <> 'stopping' OR (final_state IS NULL AND stop_requested AND (owner IS NULL) = (lease_until IS NULL))),
+                ADD CONSTRAINT jobs_uploading CHECK (state <> 'uploading' OR (final_state IS NOT NULL AND uploads_finished IS NULL)),
+                ADD CONSTRAINT jobs_ended CHECK (state NOT IN ('uploading', 'done', 'failed') OR (ended IS NOT NULL AND lease_until IS NULL)),
+                ADD CONSTRAINT jobs_outcome CHECK (state NOT IN ('done', 'failed') OR final_state = state::text)
+            """,
+            "CREATE INDEX jobs_state ON jobs (state, created) WHERE state NOT IN ('done', 'failed')",
+        ]),
+        // Each instance's --max-jobs with its session: a POST is admitted while the jobs not
+        // ended fit in what the live instances take together (429 past it, as without --database).
+        (7, ["ALTER TABLE instance_sessions ADD COLUMN max_jobs integer"]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

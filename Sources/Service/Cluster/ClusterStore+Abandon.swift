@@ -22,7 +22,7 @@ extension ClusterStore {
         let graceSeconds = Self.seconds(grace)
         return try await client.withTransaction(logger: log) { connection -> Abandoned in
             let state = try await connection.query("""
-                SELECT final_state IS NOT NULL, uploads_finished IS NOT NULL FROM jobs WHERE id = \(job) FOR UPDATE
+                SELECT state IN ('uploading', 'done', 'failed'), state <> 'uploading' FROM jobs WHERE id = \(job) FOR UPDATE
                 """, logger: log).collect()
             guard let row = state.first else { return .notFound }
             let (ended, finished) = try row.decode((Bool, Bool).self)

@@ -18,7 +18,7 @@ extension ClusterStore {
     func pruneSessions() async throws {
         try await client.query("""
             DELETE FROM instance_sessions s WHERE gone_since < now() - interval '1 day'
-                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.owner_session = s.key AND j.final_state IS NULL)
+                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.owner_session = s.key AND j.state IN ('running', 'paused', 'stopping'))
             """, logger: log)
     }
 }

@@ -49,7 +49,7 @@ extension ClusterStore {
     /// crash interrupted, a folder queued with no file): their next step is looked at again.
     func stalledUploads() async throws -> [String] {
         let rows = try await client.query("""
-            SELECT id FROM jobs j WHERE final_state IS NOT NULL AND uploads_finished IS NULL
+            SELECT id FROM jobs j WHERE state = 'uploading'
                 AND EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = j.id)
                 AND NOT EXISTS (SELECT 1 FROM job_uploads u WHERE u.job_id = j.id AND u.state = 'pending')
             """, logger: log).collect()
@@ -80,7 +80,7 @@ extension ClusterStore {
 
     private func next(_ job: String, mergedKey: String, _ connection: PostgresConnection) async throws -> NextStep {
         let rows = try await connection.query("""
-            SELECT final_state IS NOT NULL AND uploads_finished IS NULL,
+            SELECT state = 'uploading',
                 EXISTS (SELECT 1 FROM job_uploads WHERE job_id = \(job) AND state = 'pending'),
                 EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id IS NOT NULL
                         AND NOT EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = o.job_id AND f.folder_id = o.folder_id)),
@@ -107,7 +107,9 @@ extension ClusterStore {
                 """, logger: log).decode((String, String, Int, String).self) { input.files.append((name, key, size, sha)) }
             return .merge(input)
         }
-        try await connection.query("UPDATE jobs SET uploads_finished = now() WHERE id = \(job)", logger: log)
+        guard let (row, now) = try await locked(job, connection),
+              case .apply(let step) = lifecycle(grace: .zero).decide(.uploadsFinished, row, at: now),
+              try await apply(step, to: job, connection) else { return .wait }
         var finished = FinishedUploads(kind: kind, room: room, failedJob: failed, files: [], abandoned: try await abandoned(job, connection))
         for try await (name, object) in try await connection.query("""
             SELECT name, object::text FROM job_uploads WHERE job_id = \(job) ORDER BY name

@@ -45,7 +45,7 @@ extension ClusterStore {
 
     func folderState(job: String, folderID: String) async throws -> FolderState {
         let rows = try await client.query("""
-            SELECT final_state IS NOT NULL, EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
+            SELECT state IN ('uploading', 'done', 'failed'), EXISTS (SELECT 1 FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
                 (SELECT abandoned FROM job_folders WHERE job_id = \(job) AND folder_id = \(folderID)),
                 (SELECT folder_id FROM job_owners WHERE job_id = \(job) ORDER BY seq DESC LIMIT 1),
                 coalesce((SELECT min(seq) FROM job_owners WHERE job_id = \(job) AND folder_id = \(folderID)), 0)

@@ -16,7 +16,7 @@ extension JobManager {
     func runCluster(_ store: ClusterStore) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await ClusterLiveness.run(store.session, instance: store.instance, options: self.clusterOptions, log: self.log.forPostgres,
+                await ClusterLiveness.run(store.session, instance: store.instance, maxJobs: self.config.maxJobs, options: self.clusterOptions, log: self.log.forPostgres,
                                           up: { await self.sessionUp($0) }, lost: { await self.sessionLost($0, because: $1) })
             }
             group.addTask { await self.listen(store) }
@@ -34,6 +34,7 @@ extension JobManager {
                     if tick % 4 == 0, let session = await self.liveSession {
                         await self.config.publishing?.sweep(session: session, grace: self.clusterOptions.takeoverGrace)
                     }
+                    if tick % 4 == 0, let waiting = try? await store.waiting() { Gauge(label: "sfubot_cluster_jobs_waiting").record(waiting) }
                     tick += 1
                     try? await Task.sleep(for: .milliseconds(250))
                 }
@@ -146,7 +147,7 @@ extension JobManager {
         } catch {
             log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
-            try? await store.finish(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
+            _ = try? await store.end(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
         }
     }
 

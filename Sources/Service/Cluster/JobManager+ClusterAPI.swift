@@ -13,6 +13,9 @@ extension JobManager {
     /// A new job, written for whichever instance has room to take (this one first, if it can).
     func enqueue(id: String, spec: JobSpec, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
         do { try await store.insert(id: id, spec: spec, created: Date()) } catch {
+            if let full = error as? ClusterStore.Full {
+                throw RequestProblem(status: 429, message: "every instance runs its --max-jobs (\(full.capacity) jobs in all, waiting ones counted): try again once one has ended")
+            }
             if let e = error as? PSQLError, e.serverInfo?[.sqlState] == "23505" {
                 throw RequestProblem(status: 409, message: "\(spec.out ?? "its folder") is already being recorded into by another job")
             }
@@ -34,9 +37,7 @@ extension JobManager {
         let row: ClusterStore.Row?
         do { row = try await store.row(id) } catch {
             guard let job = jobs[id] else { throw Self.unreachable(error) }
-            var status = JobStatus(job)
-            status.owner = store.instance
-            return status
+            return Self.shownUnreachable(job, fenced: fenced.contains(id), instance: store.instance)
         }
         guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
         var status = shown(row, store)
@@ -71,10 +72,13 @@ extension JobManager {
             return try await clusterStatus(id, store)
         }
         let asked: ClusterStore.StopAsked
-        do { asked = try await store.requestStop(id) } catch { throw Self.unreachable(error) }
+        do { asked = try await store.requestStop(id, grace: clusterOptions.takeoverGrace) } catch { throw Self.unreachable(error) }
         switch asked {
         case .noSuchJob: throw RequestProblem(status: 404, message: "no job \(id)")
-        case .ended, .settled: return try await clusterStatus(id, store)
+        case .ended: return try await clusterStatus(id, store)
+        case .settled:
+            log.info("job \(id): stopped (asked) with no instance running it")
+            return try await clusterStatus(id, store)
         case .owner(let owner):
             log.info("job \(id): stop passed to its owner \(owner)")
             // Its files take a few seconds to finish; past a minute, the state so far.
@@ -96,15 +100,18 @@ extension JobManager {
                 persist(job)
                 config.publishing?.paused(job: id, kind: job.spec.kind.rawValue, room: job.spec.room, paused: paused, pause: pause.all.count)
                 // Answered once in the database, where a next owner reads it.
-                do { try await store.publish(JobStatus(job)) } catch { throw Self.unreachable(error) }
+                do {
+                    try await store.publish(JobStatus(job))
+                    try await store.setPaused(id, paused)
+                } catch { throw Self.unreachable(error) }
             }
             return JobStatus(job)
         }
         let row: ClusterStore.Row?
         do { row = try await store.row(id) } catch { throw Self.unreachable(error) }
         guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        guard row.outcome == nil else { throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")") }
-        guard row.owner != nil, !row.orphaned else {
+        guard !row.state.isEnded else { throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")") }
+        guard row.state.isHeld, !row.orphaned else {
             throw RequestProblem(status: 503, message: "job \(id) has no running owner right now (being taken over): ask again in a few seconds")
         }
         do { try await store.notify((paused ? "pause " : "resume ") + id) } catch { throw Self.unreachable(error) }
@@ -116,13 +123,26 @@ extension JobManager {
         return try await clusterStatus(id, store)
     }
 
+    /// A job of this instance's memory while the database cannot be read. One it stopped
+    /// writing (fenced: its lease or session lost) may be running on another instance: its end
+    /// here is no outcome, so it shows as being taken over, never `done` (issue 44).
+    static func shownUnreachable(_ job: Job, fenced: Bool, instance: String) -> JobStatus {
+        var status = JobStatus(job)
+        status.owner = instance
+        if fenced {
+            status.state = Job.State.reconnecting.rawValue
+            status.ended = nil
+        }
+        return status
+    }
+
     /// A row as the API shows it: the owner's last published status, the outcome over it.
     private func shown(_ row: ClusterStore.Row, _ store: ClusterStore) -> JobStatus {
         var status: JobStatus
         if let job = jobs[row.id], row.owner == store.instance, !fenced.contains(row.id) {
             status = JobStatus(job)
         } else if var published = row.status {
-            if row.owner == nil, row.outcome == nil { published.state = Job.State.starting.rawValue }
+            if row.state == .queued { published.state = Job.State.starting.rawValue }
             // Its owner is gone; another instance takes it within a claim tick.
             if row.orphaned { published.state = Job.State.reconnecting.rawValue }
             status = published
@@ -149,7 +169,11 @@ extension JobManager {
             // Retried: a job whose end is not written would be taken up again once its lease ran out.
             Task { [log] in
                 for attempt in 1...300 {
-                    do { return try await store.finish(job.id, outcome, status: status) } catch {
+                    do {
+                        let decided = try await store.end(job.id, outcome, status: status, retry: attempt > 1)
+                        if case .refused(let why) = decided { log.warning("job \(job.id): its end is not written here: \(why)") }
+                        return
+                    } catch {
                         if attempt == 1 { log.error("cluster: cannot write the end of job \(job.id) (\(error)); trying again every second") }
                     }
                     try? await Task.sleep(for: .seconds(1))
