@@ -143,7 +143,9 @@ extension MediaScene {
                 s["owner"] as? String != first && s["state"] as? String == "running"
             }
             #expect(taken["paused"] as? Bool == true, "still paused on the new owner: \(taken)")
-            try await Task.sleep(for: .seconds(1))
+            // Until the new owner's own feed has opened frames while paused (a loaded machine
+            // subscribes seconds after the claim; a fixed second resumed before any arrived).
+            _ = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(30)) { Self.live($0, frames: 20, notIn: Self.files(running)) }
             let resumed = try await other.request("POST", "/v1/recordings/\(id)/resume").json()
             #expect(resumed["paused"] as? Bool == false, "\(resumed)")
             _ = try await other.waitFor("/v1/recordings/\(id)", within: .seconds(20)) { Self.live($0, frames: 100) }
