@@ -108,6 +108,7 @@ extension RoomRecording {
                              failed.set()
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
+        branches.routeKeyFrames { mid in Task { await subscription.requestKeyFrame(mid: mid) } }
         let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
             defer { tlsWatch.cancel() }
