@@ -119,7 +119,7 @@ extension RoomRecording {
                 // A refused TURN allocation fails again at once: come back with backoff.
                 case .lost(let loss):
                     guard let self else { return }
-                    let why = self.config.explain(loss)
+                    let why = await self.config.explain(loss)
                     if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
                 case .ice(let s) where s == "connected" || s == "completed":
                     await self?.sizeReceiveBuffer(number)
@@ -153,7 +153,7 @@ extension RoomRecording {
     func turnFailed(_ why: PeerLoss) {
         let pause = Backoff.turnRefused.delay(afterFailures: turnFailures)
         turnFailures += 1
-        startRejoin(why.description, rejoinSession: false, pause: pause)
+        startRejoin(why.description, rejoinSession: false, pause: pause, refreshTURN: true)
     }
 
     /// PeerConnection `number`'s TLS to a `turns:` server failed (its certificate did not verify):
