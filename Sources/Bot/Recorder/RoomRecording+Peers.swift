@@ -108,7 +108,8 @@ extension RoomRecording {
                              failed.set()
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
-        branches.routeKeyFrames { mid in Task { await subscription.requestKeyFrame(mid: mid) } }
+        // Weak: a replaced PeerConnection's subscription (and its webrtcbin) must not live on here.
+        branches.routeKeyFrames { [weak subscription] mid in Task { await subscription?.requestKeyFrame(mid: mid) } }
         let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
             defer { tlsWatch.cancel() }
