@@ -51,4 +51,38 @@ extension MediaScene.TURNTests {
         // What the gap cost is a loss (issue 39's gap rule): said in errors.
         #expect(!o.manifest.errors.isEmpty, "\(facts)")
     }
+
+    @Test("play: REST credentials from a file expire, the file is rotated, coturn restarts: the player reads the file again and the tone is recorded again")
+    func playerReadsExpiredFileCredentialsAgain() async throws {
+        let secret = TURNSharedSecret(secret: Array("north-wind-42".utf8), user: "play")
+        let dir = try Scene.tempDirectory("turn-refresh-play")
+        let file = dir.appendingPathComponent("turn.cred")
+        func write(_ c: (username: String, password: String)) throws {
+            try? FileManager.default.removeItem(at: file)
+            #expect(FileManager.default.createFile(atPath: file.path, contents: Data("\(c.username)\n\(c.password)\n".utf8), attributes: [.posixPermissions: 0o600]))
+        }
+        let first = secret.credential(now: Date().addingTimeInterval(-86_400 + 9))
+        try write(first)
+        let o = try await Self.scene("refresh-play", auth: .sharedSecret("north-wind-42"), recordFor: .seconds(40),
+                                     recorderICE: { coturn in
+            ICEServers(servers: [try ICEServer(parsing: coturn.url())], credential: .sharedSecret(TURNSharedSecret(secret: Array("north-wind-42".utf8), user: "rec")), policy: .relay)
+        }, fault: { coturn in
+            try await Task.sleep(for: .seconds(6))
+            try write(secret.credential(now: Date()))
+            let at = Date()
+            try await coturn.kill9()
+            try await coturn.restart()
+            return (at, Date())
+        }) { coturn in
+            var ice = try Self.password([coturn.url()], .relay, user: first.username, password: first.password)
+            ice.credentialsFile = file.path
+            return ice
+        }
+        Self.report("refresh-play", o)
+        let coverage = try #require(o.coverage)
+        let restored = try #require(o.struck?.restored)
+        let tail = coverage.stretches.reduce(0.0) { $0 + max(0, $1.upperBound.timeIntervalSince(max($1.lowerBound, restored))) }
+        print("turn refresh-play: tone after the restart \(tail) s; stretches \(coverage.stretches.map { "\($0.lowerBound.timeIntervalSince(restored))…\($0.upperBound.timeIntervalSince(restored))" }); gaps \(o.manifest.gaps.map(\.cause))")
+        #expect(tail >= 8, "the player came back on fresh credentials: \(tail) s of tone after the restart")
+    }
 }

@@ -1,4 +1,6 @@
 public import Foundation
+import Locking
+import Synchronization
 
 /// Fresh TURN credentials from where they came from, when the TURN server refused the ones in
 /// use (issue 39: expired REST credentials were retried unchanged until the call was given up).
@@ -62,4 +64,20 @@ extension BotConfig {
 struct TURNFileError: Error, CustomStringConvertible {
     let path: String
     var description: String { "\(path) needs two lines, the username and the password" }
+}
+
+/// The TURN servers a participant fetched anew while it runs, for one whose `config` cannot
+/// change (`Player` is a struct): applied over the config at each new PeerConnection.
+final class FreshTURN: Sendable {
+    private let state = Locked<(ice: ICEServers, issued: ICEServers)?>(nil)
+
+    func set(_ c: BotConfig) { state.withLock { $0 = (c.ice, c.issuedTURN) } }
+
+    func applied(to config: BotConfig) -> BotConfig {
+        guard let fresh = state.withLock({ $0 }) else { return config }
+        var c = config
+        c.ice = fresh.ice
+        c.issuedTURN = fresh.issued
+        return c
+    }
 }
