@@ -50,7 +50,8 @@ test-chromium: build
 	scripts/in-netns Tests/Chromium/run-subscriber
 	MODE=audio-file scripts/in-netns Tests/Chromium/run-subscriber
 	scripts/in-netns Tests/Chromium/run-publisher
-	MODE=resize scripts/in-netns Tests/Chromium/run-publisher
+	MODE=resize RESIZE_TWICE=1 SECOND_RECORDER=wrong-key PUBLISH_SECONDS=18 scripts/in-netns Tests/Chromium/run-publisher
+	LATE_RECORDER=3 PUBLISH_SECONDS=12 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-key PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=relay JANUS_RTP_PORTS=13500-13599 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher

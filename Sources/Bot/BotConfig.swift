@@ -21,6 +21,9 @@ public struct BotConfig: Sendable {
     /// used beside `ice`'s, whose STUN server and transport policy apply; a `turns:` one goes
     /// through a bridge like `ice`'s.
     public var issuedTURN = ICEServers()
+    /// Fetches `issuedTURN` again (the ECall agent: `/credentials`), when the TURN server
+    /// refused the ones in use (`refreshedTURN`).
+    public var fetchIssuedTURN: (@Sendable () async throws -> ICEServers)?
     /// STUN/TURN servers, TURN credentials and the ICE transport policy (`--ice-server` and its
     /// options); applied to every webrtcbin the participant makes.
     public var ice = ICEServers()

@@ -56,6 +56,10 @@ extension Agent {
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
         bot.issuedTURN = c.issuedTURN
+        bot.fetchIssuedTURN = { [weak self] in
+            guard let self else { throw AgentError.backend("the agent stopped") }
+            return try await self.freshTURN()
+        }
         bot.ice = config.ice
         // Janus's own reconnection (claim, new session) first; past this, the call is rejoined
         // through the backend (request-rejoin), which may move it to another room.

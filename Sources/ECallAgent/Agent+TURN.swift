@@ -13,6 +13,18 @@ extension Agent {
         return .seconds(max(60, (expiry - now.timeIntervalSince1970) / 2))
     }
 
+    /// `/credentials` fetched now for a call whose TURN server refused the credentials it had
+    /// (`BotConfig.fetchIssuedTURN`); kept for the next calls too.
+    func freshTURN() async throws -> ICEServers {
+        guard let c = connections else { throw AgentError.backend("not logged in: no /credentials to fetch") }
+        let servers = turnServers(try await c.backend.credentials())
+        if case .running(var now) = state {
+            now.issuedTURN = servers
+            state = .running(now)
+        }
+        return servers
+    }
+
     /// Fetches `/credentials` again and keeps its TURN servers for the next calls; returns
     /// when to do it again (a minute after a failure).
     func refreshTURN() async -> Duration {

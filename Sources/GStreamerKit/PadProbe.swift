@@ -199,21 +199,36 @@ extension Pad {
 
 extension Pad {
     /// Drops buffers flagged as delta units until the first keyframe passes, so a recording
-    /// starts on a picture that decodes.
-    public func addKeyFrameStart() -> PadProbe {
-        let started = Unmanaged.passRetained(Gate()).toOpaque()
+    /// starts on a picture that decodes. With `isKeyFrame` the bytes decide, not the flag
+    /// (h264parse left the flag off a P frame that followed frames dropped before it).
+    public func addKeyFrameStart(isKeyFrame: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil) -> PadProbe {
+        let started = Unmanaged.passRetained(StartGate(isKeyFrame)).toOpaque()
         let id = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
             guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
-            let gate = Unmanaged<Gate>.fromOpaque(data).takeUnretainedValue()
-            if gate.isOpen { return GST_PAD_PROBE_OK }
-            if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 { return GST_PAD_PROBE_DROP }
-            gate.open()
+            let start = Unmanaged<StartGate>.fromOpaque(data).takeUnretainedValue()
+            if start.gate.isOpen { return GST_PAD_PROBE_OK }
+            if let isKeyFrame = start.isKeyFrame {
+                var map = GstMapInfo()
+                guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_PAD_PROBE_DROP }
+                let key = isKeyFrame(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+                gst_buffer_unmap(buffer, &map)
+                if !key { return GST_PAD_PROBE_DROP }
+            } else if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 {
+                return GST_PAD_PROBE_DROP
+            }
+            start.gate.open()
             return GST_PAD_PROBE_OK
         }, started, { data in
-            if let data { Unmanaged<Gate>.fromOpaque(data).release() }
+            if let data { Unmanaged<StartGate>.fromOpaque(data).release() }
         })
         return PadProbe(pad: self, id: id)
     }
+}
+
+private final class StartGate: Sendable {
+    let gate = Gate()
+    let isKeyFrame: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    init(_ isKeyFrame: (@Sendable (UnsafeRawBufferPointer) -> Bool)?) { self.isKeyFrame = isKeyFrame }
 }
 
 private final class FirstBufferBox: Sendable {

@@ -169,6 +169,17 @@ public enum VideoRoom {
         _ = try await h.message(["request": "start"], jsep: answer)
     }
 
+    /// Asks the publisher behind a subscriber's `mid` for a keyframe: `configure` with
+    /// `streams: [{mid, send: true}]`, which VideoRoom answers with a PLI to that publisher
+    /// ("Restoring video for subscriber"; a stream already sent goes on unchanged). Janus 1.1
+    /// has no subscriber `keyframe` option, and a recvonly peer's RTCP PLI is unreliable: Janus
+    /// reads a compound RTCP packet as about the m-line of its first report block's SSRC, so a
+    /// PLI behind an audio report block is dropped and one behind another feed's video asks the
+    /// wrong publisher (src/ice.c, `janus_rtcp_get_receiver_ssrc`).
+    public static func requestKeyFrame(_ h: JanusHandle, mid: String) async throws(JanusError) {
+        _ = try await h.message(["request": "configure", "streams": [["mid": .string(mid), "send": true]]])
+    }
+
     static func streams(in data: JSON) -> [SubscribedStream] {
         (data["streams"]?.array ?? []).compactMap { s in
             guard let mid = s["mid"]?.string else { return nil }

@@ -86,7 +86,10 @@ extension MediaScene {
             #expect(offsets.allSatisfy { abs($0) <= 0.040 }, "tick − flash: \(offsets.map { Int($0 * 1000) }) ms")
         }
 
-        @Test func wrongKeyDropsVideoAndAsksForKeyframesAtMostOncePerSecond() async throws {
+        /// A wrong key drops every frame: keyframes would not help, and asking every second made
+        /// the publisher send one a second (issue 39: Chromium encoded 19 keyframes in 18 s for one
+        /// wrong-key recorder once the requests reached it). It asks until a keyframe arrived.
+        @Test func wrongKeyDropsVideoAndStopsAskingForKeyframesOnceOneArrived() async throws {
             let (manifest, out, _) = try await record(player: .e2ee(KeyRing(current: .random())), recorder: .e2ee(KeyRing(current: .random())), seconds: 5)
             // Nothing opened, nothing written: no file, the track listed as unrecorded.
             #expect(!manifest.feeds.contains { $0.kind == "video" } && manifest.errors.isEmpty)
@@ -96,7 +99,7 @@ extension MediaScene {
             #expect(video.frames.dropped["no_key_opens"] == video.frames.received)
             let seconds = try #require(video.lastFrame).timeIntervalSince(try #require(video.firstFrame))
             let plis = video.keyFrameRequests ?? 0
-            #expect(plis >= 2 && Double(plis) <= seconds + 2, "\(plis) PLIs over \(seconds) s")
+            #expect(plis >= 1 && plis <= 2, "\(plis) keyframe requests over \(seconds) s")
             // Nothing decodable to merge: no half-written file is left beside the track files.
             let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
             #expect(!files.contains { $0.hasPrefix("\(video.feedID)-") && ($0.hasSuffix(".mkv") || $0.hasSuffix(".mka")) }, "\(files)")

@@ -24,6 +24,9 @@ public struct ICEServers: Sendable, CustomStringConvertible {
     /// PEM certificates a `turns:` server's certificate must chain to (`--turn-ca-file`); nil:
     /// the system's trust store.
     public var caFile: String?
+    /// Where `.password` credentials were read from (`--turn-credentials-file`): read again when
+    /// the TURN server refuses them (`BotConfig.refreshedTURN`), so a rotated file is used.
+    public var credentialsFile: String?
 
     public init(servers: [ICEServer] = [], credential: Credential = .none, policy: Policy = .all, caFile: String? = nil) {
         self.servers = servers

@@ -188,6 +188,19 @@ public actor Subscription {
         hooks.negotiated()
     }
 
+    /// Asks Janus for a keyframe of the feed on `mid` (`VideoRoom.requestKeyFrame`), beside any
+    /// negotiation in flight (not queued behind it: the point is to be quick); false when not
+    /// joined or Janus refused (a mid it does not know yet).
+    @discardableResult
+    public func requestKeyFrame(mid: String) async -> Bool {
+        guard state == .joined, let handle else { return false }
+        do { try await VideoRoom.requestKeyFrame(handle, mid: mid) } catch {
+            log.debug("keyframe request for mid \(mid) refused: \(error)")
+            return false
+        }
+        return true
+    }
+
     /// Detaches the handle (with `announce`; without, it only stops, for a caller about to
     /// destroy the whole session). Safe to call more than once.
     public func leave(announce: Bool = true) async {

@@ -39,6 +39,8 @@ public struct Player: Sendable {
     public let played = PlayedPosition()
     /// Where in the file the first play starts (a playback another instance had begun).
     public var startAt: Double?
+    /// TURN credentials fetched anew after a refusal (`BotConfig.refreshedTURN`).
+    let freshTURN = FreshTURN()
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
@@ -90,7 +92,7 @@ public struct Player: Sendable {
             dropped.video += media.videoGate?.dropped ?? 0
             progress.dropped(audio: dropped.audio, video: dropped.video, rejoins: rejoins)
             guard case .lost(let loss) = outcome else { break }
-            let why = config.explain(loss)
+            let why = freshTURN.applied(to: config).explain(loss)
             // Lost: the pipeline goes (a new webrtcbin needs a new one); the file goes on from here.
             resumeAt = media.position.last.map { max(0, $0 - 0.2) }
             let sessionGone = why == .sessionEnded
@@ -112,6 +114,12 @@ public struct Player: Sendable {
             if why.isTURNFailure {
                 try? await Task.sleep(for: Backoff.turnRefused.delay(afterFailures: turnFailures))
                 turnFailures += 1
+                // Never the same refused credentials again when they can be fetched anew.
+                let (next, outcome) = await freshTURN.applied(to: config).refreshedTURN()
+                if !outcome.notes.isEmpty {
+                    freshTURN.set(next)
+                    log.warning("TURN credentials: \(outcome.notes.joined(separator: "; "))")
+                }
             } else {
                 turnFailures = 0
             }

@@ -56,7 +56,7 @@ extension Player {
                 links.append(dec.joinRestartedTimelines())
             }
             let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-            try config.configureICE(webrtc)
+            try freshTURN.applied(to: config).configureICE(webrtc)
             let seal = try pipeline.element(named: "seal")
             let sealPad = try seal.staticPad("src")
             var probes = [sealPad.attachSender(config.protection, AudioFormat.self, stats: stats)]

@@ -17,6 +17,9 @@ final class FeedBranches: Sendable {
     /// Track files are reached through `folder.access`; errors name `folder.shown`.
     private let folder: RecordingFolder
     private let log: Logger
+    /// How a branch asks the sender of its mid for a keyframe: the current PeerConnection's
+    /// subscription (`Subscription.requestKeyFrame`), set with each new one.
+    private let keyFrameRoute = Locked<(@Sendable (String) -> Void)?>(nil)
 
     struct Map {
         /// mid → the stream Janus said it carries.
@@ -41,6 +44,14 @@ final class FeedBranches: Sendable {
         self.pause = pause
         self.folder = folder
         log = logger
+    }
+
+    /// Keyframe requests of the branches from now on go to `ask` (with their mid).
+    func routeKeyFrames(_ ask: @escaping @Sendable (String) -> Void) { keyFrameRoute.withLock { $0 = ask } }
+
+    private func askKeyFrame(mid: String) {
+        let ask = keyFrameRoute.withLock { $0 }
+        ask?(mid)
     }
 
     /// What Janus says each mid carries now (before the answer that may add pads).
@@ -159,7 +170,8 @@ final class FeedBranches: Sendable {
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: folder.access.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
-                    pause: pause, onKeyMissing: config.onKeyMissing, logger: log)
+                    pause: pause, onKeyMissing: config.onKeyMissing,
+                    askKeyFrame: { [weak self] in self?.askKeyFrame(mid: mid) }, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])

@@ -66,7 +66,8 @@ final class FeedRecording: Sendable {
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
-         pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil, logger: Logger) throws {
+         pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil,
+         askKeyFrame: @escaping @Sendable () -> Void = {}, logger: Logger) throws {
         self.kind = kind
         self.feedID = feedID
         self.display = display
@@ -98,7 +99,7 @@ final class FeedRecording: Sendable {
         self.finished = finished
         let open = try bin.element(named: "open").staticPad("src")
         let stats = self.stats, times = self.times
-        let keyFrames = kind == .video ? KeyFrameRequests(pad: try bin.element(named: "open").staticPad("sink")) : nil
+        let keyFrames = kind == .video ? KeyFrameRequests(ask: askKeyFrame) : nil
         self.keyFrames = keyFrames
         let keyFramesReceived = self.keyFramesReceived
         // Per-sender keys: this feed's sender is looked up once, here, not per frame.
@@ -109,10 +110,17 @@ final class FeedRecording: Sendable {
         }
         self.keyIndexes = keyIndexes
         if kind == .video {
+            // A new picture size asks for a keyframe too: if the sender's one at the change was
+            // lost, the pictures after it cannot be decoded until the next.
             videoFile = try VideoFile(source: try bin.staticPad("src"), url: file, pipeline: pipeline, library: library,
-                                      branchName: branchName, logger: logger, onFinished: { done.yield(); done.finish() })
+                                      branchName: branchName, logger: logger, onSizeChange: { keyFrames?.request() },
+                                      onFinished: { done.yield(); done.finish() })
         }
         self.videoFile = videoFile
+        // Set by a frame that could not be opened; the next one that opens, unless a keyframe,
+        // refers to pictures the file lacks: ask for a keyframe then. Not on the drop itself: a
+        // wrong or missing key drops every frame, and a keyframe a second would not help.
+        let droppedSinceOpen = Atomic<Bool>(false)
         var probes = [
             kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times,
                                                      display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
@@ -120,7 +128,7 @@ final class FeedRecording: Sendable {
                            })
                            : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times,
                                                      display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
-                               keyFrames?.request()
+                               droppedSinceOpen.store(true, ordering: .relaxed)
                                if reason == .noKey { onKeyMissing?(feedID) }
                            }),
         ]
@@ -141,7 +149,9 @@ final class FeedRecording: Sendable {
         } else {
             let counter = keyFramesReceived
             probes.append(open.addBufferObserver { au in
-                if h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au) { counter.increment() }
+                let key = h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au)
+                if key { counter.increment() }
+                if droppedSinceOpen.exchange(false, ordering: .relaxed), !key { keyFrames?.request() }
             })
             // After a gap in the stream (lost packets, a network outage the PeerConnection rode
             // out) the next pictures refer to ones never received: ask for a keyframe at once.
@@ -153,10 +163,22 @@ final class FeedRecording: Sendable {
             })
             // Ask again (at most once a second) while RTP arrives and no keyframe has: the request
             // made when the feed is added can reach the sender before its media path is up. On RTP,
-            // because the avc depayloader outputs nothing before the first SPS/PPS.
-            probes.append(try bin.staticPad("sink").addBufferObserver { _ in
-                if counter.value == 0 { keyFrames?.request() }
+            // because the avc depayloader outputs nothing before the first SPS/PPS. A keyframe that
+            // arrived and could not be opened (a wrong key: NAL headers stay clear) ends it too:
+            // more would only make the sender send keyframes every second.
+            let keyFramesArrived = Counter()
+            probes.append(try bin.element(named: "open").staticPad("sink").addBufferObserver { au in
+                if keyFramesArrived.value == 0, h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au) {
+                    keyFramesArrived.increment()
+                }
             })
+            probes.append(try bin.staticPad("sink").addBufferObserver { _ in
+                if counter.value == 0, keyFramesArrived.value == 0 { keyFrames?.request() }
+            })
+            // Every keyframe request from inside the branch (the depayloader's after a packet
+            // loss, `request-keyframe=true`) goes to Janus by signalling, never as RTCP (see
+            // `VideoRoom.requestKeyFrame`: Janus would drop it or ask another publisher).
+            probes.append(try bin.staticPad("sink").onKeyUnitRequest(drop: true) { keyFrames?.request() })
         }
         let arrived = self.arrived
         probes.append(try bin.staticPad("sink").addBufferObserver { arrived.observe($0) })
@@ -222,14 +244,16 @@ final class FeedRecording: Sendable {
     }
 }
 
-/// Keyframe requests (RTCP PLI via force-key-unit) for one video track, at most one a second.
+/// Keyframe requests for one video track, at most one a second, made by `ask` (the recorder
+/// asks Janus by signalling, `Subscription.requestKeyFrame`; RTCP PLIs from a recvonly peer do
+/// not reliably reach the publisher through Janus). Any thread; `ask` must not block.
 final class KeyFrameRequests: Sendable {
-    private let pad: Pad
+    private let ask: @Sendable () -> Void
     private let last = Atomic<Int64>(0)
     private let count = Atomic<Int>(0)
     static let minimumInterval: Int64 = 1000  // ms
 
-    init(pad: Pad) { self.pad = pad }
+    init(ask: @escaping @Sendable () -> Void) { self.ask = ask }
 
     var sent: Int { count.load(ordering: .relaxed) }
 
@@ -238,7 +262,8 @@ final class KeyFrameRequests: Sendable {
         let previous = last.load(ordering: .relaxed)
         guard now - previous >= Self.minimumInterval,
               last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
-        if pad.requestKeyFrame() { count.add(1, ordering: .relaxed) }
+        count.add(1, ordering: .relaxed)
+        ask()
     }
 }
 

@@ -108,6 +108,8 @@ extension RoomRecording {
                              failed.set()
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
+        // Weak: a replaced PeerConnection's subscription (and its webrtcbin) must not live on here.
+        branches.routeKeyFrames { [weak subscription] mid in Task { await subscription?.requestKeyFrame(mid: mid) } }
         let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
             defer { tlsWatch.cancel() }
@@ -118,7 +120,7 @@ extension RoomRecording {
                 // A refused TURN allocation fails again at once: come back with backoff.
                 case .lost(let loss):
                     guard let self else { return }
-                    let why = self.config.explain(loss)
+                    let why = await self.config.explain(loss)
                     if why.isTURNFailure { await self.turnFailed(why) } else { await self.startRejoin(why.description, rejoinSession: false) }
                 case .ice(let s) where s == "connected" || s == "completed":
                     await self?.sizeReceiveBuffer(number)
@@ -152,7 +154,7 @@ extension RoomRecording {
     func turnFailed(_ why: PeerLoss) {
         let pause = Backoff.turnRefused.delay(afterFailures: turnFailures)
         turnFailures += 1
-        startRejoin(why.description, rejoinSession: false, pause: pause)
+        startRejoin(why.description, rejoinSession: false, pause: pause, refreshTURN: true)
     }
 
     /// PeerConnection `number`'s TLS to a `turns:` server failed (its certificate did not verify):

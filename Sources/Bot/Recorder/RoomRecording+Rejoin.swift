@@ -20,13 +20,14 @@ extension RoomRecording {
     /// the PeerConnection is replaced, on the same session while it serves. `since`: when the
     /// outage began, if before now (the newest frame, for media that stopped). Runs in a task of
     /// its own: the tasks that notice a loss (the roster's, the peer's) are cancelled by it.
-    /// `pause`: wait this long before coming back (after the files are finished).
-    func startRejoin(_ cause: String, rejoinSession: Bool, since: Date? = nil, pause: Duration = .zero) {
+    /// `pause`: wait this long before coming back (after the files are finished). `refreshTURN`:
+    /// the TURN server refused us: fetch its credentials again first (`BotConfig.refreshedTURN`).
+    func startRejoin(_ cause: String, rejoinSession: Bool, since: Date? = nil, pause: Duration = .zero, refreshTURN: Bool = false) {
         guard state == .recording else { return }
-        rejoining = Task { await self.lost(cause, rejoinSession: rejoinSession, since: since, pause: pause) }
+        rejoining = Task { await self.lost(cause, rejoinSession: rejoinSession, since: since, pause: pause, refreshTURN: refreshTURN) }
     }
 
-    private func lost(_ cause: String, rejoinSession: Bool, since: Date?, pause: Duration) async {
+    private func lost(_ cause: String, rejoinSession: Bool, since: Date?, pause: Duration, refreshTURN: Bool) async {
         guard state == .recording else { return }
         state = .rejoining
         // A lost session's outage began when its connection dropped (the claim came later).
@@ -38,6 +39,14 @@ extension RoomRecording {
         await dropPeer(announce: !rejoinSession)
         writeManifest()
         if pause > .zero { try? await Task.sleep(for: pause) }
+        if refreshTURN {
+            // Never the same refused credentials again when they can be fetched anew.
+            let (next, outcome) = await config.refreshedTURN()
+            if !outcome.notes.isEmpty {
+                config = next
+                log.warning("TURN credentials: \(outcome.notes.joined(separator: "; "))\(outcome.changed ? "" : " (unchanged: the TURN server may refuse them again)")")
+            }
+        }
         guard state == .rejoining, let onNewSession = await comeBack(cause: cause, newSession: rejoinSession) else { return }
         if onNewSession {
             counters.rejoins += 1
@@ -172,7 +181,13 @@ extension RoomRecording {
         guard state == .recording, peer != nil, let newest = branches.newestFrame else { return }
         let silent = Date().timeIntervalSince(newest)
         guard silent >= config.mediaLossTimeout.seconds else { return }
-        startRejoin("no media for \(String(format: "%.1f", silent)) s", rejoinSession: false, since: newest)
+        let cause = "no media for \(String(format: "%.1f", silent)) s"
+        // A relayed path whose TURN credentials expired: said so, and fetched anew before coming back.
+        if case .turnFailed(let why?) = config.explain(.mediaLost) {
+            startRejoin("\(cause): \(why)", rejoinSession: false, since: newest, refreshTURN: true)
+        } else {
+            startRejoin(cause, rejoinSession: false, since: newest)
+        }
     }
 }
 

@@ -39,7 +39,8 @@ actor RoomRecording {
         didSet { status.set(state.phase) }
     }
     let status: LiveStatus
-    let config: BotConfig
+    /// Its TURN credentials are fetched again when the TURN server refuses them (`refreshedTURN`).
+    var config: BotConfig
     /// The recording's folder: files reached through `folder.access`, named by `folder.shown`.
     let folder: RecordingFolder
     let log: Logger

@@ -1,3 +1,4 @@
+import FrameCrypto
 import Foundation
 import GStreamerKit
 import Logging
@@ -25,12 +26,15 @@ final class VideoFile: Sendable {
     private let parts = Parts()
     private let probes = Locked<[PadProbe]>([])
     private let log: Logger
+    /// Called when the picture size changes (streaming thread).
+    private let onSizeChange: @Sendable () -> Void
 
     /// Creates `url` (0600) and a record-video-file.pipeline bin for it on `source` (the src pad
     /// of a record-video.pipeline bin). `onFinished` runs when end-of-stream reached the file.
     init(source: Pad, url: URL, pipeline: Pipeline, library: PipelineLibrary, branchName: String, logger: Logger,
-         onFinished: @escaping @Sendable () -> Void) throws {
+         onSizeChange: @escaping @Sendable () -> Void = {}, onFinished: @escaping @Sendable () -> Void) throws {
         self.url = url
+        self.onSizeChange = onSizeChange
         self.source = source
         self.pipeline = pipeline
         self.branchName = branchName
@@ -47,9 +51,11 @@ final class VideoFile: Sendable {
             let fileSink = try bin.element(named: "file").staticPad("sink")
             let bytesOut = BotMetrics.bytesWritten()
             let (written, mediaTimes, parts) = (self.written, self.mediaTimes, self.parts)
-            // The file starts on a keyframe; the gate comes first so the observers see what is written.
+            // The file starts on an IDR (by its NAL units: FFmpeg decodes from an IDR, and
+            // h264parse's delta flag was missing on a P frame after dropped ones); the gate comes
+            // first so the observers see what is written.
             let attached = [
-                sink.addKeyFrameStart(),
+                sink.addKeyFrameStart(isKeyFrame: { VideoFrame.containsIDR($0) }),
                 sink.addTimedBufferObserver { _, pts in
                     written.increment()
                     guard let pts else { return }
@@ -89,7 +95,11 @@ final class VideoFile: Sendable {
     private func capsArrived(_ caps: String) {
         let previous = self.caps.withLock { old in defer { old = caps }; return old }
         let width = capsInt("width", in: caps), height = capsInt("height", in: caps)
-        if let width, let height { resolution.set(width: width, height: height) }
+        if let width, let height {
+            let before = resolution.value
+            resolution.set(width: width, height: height)
+            if let before, before != (width, height) { onSizeChange() }
+        }
         let part = RecordingManifest.VideoPart(width: width, height: height, profile: capsString("profile", in: caps))
         parts.list.withLock { parts in
             guard let previous, previous != caps, let last = parts.last, last.frames > 0 else {

@@ -55,6 +55,7 @@ struct ICEOptionsOf<Source: TURNSource>: ParsableArguments {
         }
         var ice = ICEServers(servers: try iceServers.map { try ICEServer(parsing: $0) }, policy: policy, caFile: turnCAFile)
         ice.credential = try credential()
+        ice.credentialsFile = turnCredentialsFile
         try ice.validate(turnElsewhere: Source.turnElsewhere)
         try ice.checkCAFile()
         return ice
