@@ -28,6 +28,9 @@ final class RelayInput: Sendable {
     let video = FrameStats()
     private let times = FrameTimes()
     private let state = Locked(Map())
+    /// Where keyframe requests go: the current subscription (`Subscription.requestKeyFrame`,
+    /// Janus by signalling; a recvonly peer's RTCP PLI does not reliably reach the publisher).
+    private let keyFrameRoute = Locked<(@Sendable (String) -> Void)?>(nil)
     private let output: RelayOutput
     private let config: BotConfig
     private let log: Logger
@@ -36,6 +39,14 @@ final class RelayInput: Sendable {
         self.output = output
         self.config = config
         log = logger
+    }
+
+    /// Keyframe requests from now on go to `ask` (with their mid).
+    func routeKeyFrames(_ ask: @escaping @Sendable (String) -> Void) { keyFrameRoute.withLock { $0 = ask } }
+
+    private func askKeyFrame(mid: String) {
+        let ask = keyFrameRoute.withLock { $0 }
+        ask?(mid)
     }
 
     /// What Janus says each mid carries (before the answer that adds pads).
@@ -86,7 +97,8 @@ final class RelayInput: Sendable {
         let output = self.output
         var probes: [PadProbe] = []
         if isVideo {
-            let requests = KeyFrameRequests(pad: try open.staticPad("sink"))
+            let mid = stream.mid
+            let requests = KeyFrameRequests(ask: { [weak self] in self?.askKeyFrame(mid: mid) })
             output.keyFrames.withLock { $0 = requests }
             probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
                                                                    display: display, feedID: feed, onDrop: { _ in requests.request() }))
