@@ -17,9 +17,8 @@ final class FeedBranches: Sendable {
     /// Track files are reached through `folder.access`; errors name `folder.shown`.
     private let folder: RecordingFolder
     private let log: Logger
-    /// How a branch asks the sender of its mid for a keyframe: the current PeerConnection's
-    /// subscription (`Subscription.requestKeyFrame`), set with each new one.
-    private let keyFrameRoute = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// How a branch asks the sender of its mid for a keyframe.
+    let keyFrames = KeyFrameRoute()
 
     struct Map {
         /// mid → the stream Janus said it carries.
@@ -44,14 +43,6 @@ final class FeedBranches: Sendable {
         self.pause = pause
         self.folder = folder
         log = logger
-    }
-
-    /// Keyframe requests of the branches from now on go to `ask` (with their mid).
-    func routeKeyFrames(_ ask: @escaping @Sendable (String) -> Void) { keyFrameRoute.withLock { $0 = ask } }
-
-    private func askKeyFrame(mid: String) {
-        let ask = keyFrameRoute.withLock { $0 }
-        ask?(mid)
     }
 
     /// What Janus says each mid carries now (before the answer that may add pads).
@@ -171,7 +162,7 @@ final class FeedBranches: Sendable {
                     kind: kind, feedID: feed, display: display, mid: mid, file: folder.access.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
                     pause: pause, onKeyMissing: config.onKeyMissing,
-                    askKeyFrame: { [weak self] in self?.askKeyFrame(mid: mid) }, logger: log)
+                    askKeyFrame: { [keyFrames] in keyFrames.ask(mid: mid) }, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
@@ -234,12 +225,7 @@ final class FeedBranches: Sendable {
     /// A stream the recorder does not write still needs a sink, or it stalls the session.
     private func discard(pad: Pad, mid: String, pipeline: Pipeline, _ m: inout Map) {
         guard m.discards[mid] == nil, m.recordings[mid] == nil, m.idle[mid] == nil else { return }
-        do {
-            let bin = try pipeline.addBin(description: config.pipelines.description("discard"), name: "discard-\(mid)")
-            bin.syncStateWithParent()
-            try pad.link(to: try bin.staticPad("sink"))
-            m.discards[mid] = bin
-        } catch { log.error("cannot discard stream \(mid): \(error)") }
+        do { m.discards[mid] = try config.pipelines.discard(pad, mid: mid, in: pipeline) } catch { log.error("cannot discard stream \(mid): \(error)") }
     }
 
     /// The most of a user id a file name holds, in UTF-8 bytes: with the feed id, a counter and

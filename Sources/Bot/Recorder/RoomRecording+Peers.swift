@@ -109,7 +109,7 @@ extension RoomRecording {
                              Task { await self?.negotiationFailed(peer: number, error) }
                          }))
         // Weak: a replaced PeerConnection's subscription (and its webrtcbin) must not live on here.
-        branches.routeKeyFrames { [weak subscription] mid in Task { await subscription?.requestKeyFrame(mid: mid) } }
+        branches.keyFrames.route(to: subscription)
         let tlsWatch = config.watchTLSRefusals { [weak self] in await self?.tlsFailed(peer: number, $0) }
         let following = Task { [weak self] in
             defer { tlsWatch.cancel() }

@@ -28,9 +28,8 @@ final class RelayInput: Sendable {
     let video = FrameStats()
     private let times = FrameTimes()
     private let state = Locked(Map())
-    /// Where keyframe requests go: the current subscription (`Subscription.requestKeyFrame`,
-    /// Janus by signalling; a recvonly peer's RTCP PLI does not reliably reach the publisher).
-    private let keyFrameRoute = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// Where keyframe requests go (a recvonly peer's RTCP PLI does not reliably reach the publisher).
+    let keyFrames = KeyFrameRoute()
     private let output: RelayOutput
     private let config: BotConfig
     private let log: Logger
@@ -39,14 +38,6 @@ final class RelayInput: Sendable {
         self.output = output
         self.config = config
         log = logger
-    }
-
-    /// Keyframe requests from now on go to `ask` (with their mid).
-    func routeKeyFrames(_ ask: @escaping @Sendable (String) -> Void) { keyFrameRoute.withLock { $0 = ask } }
-
-    private func askKeyFrame(mid: String) {
-        let ask = keyFrameRoute.withLock { $0 }
-        ask?(mid)
     }
 
     /// What Janus says each mid carries (before the answer that adds pads).
@@ -98,7 +89,7 @@ final class RelayInput: Sendable {
         var probes: [PadProbe] = []
         if isVideo {
             let mid = stream.mid
-            let requests = KeyFrameRequests(ask: { [weak self] in self?.askKeyFrame(mid: mid) })
+            let requests = KeyFrameRequests(ask: { [keyFrames] in keyFrames.ask(mid: mid) })
             output.keyFrames.withLock { $0 = requests }
             probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
                                                                    display: display, feedID: feed, onDrop: { _ in requests.request() }))
@@ -127,11 +118,6 @@ final class RelayInput: Sendable {
     /// A stream the relay does not send still needs a sink, or it stalls the PeerConnection.
     private func discard(pad: Pad, mid: String, pipeline: Pipeline, _ m: inout Map) {
         guard m.discards[mid] == nil else { return }
-        do {
-            let bin = try pipeline.addBin(description: config.pipelines.description("discard"), name: "discard-\(mid)")
-            bin.syncStateWithParent()
-            try pad.link(to: try bin.staticPad("sink"))
-            m.discards[mid] = bin
-        } catch { log.error("cannot discard stream \(mid): \(error)") }
+        do { m.discards[mid] = try config.pipelines.discard(pad, mid: mid, in: pipeline) } catch { log.error("cannot discard stream \(mid): \(error)") }
     }
 }

@@ -152,7 +152,7 @@ actor RelayRoom {
         }
         let subscription = Subscription(session: session, room: config.room, privateID: roster.privateID, webrtc: webrtc, logger: log,
                                         hooks: .init(streams: { input.learn($0) }))
-        input.routeKeyFrames { [weak subscription] mid in Task { await subscription?.requestKeyFrame(mid: mid) } }
+        input.keyFrames.route(to: subscription)
         peers += 1
         let number = peers
         Task { [weak self] in
