@@ -23,7 +23,10 @@ import TestSupport
     }
 
     static let spec = try! JSONDecoder().decode(JobSpec.self, from: Data(#"{"kind": "recording", "room": 1234, "key": {"none": true}, "loop": false}"#.utf8))
-    static let grace = Duration.milliseconds(1500)
+    /// Long lease and grace: what must run out is back-dated in the rows, so a machine slow
+    /// enough to take seconds between two statements (the lanes' first run: 53 s for one test)
+    /// never lets one run out by itself.
+    static let grace = Duration.seconds(30)
 
     /// A fresh database `name` on `pg`, migrated, with a live session of each instance
     /// (`instance_sessions` keys 1 for a, 2 for b).
@@ -35,7 +38,7 @@ import TestSupport
             let config = PostgresClient.Configuration(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: name, tls: .disable)
             let client = PostgresClient(configuration: config, backgroundLogger: log)
             let session = PostgresConnection.Configuration(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: name, tls: .disable)
-            return (ClusterStore(client: client, instance: instance, lease: .seconds(4), log: log, session: session), Task { await client.run() })
+            return (ClusterStore(client: client, instance: instance, lease: .seconds(60), log: log, session: session), Task { await client.run() })
         }
         let (a, ra) = store("a"), (b, rb) = store("b")
         _ = try await ClusterMigrations.run(a.client, logger: log)
@@ -76,8 +79,8 @@ import TestSupport
 
             // b's session seen gone, its lease still live: taken once the grace has passed, not before.
             _ = try await t.sql("UPDATE instance_sessions SET gone_since = now() - interval '1 s' WHERE key = 2")
-            #expect(try await t.a.claim(session: 1, grace: Self.grace) == nil, "gone 1 s, grace 1.5 s")
-            _ = try await t.sql("UPDATE instance_sessions SET gone_since = now() - interval '2 s' WHERE key = 2")
+            #expect(try await t.a.claim(session: 1, grace: Self.grace) == nil, "gone 1 s, grace 30 s")
+            _ = try await t.sql("UPDATE instance_sessions SET gone_since = now() - interval '31 s' WHERE key = 2")
             let back = try #require(try await t.a.claim(session: 1, grace: Self.grace))
             #expect(back.previous == "b" && !back.expired && back.row.resumes == 2)
 
@@ -171,9 +174,9 @@ import TestSupport
                 INSERT INTO schema_migrations (version) VALUES (1), (2), (3), (4), (5);
                 INSERT INTO jobs (id, kind, spec, created, owner, lease_until, stop_requested, final_state, ended, status, uploads_finished) VALUES
                     ('waiting', 'recording', '{}', now(), NULL, NULL, false, NULL, NULL, NULL, NULL),
-                    ('running', 'recording', '{}', now(), 'a', now() + interval '4 s', false, NULL, NULL, '{"paused": false}', NULL),
+                    ('running', 'recording', '{}', now(), 'a', now() + interval '60 s', false, NULL, NULL, '{"paused": false}', NULL),
                     ('paused', 'recording', '{}', now(), 'a', now() - interval '1 s', false, NULL, NULL, '{"paused": true}', NULL),
-                    ('stopping', 'recording', '{}', now(), 'a', now() + interval '4 s', true, NULL, NULL, NULL, NULL),
+                    ('stopping', 'recording', '{}', now(), 'a', now() + interval '60 s', true, NULL, NULL, NULL, NULL),
                     ('stopped-free', 'recording', '{}', now(), NULL, NULL, true, NULL, NULL, NULL, NULL),
                     ('uploading', 'recording', '{}', now(), 'a', NULL, false, 'failed', now(), NULL, NULL),
                     ('uploaded', 'recording', '{}', now(), 'a', NULL, false, 'done', now(), NULL, now()),
