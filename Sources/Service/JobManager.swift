@@ -129,7 +129,8 @@ actor JobManager: Service {
                 }
             }
             guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
-            if let cluster { return try await enqueue(id: id, spec: canonical, cluster) }
+            // Stored relative to the roots: the instance that takes it resolves them below its own.
+            if let cluster { return try await enqueue(id: id, spec: paths.rootRelativeSpec(spec), cluster) }
             let job = try launch(id: id, spec: canonical, protection: prepared.protection, media: prepared.media, outputs: prepared.outputs,
                                  created: Date(), resumes: 0)
             return JobStatus(job)

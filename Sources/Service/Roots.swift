@@ -147,6 +147,18 @@ struct JobPaths: Sendable, Equatable {
         return s
     }
 
+    /// The spec with every path relative to its root: what `--database` stores, so that each
+    /// instance resolves it below its own roots (each machine may have its own disk).
+    func rootRelativeSpec(_ spec: JobSpec) -> JobSpec {
+        func relative(_ parts: [String]) -> String { parts.joined(separator: "/") }
+        var s = spec
+        s.out = out.map(relative)
+        s.mix = mix.map(relative)
+        s.file = file.map(relative)
+        if let keyFile { s.key = .file(relative(keyFile)) }
+        return s
+    }
+
     /// Whether two canonical paths are one, or one lies inside the other.
     static func overlap(_ a: String, _ b: String) -> Bool {
         a == b || a.hasPrefix(b + "/") || b.hasPrefix(a + "/")

@@ -190,7 +190,8 @@ import TestSupport
                                         backgroundLogger: log)
             let running = Task { await client.run() }
             defer { running.cancel() }
-            #expect(try await ClusterMigrations.run(client, logger: log) == [6, 7])
+            let applied = try await ClusterMigrations.run(client, logger: log)
+            #expect(applied == ClusterMigrations.steps.map(\.version).filter { $0 >= 6 }, "step 6 and every one after it")
             let states = try await pg.psql("SELECT string_agg(id || '=' || state, ' ' ORDER BY id) FROM jobs", database: "old")
             #expect(states == "failed=failed paused=paused running=running stopped-free=stopping stopping=stopping uploaded=done uploading=uploading waiting=queued")
             #expect(try await pg.psql("SELECT ended IS NOT NULL FROM jobs WHERE id = 'failed'", database: "old") == "t", "an ended row says when")

@@ -28,10 +28,10 @@ extension MediaScene {
     /// Instance `name`; every one after "a" signs with a's key, as a cluster's instances share one
     /// (a recording's proof chain goes on across a failover).
     static func serve(_ name: String, port: Int, dir: URL, database: String, token: String? = nil, maxJobs: Int = 4,
-                      extra: [String] = []) async throws -> ServeProcess {
+                      outputRoot: URL? = nil, extra: [String] = []) async throws -> ServeProcess {
         let key = name == "a" ? [] : ["--signing-key", dir.appendingPathComponent("state-a/signing.key").path]
         return try await ServeProcess.start(port: port, in: dir, stateDir: dir.appendingPathComponent("state-\(name)"), token: token,
-                                            extra: ["--database", database, "--instance-id", name, "--max-jobs", "\(maxJobs)"] + key + extra)
+                                            outputRoot: outputRoot, extra: ["--database", database, "--instance-id", name, "--max-jobs", "\(maxJobs)"] + key + extra)
     }
 
     static func owners(_ status: [String: Any]) -> [[String: Any]] { status["owners"] as? [[String: Any]] ?? [] }
@@ -72,13 +72,19 @@ extension MediaScene {
             #expect(play.status == 201, "\(play.text)")
             let playID = try #require(try play.json()["id"] as? String)
             _ = try await a.waitFor("/v1/playbacks/\(playID)") { $0["owner"] as? String == "a" && $0["state"] as? String == "running" }
-            let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1)
+            // B has a disk of its own (issue 39 item 4): the recording POSTed to A with a relative
+            // `out` runs below B's root (it used to fail at once, "outside --output-root").
+            let bDisk = dir.appendingPathComponent("b-disk")
+            try FileManager.default.createDirectory(at: bDisk, withIntermediateDirectories: true)
+            let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1, outputRoot: bDisk)
             pair.b = b
             let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
-            #expect(migrations == "1,2,3,4,5,6,7", "each step once, though two instances started")
+            #expect(migrations == "1,2,3,4,5,6,7,8", "each step once, though two instances started")
+            let roots = try await pg.psql("SELECT string_agg(instance || '=' || output_root, ' ' ORDER BY instance) FROM instances")
+            #expect(roots == "a=\(dir.resolvingSymlinksInPath().path) b=\(bDisk.resolvingSymlinksInPath().path)", "each instance's root recorded")
 
-            let out = dir.appendingPathComponent("rec")
-            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": out.path])
+            let out = bDisk.appendingPathComponent("rec")
+            let rec = try await a.request("POST", "/v1/recordings", json: ["room": room, "key": ["hex": key], "out": "rec"])
             #expect(rec.status == 201, "\(rec.text)")
             let id = try #require(try rec.json()["id"] as? String)
             let onB = try await b.waitFor("/v1/recordings/\(id)") { Self.live($0, frames: 100) }

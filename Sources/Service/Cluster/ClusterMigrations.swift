@@ -144,6 +144,22 @@ enum ClusterMigrations {
         // Each instance's --max-jobs with its session: a POST is admitted while the jobs not
         // ended fit in what the live instances take together (429 past it, as without --database).
         (7, ["ALTER TABLE instance_sessions ADD COLUMN max_jobs integer"]),
+        // Jobs store their paths relative to the roots, each instance resolves them below its
+        // own: an instance that still cannot run one (a file only another's disk holds) says
+        // why in `refused` and releases it; a job every live instance refused fails. Each
+        // instance's roots and signer, so that one starting with others' different says so.
+        (8, [
+            "ALTER TABLE jobs ADD COLUMN refused jsonb NOT NULL DEFAULT '{}'::jsonb",
+            """
+            CREATE TABLE instances (
+                instance text PRIMARY KEY,
+                output_root text NOT NULL,
+                media_root text NOT NULL,
+                signer text,
+                started timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

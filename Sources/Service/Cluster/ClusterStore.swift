@@ -88,11 +88,14 @@ struct ClusterStore: Sendable {
                 var select: PostgresQuery = "SELECT j.id, "
                 select.sql += Self.lifecycleColumns
                 select.sql += """
-                     FROM jobs j WHERE j.state = 'queued' OR (j.state IN ('running', 'paused', 'stopping') AND (j.owner IS NULL OR j.lease_until < now()
-                        OR j.owner_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => $1))))
+                     FROM jobs j WHERE (j.state = 'queued' OR (j.state IN ('running', 'paused', 'stopping') AND (j.owner IS NULL OR j.lease_until < now()
+                        OR j.owner_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => $1)))))
+                        AND NOT j.refused ? $2
                     ORDER BY j.created LIMIT 1 FOR UPDATE OF j SKIP LOCKED
                     """
                 select.binds.append(graceSeconds)
+                // Not one this instance could not run (ClusterStore+Refusal).
+                select.binds.append(instance)
                 guard let row = try await connection.query(select, logger: log).collect().first else { return (nil, false) }
                 let id = try row.makeRandomAccess()[0].decode(String.self)
                 let (job, now) = try Self.lifecycleJob(row, from: 1)

@@ -14,6 +14,7 @@ import Metrics
 /// could not be renewed in time (`LeaseFence`, docs/cluster.md).
 extension JobManager {
     func runCluster(_ store: ClusterStore) async {
+        await registerInstance(store)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await ClusterLiveness.run(store.session, instance: store.instance, maxJobs: self.config.maxJobs, options: self.clusterOptions, log: self.log.forPostgres,
@@ -145,9 +146,9 @@ extension JobManager {
                        startAt: row.spec.kind == .playback ? row.position : nil, pauses: row.status?.pauses,
                        takeover: row.resumes > 0 ? ChainTakeover(cause: previous == nil ? "released" : "failover", from: previous ?? lastOwner, link: row.chainHead) : nil)
         } catch {
-            log.error("job \(row.id) cannot start here: \(error.message)")
             fence.forget(row.id)
-            _ = try? await store.end(row.id, .init(state: .failed, ended: Date(), error: "not started on \(store.instance): \(error.message)"), status: nil)
+            jobSessions[row.id] = nil
+            await cannotRun(row, because: error.message, store)
         }
     }
 

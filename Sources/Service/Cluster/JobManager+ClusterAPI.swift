@@ -30,7 +30,10 @@ extension JobManager {
 
     /// Active jobs' folders across the cluster, for the overlap check.
     func clusterHeld(_ store: ClusterStore) async throws(RequestProblem) -> [(String, Int64?, [String])] {
-        do { return try await store.activePaths().map { ($0.id, Optional($0.room), $0.paths) } } catch { throw Self.unreachable(error) }
+        // Stored relative to the roots (older rows: absolute), compared as this instance resolves them.
+        let root = config.roots.output
+        func here(_ path: String) -> String { (try? root.components(path, field: "out")).map(root.canonical) ?? path }
+        do { return try await store.activePaths().map { ($0.id, Optional($0.room), $0.paths.map(here)) } } catch { throw Self.unreachable(error) }
     }
 
     func clusterStatus(_ id: String, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
