@@ -57,6 +57,19 @@ public struct Recorder: Sendable {
         try await config.withTLSBridges { config throws(BotError) in try await record(config) }
     }
 
+    /// Why an earlier run's recording stopped, for the gap: serve says how the job came here.
+    var awayCause: String { Self.awayCause(takeover: takeover.map { ($0.cause, $0.from) }, instance: instance) }
+
+    /// `takeover`: how serve's job came here (`failover` or `released`) and from which instance.
+    static func awayCause(takeover: (cause: String, from: String?)?, instance: String?) -> String {
+        guard let takeover else { return "the recorder was not running (process restarted)" }
+        if takeover.cause == "released" { return "released by \(takeover.from ?? "its owner") as it shut down, taken up here" }
+        if let from = takeover.from, from == instance {
+            return "this instance stopped writing (its lease or database session was lost), then took the job up again"
+        }
+        return "taken over from \(takeover.from ?? "its owner"), whose lease ran out or database session ended"
+    }
+
     /// `run` with `config`'s `turns:` bridges open.
     private func record(_ config: BotConfig) async throws(BotError) -> RecordingManifest {
         let earlier = resume ? try? RecordingManifest.read(from: folder.access) : nil
@@ -71,7 +84,7 @@ public struct Recorder: Sendable {
             await room.sign(with: signingKey, identity: identity, instance: instance, takeover: takeover, head: chainHead)
         }
         if let earlier {
-            await room.resume(from: earlier, awaySince: Self.lastWrite(in: folder.access) ?? Date(), mixesOnDisk: mixes)
+            await room.resume(from: earlier, awaySince: Self.lastWrite(in: folder.access) ?? Date(), cause: awayCause, mixesOnDisk: mixes)
         }
         do {
             try await room.start()

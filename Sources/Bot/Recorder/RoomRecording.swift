@@ -232,7 +232,7 @@ actor RoomRecording {
     /// file names, and the time away is a gap that ends when the recorder is back.
     /// `mixesOnDisk`: the mix files earlier processes began (a 0-byte one, begun by a process
     /// killed before its first page, is removed, never listed).
-    func resume(from earlier: RecordingManifest, awaySince: Date, mixesOnDisk: [RecordingFile] = []) {
+    func resume(from earlier: RecordingManifest, awaySince: Date, cause: String, mixesOnDisk: [RecordingFile] = []) {
         started = earlier.started
         finished = earlier.feeds.map { feed in
             var f = feed
@@ -246,7 +246,7 @@ actor RoomRecording {
         gaps = earlier.gaps
         pauses.adopt(earlier.pauses, awaySince: awaySince)
         for i in gaps.indices where gaps[i].end == nil { gaps[i].close(at: awaySince, cause: nil) }
-        gaps.append(.init(start: awaySince, cause: "the recorder was not running (process restarted)"))
+        gaps.append(.init(start: awaySince, cause: cause))
         counters = earlier.reconnection
         earlierMixes = earlier.earlierMixes + (earlier.mix.map { [$0] } ?? [])
         for file in mixesOnDisk where !earlierMixes.contains(file.shown.path) {

@@ -146,6 +146,9 @@ extension JobManager {
             status = JobStatus(job)
         } else if var published = row.status {
             if row.state == .queued { published.state = Job.State.starting.rawValue }
+            // Published by an earlier run: its new owner has claimed it and not yet said it runs
+            // (a client told `running` here would hand its keys to a job not started yet).
+            if row.state == .running || row.state == .paused, published.resumes < row.resumes { published.state = Job.State.starting.rawValue }
             // Its owner is gone; another instance takes it within a claim tick.
             if row.orphaned { published.state = Job.State.reconnecting.rawValue }
             status = published
