@@ -76,6 +76,11 @@ import TestSupport
             #expect(told == ["instance a has --output-root /srv/rec (here /data/rec), signing key ab12 (here none)"])
             // a, restarting, hears about b's as recorded.
             #expect(try await t.a.register(same) == ["instance b has --output-root /data/rec (here /srv/rec), signing key none (here ab12)"])
+            var third = same
+            third.storage = "s3://calls/rec at http://127.0.0.1:9000"
+            third.janusAllow = ["ws://127.0.0.1:8188"]
+            let thirdTold = try await t.b.register(third)
+            #expect(thirdTold == ["instance a has --storage none (here s3://calls/rec at http://127.0.0.1:9000), --janus-allow none (here ws://127.0.0.1:8188)"])
         }
     }
 

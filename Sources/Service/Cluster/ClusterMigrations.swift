@@ -147,7 +147,8 @@ enum ClusterMigrations {
         // Jobs store their paths relative to the roots, each instance resolves them below its
         // own: an instance that still cannot run one (a file only another's disk holds) says
         // why in `refused` and releases it; a job every live instance refused fails. Each
-        // instance's roots and signer, so that one starting with others' different says so.
+        // instance's roots, signer, store and Janus allow-list, so that one starting with others'
+        // different says so.
         (8, [
             "ALTER TABLE jobs ADD COLUMN refused jsonb NOT NULL DEFAULT '{}'::jsonb",
             """
@@ -156,6 +157,8 @@ enum ClusterMigrations {
                 output_root text NOT NULL,
                 media_root text NOT NULL,
                 signer text,
+                storage text,
+                janus_allow text NOT NULL DEFAULT '',
                 started timestamptz NOT NULL DEFAULT now()
             )
             """,

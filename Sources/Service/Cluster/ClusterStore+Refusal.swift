@@ -54,25 +54,33 @@ extension ClusterStore {
         var mediaRoot: String
         /// The signing key's fingerprint; nil: recordings unsigned.
         var signer: String?
+        /// `--storage` (where finished recordings go); nil: kept on the instance's disk.
+        var storage: String? = nil
+        /// `--janus-allow`, sorted.
+        var janusAllow: [String] = []
     }
 
     /// Records this instance's settings and answers how each other instance's differ, one
     /// sentence each (empty: all alike).
     func register(_ mine: Settings) async throws -> [String] {
+        let allow = mine.janusAllow.joined(separator: " ")
         try await client.query("""
-            INSERT INTO instances (instance, output_root, media_root, signer) VALUES (\(instance), \(mine.outputRoot), \(mine.mediaRoot), \(mine.signer))
+            INSERT INTO instances (instance, output_root, media_root, signer, storage, janus_allow)
+                VALUES (\(instance), \(mine.outputRoot), \(mine.mediaRoot), \(mine.signer), \(mine.storage), \(allow))
             ON CONFLICT (instance) DO UPDATE SET output_root = EXCLUDED.output_root, media_root = EXCLUDED.media_root,
-                signer = EXCLUDED.signer, started = now()
+                signer = EXCLUDED.signer, storage = EXCLUDED.storage, janus_allow = EXCLUDED.janus_allow, started = now()
             """, logger: log)
         let rows = try await client.query("""
-            SELECT instance, output_root, media_root, signer FROM instances WHERE instance <> \(instance) ORDER BY instance
+            SELECT instance, output_root, media_root, signer, storage, janus_allow FROM instances WHERE instance <> \(instance) ORDER BY instance
             """, logger: log)
         var differences: [String] = []
-        for try await (other, output, media, signer) in rows.decode((String, String, String, String?).self) {
+        for try await (other, output, media, signer, storage, janus) in rows.decode((String, String, String, String?, String?, String).self) {
             var what: [String] = []
             if output != mine.outputRoot { what.append("--output-root \(output) (here \(mine.outputRoot))") }
             if media != mine.mediaRoot { what.append("--media-root \(media) (here \(mine.mediaRoot))") }
             if signer != mine.signer { what.append("signing key \(signer ?? "none") (here \(mine.signer ?? "none"))") }
+            if storage != mine.storage { what.append("--storage \(storage ?? "none") (here \(mine.storage ?? "none"))") }
+            if janus != allow { what.append("--janus-allow \(janus.isEmpty ? "none" : janus) (here \(allow.isEmpty ? "none" : allow))") }
             if !what.isEmpty { differences.append("instance \(other) has " + what.joined(separator: ", ")) }
         }
         return differences

@@ -135,6 +135,10 @@ extension JobManager {
         fenced.remove(row.id)
         let roots = config.roots
         do throws(RequestProblem) {
+            // The instance that admitted it checked its own allow-list, not this one's.
+            if let janus = row.spec.janus, !config.janusAllowed.allows(janus) {
+                throw RequestProblem(status: 403, message: "janus: \(janus) is not a Janus this instance may use (--janus-allow)")
+            }
             let paths = try JobPaths(row.spec, roots: roots)
             reserved[row.id] = paths.claims(roots)
             defer { reserved[row.id] = nil }

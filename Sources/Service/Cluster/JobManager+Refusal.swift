@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ObjectStore
 import Proof
 
 /// `--database` with instances that are not alike (ClusterStore+Refusal): a job this instance
@@ -24,17 +25,19 @@ extension JobManager {
         }
     }
 
-    /// This instance's roots and signing key in the database; each other instance that differs
-    /// is named in a warning. A difference is allowed (paths are resolved below each
-    /// instance's own roots), but it is the operator's to know: a file only one disk holds
-    /// runs only there, and a failed-over recording is signed by two keys.
+    /// This instance's roots, signing key, store and Janus allow-list in the database; each other
+    /// instance that differs is named in a warning. A difference is allowed (paths are resolved
+    /// below each instance's own roots; a job an instance cannot run goes to another), but it is
+    /// the operator's to know: a file only one disk holds runs only there, a failed-over
+    /// recording is signed by two keys, its parts uploaded to two stores.
     func registerInstance(_ store: ClusterStore) async {
         let mine = ClusterStore.Settings(outputRoot: config.roots.output.path, mediaRoot: config.roots.media.path,
-                                         signer: config.signingKey?.publicKey.fingerprint)
+                                         signer: config.signingKey?.publicKey.fingerprint,
+                                         storage: config.publishing?.location?.description, janusAllow: config.janusAllowed.urls.sorted())
         do {
             try await store.forgetRefusals()
             for difference in try await store.register(mine) {
-                log.warning("cluster: \(difference). Job paths are relative to each instance's roots; a job an instance cannot run there (a file its disk lacks) goes to another, and a recording taken over is signed by the new owner's key")
+                log.warning("cluster: \(difference). Job paths are relative to each instance's roots; a job an instance cannot run (a file its disk lacks, a Janus it does not allow) goes to another; a recording taken over is signed by, and uploaded to, the new owner's")
             }
         } catch {
             log.warning("cluster: cannot record this instance's roots and signer (\(error)); others are not compared")
