@@ -16,6 +16,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case pipelineFailed(String)
         case output(String)
         case incomplete(String)
+        case relayIncomplete(String)
         case stopped
     }
     private let kind: Kind
@@ -36,10 +37,15 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
     public static func output(_ m: String) -> Self { .init(kind: .output(m)) }
     /// A recording that finished but lost something (its manifest's `errors` say what).
     public static func incomplete(_ m: String) -> Self { .init(kind: .incomplete(m)) }
+    /// A relay that did not deliver what it opened (or had nothing to relay).
+    public static func relayIncomplete(_ m: String) -> Self { .init(kind: .relayIncomplete(m)) }
 
     /// Whether a recording ended having lost something: never a clean end, whoever stopped it.
     public var isLoss: Bool {
-        if case .incomplete = kind { true } else { false }
+        switch kind {
+        case .incomplete, .relayIncomplete: true
+        default: false
+        }
     }
     /// The job was stopped (cancelled) while it was still joining or rejoining.
     public static let stopped = Self(kind: .stopped)
@@ -72,7 +78,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .janus, .stopped: .janus
         case .roomNotFound: .roomMissing
         case .inputNotFound, .notMedia, .unplayable, .pipelinesNotFound: .inputMissing
-        case .output, .incomplete: .output
+        case .output, .incomplete, .relayIncomplete: .output
         case .media, .pipelineFailed, .negotiation, .stalled: .media
         }
     }
@@ -102,6 +108,7 @@ public struct BotError: Error, CustomStringConvertible, Sendable {
         case .pipelineFailed(let m): "media pipeline failed: \(m)"
         case .output(let m): "cannot write the recording: \(m)"
         case .incomplete(let m): "the recording is incomplete: \(m)"
+        case .relayIncomplete(let m): "the relay is incomplete: \(m)"
         case .stopped: "stopped before the bot was back in the room"
         }
     }

@@ -5,7 +5,7 @@ import FrameCrypto
 import Synchronization
 import Locking
 
-/// One recording or playback the service runs: its request, the participant doing it (whose
+/// One recording, playback or relay the service runs: its request, the participant doing it (whose
 /// `LiveStatus` says what it does now) and, once it ended, how.
 final class Job: Sendable {
     enum State: String, Codable, Sendable, CaseIterable {
@@ -38,12 +38,15 @@ final class Job: Sendable {
     /// The keys of a format whose frames name their key, where `POST …/keys` puts keys while
     /// the job runs. Held in this process's memory only: never persisted, never shown.
     let keys: (any IndexedKeying)?
+    /// Relay: what it does now (waiting for the participant, sending, retrying its destination).
+    let relay: RelayStatus?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
-         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil) {
+         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil, relay: RelayStatus? = nil) {
         self.keys = keys
+        self.relay = relay
         self.chainHead = chainHead
         self.pause = pause
         self.id = id

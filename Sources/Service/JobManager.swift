@@ -107,6 +107,7 @@ actor JobManager: Service {
         if let janus = spec.janus, !config.janusAllowed.allows(janus) {
             throw .field("janus", "\(janus) is not a Janus this service may use: the operator allows \(config.janusAllowed.urls.joined(separator: ", ")) (--janus-allow)")
         }
+        try Self.checkRelay(spec, config.relayAllowed)
         let roots = config.roots
         let paths = try JobPaths(spec, roots: roots)
         let claims = paths.claims(roots)
@@ -176,7 +177,7 @@ actor JobManager: Service {
     }
 
     private static func newID(_ kind: JobSpec.Kind) -> String {
-        (kind == .recording ? "rec-" : "play-") + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
+        (kind == .recording ? "rec-" : kind == .playback ? "play-" : "relay-") + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
     }
 
     // MARK: - Running
@@ -208,7 +209,7 @@ actor JobManager: Service {
             // One identity for every instance that records the job: its id, room, Janus, creation.
             recorder.identity = RecordingIdentity(id: id, room: spec.room, janus: botConfig.janusURL, started: created, job: id)
             recorder.instance = clusterOptions.instanceID
-            if case .recording(let pauses) = pause { recorder.pauses = pauses }
+            if case .recording(let pauses)? = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead,
                       keys: protection.indexedKeys)
             let configured = recorder
@@ -225,7 +226,7 @@ actor JobManager: Service {
         case .playback:
             var configured = Player(config: botConfig, source: .file(media?.path ?? spec.file!), loop: spec.loop, duration: duration)
             configured.startAt = startAt
-            if case .playback(let pauses) = pause { configured.pauses = pauses }
+            if case .playback(let pauses)? = pause { configured.pauses = pauses }
             let player = configured
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
                       played: player.played, pause: pause, keys: protection.indexedKeys)
@@ -235,6 +236,8 @@ actor JobManager: Service {
                 _ = try await player.run()
                 withExtendedLifetime(media) {}  // open until the player is done with it
             } }
+        case .relay:
+            job = try relayJob(id: id, spec: spec, config: botConfig, created: created, resumes: resumes, duration: duration, keys: protection.indexedKeys)
         }
         jobs[id] = job
         order.append(id)
@@ -248,7 +251,7 @@ actor JobManager: Service {
         return job
     }
 
-    private static func outcome(of job: Job, show: @Sendable (String) -> String, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
+    static func outcome(of job: Job, show: @Sendable (String) -> String, _ body: @Sendable () async throws(BotError) -> Void) async -> Job.Outcome {
         do {
             try await body()
             return .init(state: .done, ended: Date(), error: nil)

@@ -8,11 +8,13 @@ enum JobPause: Sendable {
     case playback(PlaybackPauses)
 
     /// Starts paused if the last of `pauses` (the job's, from before a restart) is still open.
-    init(_ kind: JobSpec.Kind, resuming pauses: [RecordingManifest.Pause]?) {
+    /// nil for a relay: it has no pause (DELETE it and POST it again).
+    init?(_ kind: JobSpec.Kind, resuming pauses: [RecordingManifest.Pause]?) {
         let open = pauses?.last.flatMap { $0.end == nil ? $0.start : nil }
         switch kind {
         case .recording: self = .recording(RecordingPauses(paused: open != nil, since: open ?? Date()))
         case .playback: self = .playback(PlaybackPauses(paused: open != nil, since: open ?? Date()))
+        case .relay: return nil
         }
     }
 

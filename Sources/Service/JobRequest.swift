@@ -3,11 +3,11 @@ public import FrameCrypto
 import Foundation
 import Janus
 
-/// What a client asks for: a recording or a playback, checked field by field so a bad request
+/// What a client asks for: a recording, a playback or a relay, checked field by field so a bad request
 /// is answered with the field it got wrong. Persisted as given (with the key) in the state
 /// folder, so a restarted service can take the job up again.
 public struct JobSpec: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable, CaseIterable { case recording, playback }
+    public enum Kind: String, Codable, Sendable, CaseIterable { case recording, playback, relay }
 
     /// The call key: 64 hex characters, a key file on the service's machine, or explicitly none.
     /// With a format whose frames name their key (`format.frame` framecryptor or sframe): key
@@ -59,6 +59,10 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var format: FrameFormatSettings? = nil
     /// Each participant's own key material by index (framecryptor, sframe), as `--key-map`.
     public var keys: [ParticipantKey]? = nil
+    /// Relay: the destination (`rtmp://`, `rtmps://`, `srt://`, `rtp://`), allowed by `--relay-allow`.
+    public var to: String? = nil
+    /// Relay: the participant relayed (a feed id, or the user id of an ECall display).
+    public var participant: String? = nil
 
     /// One participant's key at one index, as a request gives it: `{"participant", "index", "key"}`.
     public struct ParticipantKey: Codable, Sendable, Equatable {
@@ -94,9 +98,11 @@ extension JobSpec {
         }
         guard case .object(let object) = parsed else { throw RequestProblem(status: 400, message: "the body must be a JSON object") }
         let fields = Fields(object)
-        let allowed: Set<String> = kind == .recording
-            ? ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
-            : ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
+        let allowed: Set<String> = switch kind {
+        case .recording: ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
+        case .playback: ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
+        case .relay: ["room", "janus", "key", "to", "participant", "display", "durationSeconds", "format", "keys"]
+        }
         if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
             throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
         }
@@ -116,6 +122,8 @@ extension JobSpec {
             spec.mix = try fields.path("mix", required: false)
         case .playback:
             spec.file = try fields.path("file", required: true)
+        case .relay:
+            (spec.to, spec.participant) = try fields.relay()
         }
         return spec
     }

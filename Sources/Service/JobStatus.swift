@@ -42,6 +42,12 @@ public struct JobStatus: Codable, Sendable {
     public var owner: String?
     /// With `--database`: every instance that ran the job, in order, and why each began and ended.
     public var owners: [Owner]?
+    /// Relay: the destination without what may be secret (an RTMP stream name, a passphrase).
+    public var to: String?
+    /// Relay: the participant relayed.
+    public var participant: String?
+    /// Relay: `waiting` (for the participant), `sending`, `retrying` (its destination failed), `done`.
+    public var relayPhase: String?
     /// With `--storage`: the recording's files on their way to the store, as the instance that
     /// finished it sees them (GET of one job).
     public var uploads: Uploads?
@@ -125,6 +131,12 @@ public struct JobStatus: Codable, Sendable {
         pauses = job.pause.map(\.all)
         lastError = (outcome?.error ?? live.lastError).map(Self.withoutConnectReason)
         lastErrorTime = outcome?.error != nil ? outcome?.ended : live.lastErrorTime
+        if let relay = job.relay?.snapshot {
+            to = spec.to.flatMap { try? RelayDestination($0) }?.description
+            participant = spec.participant
+            relayPhase = relay.phase.rawValue
+            if outcome?.error == nil, let error = relay.lastError { (lastError, lastErrorTime) = (error, relay.lastErrorTime) }
+        }
         if spec.kind == .recording {
             let dir = URL(fileURLWithPath: spec.out ?? "/")
             feeds = live.feeds.map {

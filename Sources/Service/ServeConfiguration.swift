@@ -15,6 +15,8 @@ public struct ServeConfiguration: Sendable {
     public var roots: Roots
     /// The Janus servers jobs may name (`--janus` always among them).
     public var janusAllowed: JanusAllowList
+    /// Where relay jobs may send (`--relay-allow`); none unless given.
+    public var relayAllowed = RelayAllowList()
     /// Active jobs at most; past it a POST is answered 429.
     public var maxJobs = 25 * max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// The Janus of every job that names none, and the one `/readyz` checks.

@@ -64,6 +64,10 @@ struct RelayCommand: AsyncParsableCommand {
             if !report.participantSeen {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
             }
+            // Opened frames the destination never got once it had failed: the stream has a hole.
+            if report.failures > 0, report.unsent > 0 {
+                throw CLIFailure("the relay is incomplete: \(report.unsent) opened frames were not sent while \(destination) was down", code: .incomplete)
+            }
         } catch let e as BotError {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {

@@ -9,9 +9,9 @@ import Telemetry
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run recordings and playbacks as jobs behind an HTTP API (a long-running service).",
+        abstract: "Run recordings, playbacks and relays as jobs behind an HTTP API (a long-running service).",
         discussion: """
-            POST /v1/recordings and /v1/playbacks start jobs (GET lists them or shows one with its \
+            POST /v1/recordings, /v1/playbacks and /v1/relays start jobs (GET lists them or shows one with its \
             state, feeds and counters; DELETE stops one and finishes its files). Every /v1 request \
             carries `Authorization: Bearer <token>` (the token file must be 0600). /healthz says the \
             process is alive, /readyz whether Janus answers, /metrics is Prometheus text, and \
@@ -27,7 +27,8 @@ struct Serve: AsyncParsableCommand {
             are read; an existing file is never overwritten and a new recording takes a new or \
             empty folder). Without these, --state-dir's recordings/ and media/ are the roots; \
             without either, serve does not start. Jobs may name only the Janus servers of \
-            --janus and --janus-allow, and each of them gets --api-secret and --janus-token.
+            --janus and --janus-allow, and each of them gets --api-secret and --janus-token. \
+            A relay's `to` must be a destination --relay-allow names.
             """)
 
     @Option(help: ArgumentHelp("Address to listen on: host:port (other than 127.0.0.1 only when you mean it).", valueName: "host:port"))
@@ -63,6 +64,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. It gets only the credentials --janus-credentials gives it.", valueName: "url"))
     var janusAllow: [String] = []
 
+    @Option(help: ArgumentHelp("A destination relay jobs may send a call's decrypted media to (repeatable): scheme, host and port, and a path its streams lie under, e.g. rtmp://live.example:1935/app, srt://10.0.0.5:9000. Without it relay jobs are refused.", valueName: "url"))
+    var relayAllow: [String] = []
+
     @Option(help: ArgumentHelp("A 0600 JSON file of credentials per allowed Janus: {\"wss://janus-b:8989\": {\"api_secret\": \"…\", \"token\": \"…\"}}. Each Janus is sent only its own; --api-secret and --janus-token go to --janus alone.", valueName: "file"))
     var janusCredentials: String?
 
@@ -83,6 +87,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         _ = try Self.address(listen)
         do { _ = try JanusAllowList([server.janus] + janusAllow) } catch { throw ValidationError(error.description) }
+        do { _ = try RelayAllowList(relayAllow) } catch { throw ValidationError(error.description) }
         try OptionCheck.seconds(keepFinished, "--keep-finished", zeroAllowed: true)
         if instanceID != nil, database == nil { throw ValidationError("--instance-id names an instance sharing --database: give --database too") }
         if let instanceID, instanceID.isEmpty || instanceID.count > 100 { throw ValidationError("--instance-id takes 1 to 100 characters") }
@@ -123,6 +128,7 @@ struct Serve: AsyncParsableCommand {
             let registry = Telemetry.bootstrap()
             config.metrics = { Telemetry.render(registry) }
             if let maxJobs { config.maxJobs = maxJobs }
+            config.relayAllowed = try RelayAllowList(relayAllow)
             if let janusCredentials {
                 do { config.janusCredentials = try JanusCredentials(path: janusCredentials, allowed: config.janusAllowed) } catch {
                     throw CLIFailure(error.description, code: .config)

@@ -20,6 +20,8 @@ SANDBOX = os.environ["SFUBOT_SCHEMA_SANDBOX"]
 # A playable file and a valid key file, so that playbacks and `key.file` keys also start jobs.
 MEDIA = os.environ["SFUBOT_SCHEMA_MEDIA"]
 KEY_FILE = os.environ["SFUBOT_SCHEMA_KEY_FILE"]
+# The one destination the service lets relays send to (--relay-allow).
+RELAY_TO = os.environ["SFUBOT_SCHEMA_RELAY_TO"]
 
 
 def _accepted_path(value):
@@ -44,12 +46,16 @@ def before_call(context, case, kwargs):
     key = body.get("key")
     if isinstance(key, dict) and _accepted_path(key.get("file")):
         key["file"] = KEY_FILE
+    # Half the relays to the allowed destination (they start), half as generated (400, 403).
+    to = body.get("to")
+    if isinstance(to, str) and hashlib.sha256(to.encode("utf-8", "surrogatepass")).digest()[0] % 2 == 0:
+        body["to"] = RELAY_TO
 
 
 # Ids of the jobs the service created, by collection: a generated id never names one, so half of
 # the `POST …/{id}/keys` calls go to a real job instead (ended ones, as generated rooms do not
 # exist: 409; refused bodies: 400), so those answers are checked against the document too.
-JOBS = {"/v1/recordings": [], "/v1/playbacks": []}
+JOBS = {"/v1/recordings": [], "/v1/playbacks": [], "/v1/relays": []}
 _calls = [0]
 
 

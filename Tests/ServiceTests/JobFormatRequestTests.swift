@@ -126,7 +126,7 @@ import Testing
         #expect(Set(format.keys) == Set(FrameFormatSettings.Field.allCases.map(\.rawValue)))
         let suites = try #require((format["sframeSuite"] as? [String: Any])?["enum"] as? [String])
         #expect(Set(suites) == Set(SFrameSuite.allCases.map(\.name)))
-        for request in ["RecordingRequest", "PlaybackRequest"] {
+        for request in ["RecordingRequest", "PlaybackRequest", "RelayRequest"] {
             let r = try #require(schemas[request] as? [String: Any])
             #expect((r["properties"] as? [String: Any])?["format"] != nil && (r["required"] as? [String])?.contains("key") == false, "\(request)")
         }

@@ -24,7 +24,8 @@ import Testing
         #expect(Set(paths.keys) == ["/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/recordings", "/v1/recordings/{id}",
                                     "/v1/recordings/{id}/pause", "/v1/recordings/{id}/resume", "/v1/recordings/{id}/uploads/abandon",
                                     "/v1/recordings/{id}/keys", "/v1/playbacks", "/v1/playbacks/{id}", "/v1/playbacks/{id}/pause",
-                                    "/v1/playbacks/{id}/resume", "/v1/playbacks/{id}/keys"])
+                                    "/v1/playbacks/{id}/resume", "/v1/playbacks/{id}/keys", "/v1/relays", "/v1/relays/{id}",
+                                    "/v1/relays/{id}/pause", "/v1/relays/{id}/resume", "/v1/relays/{id}/keys"])
         #expect(doc["security"] == nil, "no global security: the open routes take no token")
         for (path, item) in paths {
             guard case .object(let operations) = item else { continue }

@@ -27,7 +27,9 @@ extension MediaScene {
         let tone = try await Audio.tone(440, seconds: 1, in: dir)
         let keyFile = dir.appendingPathComponent("call.key")
         _ = FileManager.default.createFile(atPath: keyFile.path, contents: Data(String(repeating: "3c", count: 32).utf8), attributes: [.posixPermissions: 0o600])
-        let serve = try await ServeProcess.start(port: 18489, in: dir)
+        // One destination relays may use, so that relay jobs start too (nothing listens there).
+        let relayTo = "rtp://127.0.0.1:18488"
+        let serve = try await ServeProcess.start(port: 18489, in: dir, extra: ["--relay-allow", relayTo])
         defer { serve.process.signal(SIGKILL) }
 
         // What it serves is the document schemathesis is about to check it against.
@@ -40,6 +42,7 @@ extension MediaScene {
         environment["SFUBOT_SCHEMA_SANDBOX"] = sandbox.path
         environment["SFUBOT_SCHEMA_MEDIA"] = tone.path
         environment["SFUBOT_SCHEMA_KEY_FILE"] = keyFile.path
+        environment["SFUBOT_SCHEMA_RELAY_TO"] = relayTo
         environment["NO_COLOR"] = "1"
         let started = ContinuousClock.now
         let run = try ChildProcess(tool, [

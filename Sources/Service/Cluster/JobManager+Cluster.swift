@@ -139,6 +139,7 @@ extension JobManager {
             if let janus = row.spec.janus, !config.janusAllowed.allows(janus) {
                 throw RequestProblem(status: 403, message: "janus: \(janus) is not a Janus this instance may use (--janus-allow)")
             }
+            try Self.checkRelay(row.spec, config.relayAllowed)
             let paths = try JobPaths(row.spec, roots: roots)
             reserved[row.id] = paths.claims(roots)
             defer { reserved[row.id] = nil }

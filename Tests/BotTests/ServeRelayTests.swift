@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TestSupport
+
+extension MediaScene {
+    /// Relay jobs (`POST /v1/relays`, issue 43 item 6): serve relays one participant of an E2EE
+    /// room to a destination its operator allowed, and to nothing else; the stream is read back
+    /// from a real nginx-rtmp started here.
+    @Suite(.enabled(if: RelayServers.missing == nil, "\(RelayServers.missing ?? "")")) struct ServeRelayTests {
+        @Test("a relay job to an allowed RTMP server carries the publisher's H.264 and the tone; the stream name never shows; DELETE ends it done; a destination not allowed is 403, a relay cannot be paused")
+        func relayJobToAnAllowedServer() async throws {
+            let dir = try Scene.tempDirectory("serve-relay")
+            let source = try await RelayCase.source(in: dir)
+            let port = try RelayServers.freePort()
+            let nginx = try await RelayServers.nginxRTMP(port: port, in: dir)
+            defer { Task { await nginx.stop() } }
+            let room = try await Scene.createRoom()
+            let publisher = try RelayCase.publisher(source, room: room)
+            defer { publisher.signal(SIGKILL) }
+            let serve = try await ServeProcess.start(port: 18653, in: dir, extra: ["--relay-allow", "rtmp://127.0.0.1:\(port)/live"])
+            defer { serve.process.signal(SIGKILL) }
+            let secretStream = "call-\(UUID().uuidString.prefix(8))"
+
+            // Not allowed: another application on the same server, another port, another scheme.
+            for to in ["rtmp://127.0.0.1:\(port)/other/\(secretStream)", "rtmp://127.0.0.1:\(port + 1)/live/x", "srt://127.0.0.1:\(port)"] {
+                let refused = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key], "participant": "7", "to": to])
+                #expect(refused.status == 403 && refused.text.contains("--relay-allow") && !refused.text.contains(secretStream), "\(to): \(refused.status) \(refused.text)")
+            }
+
+            let to = "rtmp://127.0.0.1:\(port)/live/\(secretStream)"
+            let created = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key], "participant": "7", "to": to])
+            #expect(created.status == 201, "\(created.text)")
+            let id = try #require(try created.json()["id"] as? String)
+            #expect(id.hasPrefix("relay-") && !created.text.contains(secretStream), "\(created.text)")
+            let sending = try await serve.waitFor("/v1/relays/\(id)", within: .seconds(40)) { $0["relayPhase"] as? String == "sending" }
+            #expect(sending["participant"] as? String == "7" && sending["kind"] as? String == "relay", "\(sending)")
+            #expect((sending["to"] as? String ?? "").hasPrefix("rtmp://127.0.0.1:\(port)/live"), "\(sending)")
+
+            let got = dir.appendingPathComponent("got.flv")
+            let read = await RelayCase.readBack(to, seconds: 6, to: got)
+            #expect(read, "nothing came back from nginx")
+            let streams = try await RelayCase.probe(got)
+            #expect(streams.video?.codec == "h264" && streams.audio?.codec == "aac", "\(streams)")
+            let sent = try await RelayCase.parameterSets(source), relayed = try await RelayCase.parameterSets(got)
+            #expect(!relayed.sps.isEmpty && relayed.sps == sent.sps, "not re-encoded: the publisher's SPS")
+            let f = try #require(Audio.dominantFrequency(try await RelayCase.audioSamples(got)))
+            #expect(abs(f - 440) <= 440 * 0.02, "dominant \(f) Hz")
+
+            let paused = try await serve.request("POST", "/v1/relays/\(id)/pause")
+            #expect(paused.status == 409, "\(paused.text)")
+            let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
+            #expect(final["state"] as? String == "done", "\(final)")
+            let listed = try await serve.request("GET", "/v1/relays").text
+            #expect(!listed.contains(secretStream), "the stream name is a secret: \(listed)")
+            let opened = try await serve.metric("sfubot_frames_opened_total")
+            #expect(opened > 100, "frames opened by the relay: \(opened)")
+        }
+
+        @Test("a relay job whose participant never publishes ends failed, saying nothing was relayed")
+        func participantNeverThere() async throws {
+            let dir = try Scene.tempDirectory("serve-relay-absent")
+            let serve = try await ServeProcess.start(port: 18654, in: dir, extra: ["--relay-allow", "rtp://127.0.0.1:18655"])
+            defer { serve.process.signal(SIGKILL) }
+            let room = try await Scene.createRoom()
+            let created = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key], "participant": "9",
+                                                                               "to": "rtp://127.0.0.1:18655", "durationSeconds": 3])
+            let id = try #require(try created.json()["id"] as? String, "\(created.text)")
+            let ended = try await serve.waitFor("/v1/relays/\(id)", within: .seconds(30)) { $0["state"] as? String == "failed" }
+            #expect((ended["lastError"] as? String ?? "").contains("nothing was relayed"), "\(ended)")
+        }
+    }
+}
