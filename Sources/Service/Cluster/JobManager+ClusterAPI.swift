@@ -170,7 +170,10 @@ extension JobManager {
             fence.forget(job.id)
             jobSessions[job.id] = nil
             // Retried: a job whose end is not written would be taken up again once its lease ran out.
+            let publishing = config.publishing
             Task { [log] in
+                // The job's events told before its end go before the end's own (job.failed).
+                await publishing?.webhooksWritten()
                 for attempt in 1...300 {
                     do {
                         let decided = try await store.end(job.id, outcome, status: status, retry: attempt > 1)
