@@ -80,7 +80,7 @@ extension JobManager {
         case .noSuchJob: throw RequestProblem(status: 404, message: "no job \(id)")
         case .ended: return try await clusterStatus(id, store)
         case .settled:
-            log.info("job \(id): stopped (asked) with no instance running it")
+            log.info("job \(id): stopped (asked) with no instance running it\(store.webhooks ? "; its job.finished is queued" : "")")
             return try await clusterStatus(id, store)
         case .owner(let owner):
             log.info("job \(id): stop passed to its owner \(owner)")
