@@ -297,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore",
+                "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore", "Webhooks", "Spool",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

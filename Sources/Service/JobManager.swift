@@ -39,6 +39,8 @@ actor JobManager: Service {
         var log = config.logger
         log[metadataKey: "component"] = "serve"
         self.log = log
+        var cluster = cluster
+        cluster?.webhooks = config.publishing?.webhooks != nil
         self.cluster = cluster
         clusterOptions = config.cluster ?? ClusterOptions(database: "", instanceID: "single")
         fence = LeaseFence(lease: clusterOptions.lease, margin: clusterOptions.margin)

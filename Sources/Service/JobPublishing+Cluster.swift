@@ -24,8 +24,8 @@ extension JobPublishing {
     /// Once a second on every instance: folders of ended recordings queued, a dead uploader's
     /// files taken over, a recording whose uploads stalled between two steps moved on.
     func sweep(session: Int64, grace: Duration) async {
-        guard let store = clusterStore, uploads != nil, let location else { return }
         self.session.update { $0 = session }
+        guard let store = clusterStore, uploads != nil, let location else { return }
         await queueEndedFolders(store, session: session)
         await takeUploads(store, session: session, grace: grace)
         do {
@@ -106,18 +106,14 @@ extension JobPublishing {
         }
     }
 
-    /// A recording's next step: its merged manifest written and queued, or `job.finished` sent.
+    /// A recording's next step: its merged manifest written and queued, or `job.finished` on its way.
     func advance(_ job: String, _ step: ClusterStore.NextStep) async {
         switch step {
         case .wait: return
         case .merge(let input): await merge(job, input)
-        case .finished(let finished):
-            guard !finished.failedJob else { return }
-            let files = finished.files.compactMap { f in f.object.map { FileEvent(name: f.name, object: $0) } }
-            let missing = finished.files.filter { $0.object == nil }.map(\.name)
-            var event = JobEvent(job: job, kind: finished.kind, room: finished.room, files: files, missing: missing.isEmpty ? nil : missing)
-            event.abandoned = finished.abandoned.isEmpty ? nil : finished.abandoned
-            send(.jobFinished, event, id: "\(job).finished")
+        case .finished:
+            // Queued in the transaction that finished the uploads (ClusterStore+Settle).
+            return
         }
     }
 

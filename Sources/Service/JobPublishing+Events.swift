@@ -54,6 +54,17 @@ struct JobEvent: Encodable, Sendable {
     }
 }
 
+extension JobEvent {
+    /// `job.finished` of a recording whose uploads finished with `--database`: every object,
+    /// the files missing, the folders abandoned.
+    init(job: String, _ finished: ClusterStore.FinishedUploads) {
+        let files = finished.files.compactMap { f in f.object.map { FileEvent(name: f.name, object: $0) } }
+        let missing = finished.files.filter { $0.object == nil }.map(\.name)
+        self.init(job: job, kind: finished.kind, room: finished.room, files: files, missing: missing.isEmpty ? nil : missing)
+        abandoned = finished.abandoned.isEmpty ? nil : finished.abandoned
+    }
+}
+
 /// One file of `job.finished`: its name in the recording, size, SHA-256, and where it is (the
 /// object's URL with storage, else its local path).
 struct FileEvent: Encodable, Sendable {

@@ -33,6 +33,8 @@ public final class JobPublishing: Sendable {
     /// A recording's next step once a file of it settled, run by `run()` (JobPublishing+Cluster).
     let steps: AsyncStream<(job: String, step: ClusterStore.NextStep)>
     let stepsIn: AsyncStream<(job: String, step: ClusterStore.NextStep)>.Continuation
+    /// With `--database`: events told here, on their way to the table (JobPublishing+Webhooks).
+    let forwarding = Tally([(job: String, event: WebhookEvent)]())
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     let files = DispatchQueue(label: "sfubot.publishing.files")
 
@@ -64,9 +66,13 @@ public final class JobPublishing: Sendable {
             try UploadQueue(directory: stateDirectory.appendingPathComponent("uploads"), client: client, logger: logger,
                             uploaded: { entry, object in await settle(entry, object) },
                             failed: { entry, why, givenUp in
-                                Self.uploadFailed(entry, why, progress: progress, webhooks: webhooks, logger: logger)
-                                if let store = cluster.value, let job = entry.context["job"] {
-                                    try? await store.uploadFailed(job: job, key: entry.key, why: why)
+                                let store = cluster.value
+                                Self.uploadFailed(entry, why, progress: progress, webhooks: store == nil ? webhooks : nil, logger: logger)
+                                if let store, let job = entry.context["job"] {
+                                    // The table counts the tries and queues upload.failed with them.
+                                    do { try await store.uploadFailed(job: job, key: entry.key, why: why) { Self.uploadFailedEvent(entry, why, attempts: $0) } } catch {
+                                        logger.warning("job \(job): a failed upload of \(entry.key) cannot be counted in the database: \(error)")
+                                    }
                                 }
                                 if givenUp { await settle(entry, nil) }
                             },
@@ -88,7 +94,14 @@ public final class JobPublishing: Sendable {
                     await self.advance(job, step)
                 }
             }
+            // Its directory's events (from before --database, if any) are delivered too.
             if let webhooks { group.addTask { await webhooks.run() } }
+            if let webhooks, let store = clusterStore, store.webhooks {
+                group.addTask { await self.forwardWebhooks(store) }
+                group.addTask {
+                    await ClusterWebhookDelivery(store: store, outbox: webhooks).run(session: { self.session.value }, log: self.logger)
+                }
+            }
         }
     }
 
@@ -114,7 +127,8 @@ public final class JobPublishing: Sendable {
     /// is queued for upload (with `--database`, by the folder sweep instead); `job.failed` says
     /// why a job failed, `job.finished` what it made.
     func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
-        if let error { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
+        // With --database, job.failed is queued in the transaction that writes the end.
+        if let error, clusterStore == nil { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
         guard let directory else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
@@ -178,13 +192,8 @@ public final class JobPublishing: Sendable {
         }
         // On a file's first failure and every tenth after: a store down for hours does not
         // flood the receiver.
-        guard let webhooks, entry.attempts % 10 == 0 else { return }
-        let event = UploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, attempts: entry.attempts + 1, reason: why)
-        do {
-            try webhooks.send(WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: entry.key)).failed.\(entry.attempts)"))
-        } catch {
-            logger.error("webhook upload.failed: \(error)")
-        }
+        guard let webhooks, let event = uploadFailedEvent(entry, why, attempts: entry.attempts + 1) else { return }
+        do { try webhooks.send(event) } catch { logger.error("webhook upload.failed: \(error)") }
     }
 
     /// A recording's uploads, once its files were queued (nil before, or without storage).
@@ -196,9 +205,13 @@ public final class JobPublishing: Sendable {
         reconnects.update { r in for job in jobs { r[job] = nil } }
     }
 
-    func send(_ type: WebhookEventType, _ data: some Encodable & Sendable, id: String) {
+    /// Into the outbox directory, or with `--database` into the cluster's table (JobPublishing+Webhooks).
+    func send(_ type: WebhookEventType, _ data: JobEvent, id: String) {
         guard let webhooks else { return }
-        do { try webhooks.send(WebhookEvent(type, data: data, id: id)) } catch { logger.error("webhook \(type.rawValue): \(error)") }
+        do {
+            let event = try WebhookEvent(type, data: data, id: id)
+            if clusterStore != nil { forward(event, job: data.job) } else { try webhooks.send(event) }
+        } catch { logger.error("webhook \(type.rawValue): \(error)") }
     }
 }
 

@@ -22,6 +22,8 @@ public final class WebhookOutbox: Sendable {
     }
 
     let runner: SpoolRunner<WebhookEvent>
+    /// The backoff, also for events kept elsewhere (with `--database`, serve's table).
+    public let schedule: RetrySchedule
     let url: URL
     let secret: WebhookSecret
     let http: HTTPClient
@@ -42,7 +44,7 @@ public final class WebhookOutbox: Sendable {
             counts.update { $0.depth = depth }
             Gauge(label: "sfubot_webhook_outbox_depth").record(depth)
         }
-        (self.url, self.secret, self.http, self.timeout, self.logger) = (url, secret, http, timeout, logger)
+        (self.url, self.secret, self.http, self.timeout, self.logger, self.schedule) = (url, secret, http, timeout, logger, schedule)
         let depth = spool.load().entries.count
         counts.update { $0.depth = depth }
         Gauge(label: "sfubot_webhook_outbox_depth").record(depth)
@@ -71,23 +73,31 @@ public final class WebhookOutbox: Sendable {
     /// Delivers until cancelled.
     public func run() async {
         await runner.run(attempt: { _, event in await self.deliver(event) }, gaveUp: { _, event, why in
-            self.counts.update { $0.expired += 1 }
-            Counter(label: "sfubot_webhooks_expired_total").increment()
-            self.logger.error("webhook \(event.id) (\(event.type)) dropped after \(event.attempts) tries over a day: \(why)")
+            self.expired(id: event.id, type: event.type, attempts: event.attempts, why: why)
         })
     }
 
-    /// One POST. The timestamp is this try's (the spec's receivers refuse old ones); the id and
-    /// body are the event's own, so the receiver sees the same event each time.
-    func deliver(_ event: WebhookEvent) async -> RetryOutcome {
+    /// An event given up after its day of tries, counted and logged (also one kept elsewhere).
+    public func expired(id: String, type: String, attempts: Int, why: String) {
+        counts.update { $0.expired += 1 }
+        Counter(label: "sfubot_webhooks_expired_total").increment()
+        logger.error("webhook \(id) (\(type)) dropped after \(attempts) tries over a day: \(why)")
+    }
+
+    func deliver(_ event: WebhookEvent) async -> RetryOutcome { await post(id: event.id, type: event.type, body: event.body) }
+
+    /// One POST of an event, signed with this outbox's secret. The timestamp is this try's (the
+    /// spec's receivers refuse old ones); the id and body are the event's own, so the receiver
+    /// sees the same event each time. Public for events kept elsewhere (serve's table).
+    public func post(id: String, type: String, body: [UInt8]) async -> RetryOutcome {
         let timestamp = Int(Date().timeIntervalSince1970)
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/json")
-        request.headers.add(name: "webhook-id", value: event.id)
+        request.headers.add(name: "webhook-id", value: id)
         request.headers.add(name: "webhook-timestamp", value: "\(timestamp)")
-        request.headers.add(name: "webhook-signature", value: secret.signature(id: event.id, timestamp: timestamp, body: event.body))
-        request.body = .bytes(ByteBuffer(bytes: event.body))
+        request.headers.add(name: "webhook-signature", value: secret.signature(id: id, timestamp: timestamp, body: body))
+        request.body = .bytes(ByteBuffer(bytes: body))
         counts.update { $0.attempts += 1 }
         Counter(label: "sfubot_webhook_attempts_total").increment()
         let why: String
@@ -97,7 +107,7 @@ public final class WebhookOutbox: Sendable {
             if (200..<300).contains(response.status.code) {
                 counts.update { $0.delivered += 1 }
                 Counter(label: "sfubot_webhooks_delivered_total").increment()
-                logger.debug("webhook \(event.id) (\(event.type)) delivered")
+                logger.debug("webhook \(id) (\(type)) delivered")
                 return .done
             }
             why = "the receiver answered \(response.status.code)"

@@ -99,6 +99,18 @@ extension MediaScene.ClusterTests {
             #expect(await eventually(within: 30) { !finished().isEmpty }, "job.finished delivered (signature verified by the receiver)")
             let named = ((finished().first?["data"] as? [String: Any])?["files"] as? [[String: Any]]) ?? []
             #expect(named.count == pending + 1 && named.allSatisfy { ($0["url"] as? String)?.contains("/rec/\(id)/") == true }, "\(named)")
+            // The job's events in the order they happened, whichever instance queued them, and
+            // one body per id (issue 44: upload.failed came twice, a body from each instance).
+            let delivered = ((try? String(contentsOf: receiver.received, encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .filter { ($0["data"] as? [String: Any])?["job"] as? String == id }
+            let order = delivered.compactMap { $0["id"] as? String }
+            #expect((order.firstIndex(of: "\(id).started.0") ?? .max) < (order.firstIndex(of: "\(id).finished") ?? -1), "\(order)")
+            #expect(order.contains { $0.hasPrefix("upload-") }, "the refused store's failures were told: \(order)")
+            for (event, copies) in Dictionary(grouping: delivered, by: { $0["id"] as? String ?? "" }) {
+                let bodies = Set(copies.compactMap { try? JSONSerialization.data(withJSONObject: $0["data"] ?? [:], options: .sortedKeys) })
+                #expect(bodies.count == 1, "\(event): \(bodies.count) different bodies")
+            }
 
             // The killed instance comes back on its state directory: its queue still holds the
             // files, which are no longer its own; it drops them and changes nothing.

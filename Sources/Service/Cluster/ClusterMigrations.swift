@@ -163,6 +163,34 @@ enum ClusterMigrations {
             )
             """,
         ]),
+        // The webhook outbox of every instance (ClusterStore+Webhooks): an event queued once
+        // (`event_id`, the `webhook-id`, names the job, type and subject), after the job's
+        // earlier ones (`seq`), delivered by whichever live instance claims it, in order per
+        // job. Not tied to `jobs`: an event outlives a job pruned before it was delivered.
+        (9, [
+            """
+            CREATE TABLE webhook_events (
+                id bigserial PRIMARY KEY,
+                event_id text NOT NULL UNIQUE,
+                job_id text,
+                seq integer NOT NULL,
+                type text NOT NULL,
+                body json NOT NULL,
+                queued_by text NOT NULL,
+                created timestamptz NOT NULL DEFAULT now(),
+                attempts integer NOT NULL DEFAULT 0,
+                next_attempt timestamptz NOT NULL DEFAULT now(),
+                last_error text,
+                claimed_by text,
+                claimed_session bigint,
+                claim_until timestamptz,
+                delivered timestamptz,
+                gave_up timestamptz,
+                UNIQUE (job_id, seq)
+            )
+            """,
+            "CREATE INDEX webhook_events_due ON webhook_events (next_attempt) WHERE delivered IS NULL AND gave_up IS NULL",
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Webhooks
 
 /// An instant of the database's clock (`now()`, `lease_until`, `gone_since`), in microseconds:
 /// the lifecycle decides on the database's times, never an instance's wall clock.
@@ -85,12 +86,14 @@ extension ClusterStore {
             query.sql += ", uploads_finished = now()"
         }
         let n = query.binds.count
-        query.sql += " WHERE id = $\(n + 1) AND state::text = ANY($\(n + 2)) AND ($\(n + 3)::text IS NULL OR owner = $\(n + 3)) RETURNING 1"
+        query.sql += " WHERE id = $\(n + 1) AND state::text = ANY($\(n + 2)) AND ($\(n + 3)::text IS NULL OR owner = $\(n + 3))"
+        query.sql += " RETURNING kind, (spec->>'room')::bigint"
         query.binds.append(id)
         query.binds.append(from)
         query.binds.append(step.owner)
-        let matched = !(try await connection.query(query, logger: log).collect().isEmpty)
-        guard matched else { return false }
+        guard let row = try await connection.query(query, logger: log).collect().first else { return false }
+        let (kind, room) = try row.decode((String, Int64?).self)
+        try await endEvent(step, of: id, kind: kind, room: room ?? 0, ending: ending, connection)
         // The run ends with the job's end or its release; the next run's row is the claim's.
         let cause: String? = switch step.transition {
         case .settleStop: "stopped"
@@ -104,6 +107,23 @@ extension ClusterStore {
                 """, logger: log)
         }
         return true
+    }
+
+    /// The webhook an end causes, queued in the end's transaction: `job.failed` with the reason,
+    /// or `job.finished` (no files) for a job stopped while nobody ran it (issue 44: a waiting
+    /// job DELETEd). A recording still uploading gets its `job.finished` from its uploads.
+    private func endEvent(_ step: Lifecycle.Step, of id: String, kind: String, room: Int64, ending: Ending, _ connection: PostgresConnection) async throws {
+        guard webhooks else { return }
+        let event: WebhookEvent
+        switch step.transition {
+        case .end where step.outcome == .failed:
+            event = try WebhookEvent(.jobFailed, data: JobEvent(job: id, kind: kind, room: room, reason: ending.error ?? "failed"), id: "\(id).failed")
+        case .settleStop where step.to == .done:
+            event = try WebhookEvent(.jobFinished, data: JobEvent(job: id, kind: kind, room: room, files: []), id: "\(id).finished")
+        default:
+            return
+        }
+        try await enqueue(event, job: id, connection)
     }
 
     /// Decides `event` for job `id` under its row lock and applies the decision; answers it

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectStore
 import PostgresNIO
+import Webhooks
 
 /// The end of a recording's uploads: once the job has ended, every folder of it is queued and
 /// no file is pending, one instance writes the merged manifest, and once that is uploaded too,
@@ -115,6 +116,10 @@ extension ClusterStore {
             SELECT name, object::text FROM job_uploads WHERE job_id = \(job) ORDER BY name
             """, logger: log).decode((String, String?).self) {
             finished.files.append((name, object.flatMap { try? Self.decoder.decode(UploadedObject.self, from: Data($0.utf8)) }))
+        }
+        // Queued with `uploads_finished`: the one instance that set it sends it, even if it dies now.
+        if !finished.failedJob {
+            try await enqueue(try WebhookEvent(.jobFinished, data: JobEvent(job: job, finished), id: "\(job).finished"), job: job, connection)
         }
         return .finished(finished)
     }

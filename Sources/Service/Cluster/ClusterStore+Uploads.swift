@@ -1,6 +1,7 @@
 import Foundation
 import ObjectStore
 import PostgresNIO
+import Webhooks
 
 /// A recording's uploads as the cluster knows them (`job_uploads`, `job_folders`, migration
 /// step 5): every instance answers GET's `uploads` from here, an instance uploads only the
@@ -106,11 +107,19 @@ extension ClusterStore {
         return uploader == instance ? .mine : .notMine("taken over by \(uploader)")
     }
 
-    func uploadFailed(job: String, key: String, why: String) async throws {
-        try await client.query("""
-            UPDATE job_uploads SET attempts = attempts + 1, last_error = \(why), updated = now()
-            WHERE job_id = \(job) AND key = \(key) AND uploader = \(instance) AND state = 'pending'
-            """, logger: log)
+    /// A failed try of a file this instance uploads, counted in its row; `event` makes the
+    /// `upload.failed` that count calls for (nil: none), queued in the same transaction. The
+    /// count is the table's, not the instance's: two instances that tried the file never queue
+    /// one failure twice (issue 44), and a failure of a row not this instance's queues nothing.
+    func uploadFailed(job: String, key: String, why: String, event: @Sendable (_ attempts: Int) -> WebhookEvent? = { _ in nil }) async throws {
+        try await client.withTransaction(logger: log) { connection in
+            let rows = try await connection.query("""
+                UPDATE job_uploads SET attempts = attempts + 1, last_error = \(why), updated = now()
+                WHERE job_id = \(job) AND key = \(key) AND uploader = \(instance) AND state = 'pending' RETURNING attempts
+                """, logger: log).collect()
+            guard let attempts = try rows.first?.decode(Int.self), let event = event(attempts) else { return }
+            try await enqueue(event, job: job, connection)
+        }
     }
 
     /// A recording's uploads as GET shows them (nil: none queued).

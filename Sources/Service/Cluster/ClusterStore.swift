@@ -14,6 +14,8 @@ struct ClusterStore: Sendable {
     let log: Logger
     /// The settings of the instance's own session (`ClusterLiveness`).
     let session: PostgresConnection.Configuration
+    /// `--webhook-url` is given: events are queued in `webhook_events` (ClusterStore+Webhooks).
+    var webhooks = false
 
     /// One channel; payloads `new <id>`, `stop <id>`, `released`.
     static let channel = "sfubot_jobs"
@@ -277,5 +279,6 @@ struct ClusterStore: Sendable {
             DELETE FROM jobs WHERE state IN ('done', 'failed') AND ended < \(cutoff)
             """, logger: log)
         try await pruneSessions()
+        try await pruneWebhooks()
     }
 }

@@ -80,7 +80,7 @@ extension JobManager {
         case .noSuchJob: throw RequestProblem(status: 404, message: "no job \(id)")
         case .ended: return try await clusterStatus(id, store)
         case .settled:
-            log.info("job \(id): stopped (asked) with no instance running it")
+            log.info("job \(id): stopped (asked) with no instance running it\(store.webhooks ? "; its job.finished is queued" : "")")
             return try await clusterStatus(id, store)
         case .owner(let owner):
             log.info("job \(id): stop passed to its owner \(owner)")
@@ -173,7 +173,10 @@ extension JobManager {
             fence.forget(job.id)
             jobSessions[job.id] = nil
             // Retried: a job whose end is not written would be taken up again once its lease ran out.
+            let publishing = config.publishing
             Task { [log] in
+                // The job's events told before its end go before the end's own (job.failed).
+                await publishing?.webhooksWritten()
                 for attempt in 1...300 {
                     do {
                         let decided = try await store.end(job.id, outcome, status: status, retry: attempt > 1)
