@@ -2,6 +2,7 @@ import FrameCrypto
 import Foundation
 import GStreamerKit
 import Janus
+import Locking
 import Logging
 
 /// A relay's state, in one actor: the session and roster it follows, the participant's feed(s),
@@ -21,13 +22,16 @@ actor RelayRoom {
     /// The PeerConnection of the participant's current feed.
     var peer: Peer?
     var peers = 0
+    /// Times the relay lost Janus and joined again.
+    var comebacks = 0
     var output: RelayOutput?
     var outputTask: Task<Void, Never>?
     var input: RelayInput?
     /// The participant's feeds subscribed now.
     var feeds: Set<Int64> = []
-    /// Yields once when the session or the media path to Janus is lost (this slice does not rejoin).
-    let lost = AsyncStream.makeStream(of: BotError.self)
+    /// Where the current PeerConnection's media loss is told (RelayRoom+Rejoin makes one per
+    /// session followed).
+    var lostSink: AsyncStream<BotError>.Continuation?
 
     struct Peer: Sendable {
         let pipeline: Pipeline
@@ -65,7 +69,7 @@ actor RelayRoom {
         !p.streams.isEmpty && (String(p.id) == participant || p.userID == participant)
     }
 
-    private func start() async throws {
+    func start() async throws {
         let session = try await config.connector(log)
         self.session = session
         let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
@@ -75,35 +79,7 @@ actor RelayRoom {
         try await relay(present)
     }
 
-    /// Until `duration`, cancellation, the room's end, or the loss of Janus.
-    private func follow(for duration: Duration?) async throws {
-        guard let roster else { return }
-        let lost = self.lost.stream
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                if let duration { try await Task.sleep(for: duration) } else { while true { try await Task.sleep(for: .seconds(3600)) } }
-            }
-            group.addTask { [weak self] in
-                for await change in roster.changes {
-                    switch change {
-                    case .joined(let list): await self?.relayLogged(list)
-                    case .left(let p): await self?.left(p)
-                    case .lost: throw BotError.janus(.disconnected)
-                    case .roomDestroyed:
-                        self?.log.info("the room was destroyed: the relay ends")
-                        return
-                    }
-                }
-            }
-            group.addTask {
-                for await error in lost { throw error }
-            }
-            try await group.next()
-            group.cancelAll()
-        }
-    }
-
-    private func relayLogged(_ list: [RoomPublisher]) async {
+    func relayLogged(_ list: [RoomPublisher]) async {
         do { try await relay(list) } catch { log.error("could not subscribe to participant \(participant): \(error)") }
     }
 
@@ -112,7 +88,7 @@ actor RelayRoom {
     private func relay(_ list: [RoomPublisher]) async throws {
         guard feeds.isEmpty, let p = list.first(where: matches) else { return }
         if output == nil { makeOutput(for: p) }
-        let peer = try self.peer ?? makePeer()
+        let peer = try await existingOrNewPeer()
         feeds.insert(p.id)
         log.info("relaying participant \(p.id) '\(p.display)' to \(destination)")
         try await peer.subscription.add([p.id])
@@ -120,7 +96,7 @@ actor RelayRoom {
 
     /// The participant left: their PeerConnection goes (a new one is made when they come back:
     /// webrtcbin 1.22 cannot take Janus's reuse of the freed m-lines), the output stays.
-    private func left(_ p: RoomPublisher) async {
+    func left(_ p: RoomPublisher) async {
         guard feeds.remove(p.id) != nil else { return }
         log.info("participant \(p.id) left; the stream stays open until they come back or the relay ends")
         guard let peer else { return }
@@ -140,10 +116,15 @@ actor RelayRoom {
     }
 
     /// A pipeline with one PeerConnection and its subscription, for one feed of the participant.
-    private func makePeer() throws -> Peer {
+    private func makePeer() async throws -> Peer {
         guard let session, let roster, let input else { throw BotError.janus(.disconnected) }
-        let pipeline = try Pipeline(description: config.pipelines.description("subscribe"))
-        try pipeline.setState(.playing)
+        let description = try config.pipelines.description("subscribe")
+        // A state change joins threads: off Swift's pool.
+        let pipeline = try await OffPool.run { () throws(GStreamerError) -> Pipeline in
+            let pipeline = try Pipeline(description: description)
+            try pipeline.setState(.playing)
+            return pipeline
+        }
         let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
         try config.configureICE(webrtc)
         webrtc.onIncomingPad { incoming in
@@ -168,9 +149,14 @@ actor RelayRoom {
         return peer
     }
 
+    private func existingOrNewPeer() async throws -> Peer {
+        if let peer { return peer }
+        return try await makePeer()
+    }
+
     private func mediaLost(peer number: Int, _ loss: PeerLoss) {
         guard peer?.number == number else { return }
-        lost.continuation.yield(.negotiation("the media path to Janus was lost (\(config.explain(loss))); this relay does not rejoin yet"))
+        lostSink?.yield(.negotiation("the media path to Janus was lost (\(config.explain(loss)))"))
     }
 
     /// Ends the stream (the muxer's end through the sink), leaves and closes everything.
