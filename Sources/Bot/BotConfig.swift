@@ -42,6 +42,9 @@ public struct BotConfig: Sendable {
     /// (TURN, ICE, DTLS or negotiation never worked): the recording ends with an error rather
     /// than record nothing for its whole duration.
     public var joinTimeout: Duration = .seconds(30)
+    /// The recorder's media socket receive buffer, in bytes (the kernel doubles it); nil: 4 MiB.
+    /// Smaller only to test what a starved recorder reports.
+    public var receiveBufferBytes: Int? = nil
     /// A publisher opens a `keepalive` data channel and sends `ping:<epoch>` on it this often,
     /// as ECall phones do (ECALL-WIRE §6); nil: no channel.
     public var keepaliveInterval: Duration? = .seconds(30)

@@ -50,9 +50,13 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp(SigningKeyOption.help, valueName: "file"))
     var signingKey: String?
 
+    @Option(help: ArgumentHelp("The media socket's receive buffer, in bytes (default 4 MiB; past net.core.rmem_max only with CAP_NET_ADMIN). Packets the kernel drops when it is full and that no retransmission repairs are a loss (exit 74).", valueName: "bytes"))
+    var receiveBuffer: Int?
+
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
         try OptionCheck.seconds(joinTimeout, "--join-timeout")
+        if let receiveBuffer, !(1024...(256 << 20)).contains(receiveBuffer) { throw ValidationError("--receive-buffer takes 1024 to 268435456 bytes") }
     }
 
     func run() async throws {
@@ -66,6 +70,7 @@ struct Record: AsyncParsableCommand {
             KeyLogOption.logStart(try KeyLogOption.open(keyLog), protection, call: connection.room)
             var config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
             config.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout") ?? config.joinTimeout
+            config.receiveBufferBytes = receiveBuffer
             let signer = SigningKeyOption.load(signingKey)
             var recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),

@@ -22,6 +22,10 @@ extension RoomRecording {
         m.recording = proof?.chain.identity.id
         m.frameFormat = config.protection.formatName
         m.receiveDrops = receiveDrops.read ? receiveDrops.earlier + receiveDrops.current : nil
+        if let since = unrepaired.since {
+            let drops = receiveDrops.earlier + receiveDrops.current, lost = unrepaired.earlier + unrepaired.current
+            m.errors.append(.init(time: since, error: "the kernel dropped \(drops) packet(s) on the media socket (the recorder fell behind) and \(lost) never arrived, not repaired by retransmission: frames are missing from the files"))
+        }
         return m
     }
 
@@ -49,6 +53,8 @@ extension RoomRecording {
         let announce = state != .rejoining && sessionOpen
         guard state != .finishing, state != .finished else { return nil }
         state = .finishing
+        // The last count of packets lost with kernel drops, before the PeerConnection goes.
+        if let peer, receiveDrops.current > 0 { await readUnrepaired(peer) }
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()

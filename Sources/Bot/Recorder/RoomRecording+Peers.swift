@@ -87,6 +87,7 @@ extension RoomRecording {
         candidatePair = nil
         pairPending = false
         receiveDrops = (receiveDrops.earlier + receiveDrops.current, 0, receiveDrops.read)
+        unrepaired = (unrepaired.earlier + unrepaired.current, 0, unrepaired.since)
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -170,13 +171,14 @@ extension RoomRecording {
     static let receiveBufferBytes = 4 << 20
 
     func sizeReceiveBuffer(_ number: Int) async {
-        guard let webrtc = peer?.webrtc, let held = await webrtc.enlargeReceiveBuffers(to: Self.receiveBufferBytes),
+        let asked = config.receiveBufferBytes ?? Self.receiveBufferBytes
+        guard let webrtc = peer?.webrtc, let held = await webrtc.enlargeReceiveBuffers(to: asked),
               peer?.number == number else { return }
-        if held.bytes >= Self.receiveBufferBytes {
+        if held.bytes >= asked {
             log.debug("media socket receive buffer: \(held.bytes >> 10) KiB")
         } else if !receiveBufferCapped {
             receiveBufferCapped = true
-            log.warning("the media socket's receive buffer holds \(held.bytes >> 10) KiB, not the \(Self.receiveBufferBytes >> 10) KiB asked: net.core.rmem_max caps it without CAP_NET_ADMIN, and a loaded machine may drop packets; raise it (sysctl -w net.core.rmem_max=\(Self.receiveBufferBytes))")
+            log.warning("the media socket's receive buffer holds \(held.bytes >> 10) KiB, not the \(asked >> 10) KiB asked: net.core.rmem_max caps it without CAP_NET_ADMIN, and a loaded machine may drop packets; raise it (sysctl -w net.core.rmem_max=\(asked))")
         }
     }
 
@@ -191,6 +193,22 @@ extension RoomRecording {
         }
         BotMetrics.receiveDrops(drops - receiveDrops.current)
         receiveDrops.current = drops
+        await readUnrepaired(peer)
+    }
+
+    /// With the kernel dropping packets, what the jitter buffers never got back (a
+    /// retransmission may repair a drop): frames missing from the files, a loss (issue 42).
+    /// The highest count seen per PeerConnection (a feed's buffer goes when the feed does).
+    func readUnrepaired(_ peer: Peer) async {
+        guard receiveDrops.current > 0 else { return }
+        let lost = await peer.webrtc.jitterBuffersLost()
+        guard self.peer?.number == peer.number, lost > unrepaired.current else { return }
+        if unrepaired.since == nil {
+            unrepaired.since = Date()
+            BotMetrics.recordingLoss()
+            log.error("\(lost) packet(s) never arrived after the kernel dropped packets on the media socket (not repaired by retransmission): frames are missing from the files")
+        }
+        unrepaired.current = lost
     }
 
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE

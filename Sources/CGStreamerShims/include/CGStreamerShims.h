@@ -28,6 +28,9 @@ void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *c
 // `add-turn-server` with a turn(s)://user:password@host:port URI; FALSE if webrtcbin refused it.
 gboolean sfb_webrtc_add_turn_server(GstElement *webrtc, const char *uri);
 void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
+/// Packets every rtpjitterbuffer inside `bin` gave up waiting for (its `num-lost`: not arrived,
+/// not repaired by a retransmission), summed; 0 for an element that is not a bin.
+guint64 sfb_jitterbuffers_lost(GstElement *bin);
 /// Adds a transceiver; returns it with a reference the caller owns, or NULL.
 GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRTCRTPTransceiverDirection direction, GstCaps *caps);
 /// The `mid` of the transceiver behind a webrtcbin pad (newly allocated, g_free it), or NULL.

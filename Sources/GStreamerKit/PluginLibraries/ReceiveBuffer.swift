@@ -1,4 +1,5 @@
 internal import CPluginLibraries
+internal import CGStreamerShims
 import Locking
 
 extension WebRTCBin {
@@ -31,5 +32,15 @@ extension WebRTCBin {
             let drops = sfb_webrtc_receive_drops(element.pointer)
             return drops >= 0 ? Int(drops) : nil
         }
+    }
+}
+
+extension WebRTCBin {
+    /// Packets its jitter buffers gave up waiting for (never arrived, not repaired by a
+    /// retransmission), summed over the buffers there are now; off the pool (each buffer's
+    /// lock).
+    public func jitterBuffersLost() async -> Int {
+        let element = self.element
+        return await OffPool.run { Int(clamping: sfb_jitterbuffers_lost(element.pointer)) }
     }
 }
