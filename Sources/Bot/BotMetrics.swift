@@ -103,3 +103,20 @@ package struct FrameMetrics: Sendable {
         }
     }
 }
+
+/// A relay's series, made with its output (after the bootstrap) and bumped per frame from the
+/// streaming threads: frames by kind and what became of them, bytes handed to the output (its
+/// bitrate), the destination's failures.
+package struct RelayMetrics: Sendable {
+    let audioSent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "sent")])
+    let videoSent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "sent")])
+    /// Opened while no output was up (the destination down).
+    let audioUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "unsent")])
+    let videoUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "unsent")])
+    /// Video before an output's first keyframe.
+    let beforeKeyFrame = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "before_keyframe")])
+    let bytes = CoreMetrics.Counter(label: "sfubot_relay_bytes_total")
+    let failures = CoreMetrics.Counter(label: "sfubot_relay_destination_failures_total")
+
+    package init() {}
+}

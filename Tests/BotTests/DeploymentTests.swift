@@ -70,6 +70,7 @@ import TestSupport
         "sfubot_upload_queue_depth", "sfubot_uploads_total", "sfubot_upload_failures_total", "sfubot_upload_bytes_total", "sfubot_upload_takeovers_total",
         "sfubot_webhook_outbox_depth", "sfubot_webhook_attempts_total", "sfubot_webhook_failures_total",
         "sfubot_webhooks_delivered_total", "sfubot_webhooks_expired_total",
+        "sfubot_relay_frames_total", "sfubot_relay_bytes_total", "sfubot_relay_destination_failures_total",
     ]
 
     @Test("deploy/grafana/sfubot.json: valid JSON, schemaVersion 39, ${DS_PROMETHEUS}, unique panel ids, only known metrics, the views the issue asks for")
@@ -108,7 +109,9 @@ import TestSupport
                                    "sfubot_load_bots", "sfubot_load_bitrate_mbps", "sfubot_load_loss_percent",
                                    // Issue 27: owners, failovers, the upload queue and webhook delivery.
                                    "sfubot_cluster_failovers_total", "sfubot_upload_queue_depth", "sfubot_webhook_outbox_depth",
-                                   "sfubot_webhook_failures_total"]
+                                   "sfubot_webhook_failures_total",
+                                   // Issue 43: relays' frames, bitrate and destination failures.
+                                   "sfubot_relay_frames_total", "sfubot_relay_bytes_total", "sfubot_relay_destination_failures_total"]
         #expect(wanted.subtracting(used).isEmpty, "no panel shows \(wanted.subtracting(used).sorted())")
     }
 }

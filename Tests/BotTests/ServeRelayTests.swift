@@ -53,7 +53,9 @@ extension MediaScene {
             let listed = try await serve.request("GET", "/v1/relays").text
             #expect(!listed.contains(secretStream), "the stream name is a secret: \(listed)")
             let opened = try await serve.metric("sfubot_frames_opened_total")
-            #expect(opened > 100, "frames opened by the relay: \(opened)")
+            let framesRelayed = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"sent\"")
+            let bytes = try await serve.metric("sfubot_relay_bytes_total")
+            #expect(opened > 100 && framesRelayed > 100 && bytes > 10_000, "frames opened \(opened), relayed \(framesRelayed), bytes \(bytes)")
         }
 
         @Test("a relay job whose participant never publishes ends failed, saying nothing was relayed")

@@ -2,6 +2,7 @@ import Comeback
 import Foundation
 import GStreamerKit
 import Logging
+import CoreMetrics
 import Locking
 import Synchronization
 
@@ -20,6 +21,7 @@ final class RelayOutput: Sendable {
 
     let destination: RelayDestination
     let counts = RelayCounts()
+    let metrics = RelayMetrics()
     let status: RelayStatus
     private let tracks: RelayTracks
     private let library: PipelineLibrary
@@ -44,16 +46,30 @@ final class RelayOutput: Sendable {
 
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
         let sent = current.withLock { $0?.pushAudio(frame) } ?? false
-        if sent { counts.audioSent.increment() } else { counts.unsent.increment() }
+        if sent {
+            counts.audioSent.increment()
+            metrics.audioSent.increment()
+            metrics.bytes.increment(by: frame.count)
+        } else {
+            counts.unsent.increment()
+            metrics.audioUnsent.increment()
+        }
     }
 
     @discardableResult
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
         let result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
         switch result {
-        case .sent: counts.videoSent.increment()
-        case .waitingForKeyFrame: counts.beforeKeyFrame.increment()
-        case .refused: counts.unsent.increment()
+        case .sent:
+            counts.videoSent.increment()
+            metrics.videoSent.increment()
+            metrics.bytes.increment(by: au.count)
+        case .waitingForKeyFrame:
+            counts.beforeKeyFrame.increment()
+            metrics.beforeKeyFrame.increment()
+        case .refused:
+            counts.unsent.increment()
+            metrics.videoUnsent.increment()
         }
         return result
     }
@@ -138,6 +154,7 @@ final class RelayOutput: Sendable {
     private func waitAfterFailure(_ why: String, _ backoff: inout Backoff) async -> Bool {
         let wait = backoff.nextDelay()
         counts.failures.increment()
+        metrics.failures.increment()
         status.set(.retrying, destination: destination.description, error: why)
         log.warning("\(destination) failed: \(why); trying again in \(String(format: "%.1f", wait.seconds)) s (the call goes on)")
         let events = self.events.continuation
