@@ -6,13 +6,14 @@ import Telemetry
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP).",
+        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS).",
         discussion: """
             Joins the room, waits for --participant (a feed id, or the user id of an \
             ECall display "<userId>:<Name>"), subscribes to it, opens every frame with the call's key and \
             sends what opened to --to: rtmp://host[:port]/app/stream (FLV: H.264 as sent, Opus as AAC), \
             srt://host:port (MPEG-TS, the same), rtp://host:port (plain RTP as Janus's rtp_forward: \
-            Opus pt 111 to port, H.264 pt 96 to port+2). Nothing is re-encoded but Opus→AAC. A frame that \
+            Opus pt 111 to port, H.264 pt 96 to port+2), hls:DIR (a playlist and MPEG-TS segments in a \
+            folder only you can read, files 0600). Nothing is re-encoded but Opus→AAC. A frame that \
             does not open is dropped and counted, never sent. A destination that is down or refuses is tried \
             again with backoff (0.5 s doubling to 10 s) while the relay stays in the call; the log says so. \
             The participant leaving and coming back goes on in the same stream. Ctrl-C, SIGTERM or \
@@ -23,7 +24,7 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var key: KeyOptions
     @OptionGroup var metricsOptions: MetricsOptions
 
-    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
+    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port or hls:DIR.", valueName: "url"))
     var to: String
 
     @Option(help: ArgumentHelp("The participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\").", valueName: "id"))
@@ -47,6 +48,8 @@ struct RelayCommand: AsyncParsableCommand {
         defer { server?.stop() }
         do {
             let destination = try RelayDestination(to)
+            // HLS writes the call, decrypted, to disk: every file this process makes is 0600.
+            if destination.kind == .hls { umask(0o077) }
             let protection = try key.protection()
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }

@@ -7,8 +7,10 @@ import Foundation
 /// - `srt://host:port` (caller): MPEG-TS, the same H.264 and AAC.
 /// - `rtp://host:port`: plain RTP as Janus's `rtp_forward` sends it: Opus (pt 111) to `port`,
 ///   H.264 (pt 96) to `port + 2` (the odd ports stay free for RTCP, as rtp_forward's habit).
+/// - `hls:DIR`: an HLS playlist (`index.m3u8`) and MPEG-TS segments in a folder of this
+///   machine, the same H.264 and AAC, for a web server or CDN to serve.
 public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable { case rtmp, srt, rtp }
+    public enum Kind: String, Sendable { case rtmp, srt, rtp, hls }
 
     public let kind: Kind
     /// The URL as given: handed to the sink, never logged whole (an RTMP stream name is
@@ -21,6 +23,12 @@ public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
     public var videoPort: Int { port + 2 }
 
     public init(_ text: String) throws(BotError) {
+        if text.lowercased().hasPrefix("hls:") {
+            let folder = String(text.dropFirst(4))
+            guard !folder.isEmpty, !folder.utf8.contains(0) else { throw .output("--to hls:DIR: name the folder for the playlist and its segments") }
+            (kind, url, host, port) = (.hls, URL(fileURLWithPath: folder).standardizedFileURL.path, "", 0)
+            return
+        }
         guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), let host = c.host, !host.isEmpty else {
             throw .output("--to \(Self.redact(text)): not a URL; give rtmp://host[:port]/app/stream, srt://host:port or rtp://host:port")
         }
@@ -54,7 +62,7 @@ public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
 
     /// The destination without what may be secret (an RTMP stream name, SRT passphrases in
     /// the query): for logs, status and errors.
-    public var description: String { Self.redact(url) }
+    public var description: String { kind == .hls ? "hls:\(url)" : Self.redact(url) }
 
     static func redact(_ text: String) -> String {
         guard var c = URLComponents(string: text), c.scheme != nil else { return "(not a URL)" }
@@ -73,6 +81,7 @@ public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
         case .rtmp: ["location": url]
         case .srt: ["uri": url]
         case .rtp: ["host": host, "audio_port": String(port), "video_port": String(videoPort)]
+        case .hls: ["location": url + "/segment%05d.ts", "playlist": url + "/index.m3u8"]
         }
     }
 }

@@ -1,4 +1,5 @@
 import FrameCrypto
+import Foundation
 import GStreamerKit
 import Synchronization
 
@@ -20,10 +21,13 @@ final class RelayGraph: Sendable {
         let values = destination.pipelineValues
         var parts: [String] = []
         switch destination.kind {
-        case .rtmp, .srt:
-            parts.append(try library.description(destination.kind == .rtmp ? "relay-rtmp" : "relay-srt", values))
-            if tracks.audio { parts.append(try library.description("relay-aac-audio", values)) }
-            if tracks.video { parts.append(try library.description("relay-h264-video", values)) }
+        case .rtmp, .srt, .hls:
+            if destination.kind == .hls { try Self.privateFolder(destination) }
+            parts.append(try library.description("relay-\(destination.kind.rawValue)", values))
+            // hlssink2 takes each track on a pad of its name; the muxers find theirs by caps.
+            let pad = { (track: String) in destination.kind == .hls ? track : "" }
+            if tracks.audio { parts += [try library.description("relay-aac-audio", values), "audio_out. ! mux.\(pad("audio"))"] }
+            if tracks.video { parts += [try library.description("relay-h264-video", values), "video_out. ! mux.\(pad("video"))"] }
         case .rtp:
             if tracks.audio { parts.append(try library.description("relay-rtp-audio", values)) }
             if tracks.video { parts.append(try library.description("relay-rtp-video", values)) }
@@ -61,6 +65,21 @@ final class RelayGraph: Sendable {
     func endOfStream() {
         audio?.endOfStream()
         video?.endOfStream()
+    }
+
+    /// HLS writes the call, decrypted, to this machine's disk: into a folder only this user can
+    /// read (made 0700; an existing one others may read or write is refused), each file 0600
+    /// (the relay command's umask).
+    private static func privateFolder(_ destination: RelayDestination) throws(BotError) {
+        let path = destination.url
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
+            throw .output("hls:\(path): cannot create the folder (\(String(cString: strerror(errno))))")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw .output("hls:\(path) is not a folder") }
+        guard info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            throw .output("hls:\(path) may be read by others: the segments are the call, decrypted; give a folder only you can read (chmod 700)")
+        }
     }
 
     /// GST_CLOCK_TIME_NONE: the appsrc stamps each frame with its arrival (do-timestamp).
