@@ -1,0 +1,94 @@
+import Foundation
+
+/// `sfubot relay --to ws://HOST:PORT/path/{participant}` (or `wss://`): each speaker's audio,
+/// live, for transcription, one WebSocket connection per participant (issue 43 item 2).
+/// This file holds the pure part: the URL template and the protocol's text messages.
+///
+/// The protocol, per connection: one JSON text message `start` first, then binary messages of
+/// PCM (s16le, mono, at `sample_rate`), then `left` as the last message before the close.
+/// `muted` and `speaking` may come between.
+public struct SpeakerStreamDestination: Sendable, Equatable, CustomStringConvertible {
+    /// The placeholder replaced by the participant id.
+    public static let placeholder = "{participant}"
+
+    /// The template as given: it may hold a token in its query; never logged whole.
+    let template: String
+    public let secure: Bool
+
+    public init(_ text: String) throws(BotError) {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("ws://") || lower.hasPrefix("wss://") else {
+            throw .output("--to \(Self.redact(text)): a speaker stream URL starts with ws:// or wss://")
+        }
+        guard text.contains(Self.placeholder) else {
+            throw .output("--to \(Self.redact(text)): put {participant} in the URL (e.g. ws://host:8765/speakers/{participant}): one connection is made per participant")
+        }
+        // The placeholder must leave a URL once replaced; checked with a harmless id.
+        guard let c = URLComponents(string: text.replacingOccurrences(of: Self.placeholder, with: "p")), let host = c.host, !host.isEmpty else {
+            throw .output("--to \(Self.redact(text)): not a URL; give ws://host[:port]/path/{participant}")
+        }
+        if let port = c.port, !(1...65535).contains(port) { throw .output("--to \(Self.redact(text)): port \(port) is out of range") }
+        template = text
+        secure = lower.hasPrefix("wss://")
+    }
+
+    /// The URL for one participant: the id percent-encoded as a path segment (a display-derived
+    /// id may hold `/`, `?` or spaces; it must not change which resource is asked for).
+    public func url(for participant: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#")
+        let id = participant.addingPercentEncoding(withAllowedCharacters: allowed) ?? "participant"
+        return template.replacingOccurrences(of: Self.placeholder, with: id)
+    }
+
+    /// Scheme, host, port and path template: the query (often a token) left out.
+    public var description: String { Self.redact(template) }
+
+    static func redact(_ text: String) -> String {
+        guard var c = URLComponents(string: text.replacingOccurrences(of: placeholder, with: "%7Bparticipant%7D")), c.scheme != nil else {
+            return "(not a URL)"
+        }
+        c.query = nil
+        c.user = nil
+        c.password = nil
+        c.fragment = nil
+        return c.string.map { $0.removingPercentEncoding ?? $0 } ?? "(not a URL)"
+    }
+}
+
+/// The PCM a speaker stream carries (`--ws-audio`): s16le mono at 16 kHz (the default, what
+/// speech recognisers take) or 48 kHz (Opus's own rate, no resampling).
+public enum SpeakerStreamAudio: String, Sendable, CaseIterable {
+    case pcm16k = "16k"
+    case pcm48k = "48k"
+
+    public var sampleRate: Int { self == .pcm16k ? 16_000 : 48_000 }
+    /// Bytes per second of PCM: for the queue bound and the duration of what was sent.
+    public var bytesPerSecond: Int { sampleRate * 2 }
+}
+
+/// The JSON text messages of a speaker stream.
+public enum SpeakerStreamMessage: Sendable, Equatable {
+    /// First on every connection. `mediaTime`: seconds from the relay's start to the first sample.
+    case start(participant: String, display: String, audio: SpeakerStreamAudio, mediaTime: Double)
+    case muted
+    case speaking
+    /// Last before the close: the participant left the room.
+    case left
+
+    /// One line of JSON, keys sorted (stable for consumers' logs and for tests).
+    public var json: String {
+        var object: [String: Any]
+        switch self {
+        case .start(let participant, let display, let audio, let mediaTime):
+            object = ["type": "start", "participant": participant, "display": display, "sample_rate": audio.sampleRate,
+                      "channels": 1, "format": "s16le", "media_time": (mediaTime * 1000).rounded() / 1000]
+        case .muted: object = ["type": "muted"]
+        case .speaking: object = ["type": "speaking"]
+        case .left: object = ["type": "left"]
+        }
+        // Only strings and numbers: serialization cannot fail.
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

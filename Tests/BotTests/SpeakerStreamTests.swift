@@ -1,0 +1,37 @@
+import Bot
+import Foundation
+import Testing
+
+/// `--to ws://…/{participant}` read once and the speaker stream's text messages, without I/O.
+@Suite struct SpeakerStreamTests {
+    @Test func oneURLPerParticipantWithTheIdAsOneSegment() throws {
+        let d = try SpeakerStreamDestination("ws://127.0.0.1:8765/speakers/{participant}?token=s3cret")
+        #expect(!d.secure)
+        #expect(d.url(for: "1234") == "ws://127.0.0.1:8765/speakers/1234?token=s3cret")
+        // An id cannot climb out of its segment or start a query.
+        #expect(d.url(for: "a/../b?x") == "ws://127.0.0.1:8765/speakers/a%2F..%2Fb%3Fx?token=s3cret")
+        #expect(!d.description.contains("s3cret"))
+        #expect(d.description.contains("{participant}"))
+        #expect(try SpeakerStreamDestination("wss://example.org/{participant}").secure)
+    }
+
+    @Test(arguments: [("http://h/{participant}", "ws:// or wss://"), ("ws://h/speakers", "{participant}"),
+                      ("ws:///{participant}", "not a URL"), ("ws://h:70000/{participant}", "out of range")])
+    func refused(_ text: String, _ why: String) {
+        #expect { try SpeakerStreamDestination(text) } throws: { "\($0)".contains(why) }
+    }
+
+    @Test func messages() throws {
+        let start = SpeakerStreamMessage.start(participant: "42", display: "Ann \"A\"", audio: .pcm16k, mediaTime: 1.23456)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(start.json.utf8)) as? [String: Any])
+        #expect(object["type"] as? String == "start")
+        #expect(object["participant"] as? String == "42")
+        #expect(object["display"] as? String == "Ann \"A\"")
+        #expect(object["sample_rate"] as? Int == 16000)
+        #expect(object["channels"] as? Int == 1)
+        #expect(object["format"] as? String == "s16le")
+        #expect(object["media_time"] as? Double == 1.235)
+        #expect(SpeakerStreamMessage.left.json == #"{"type":"left"}"#)
+        #expect(SpeakerStreamAudio(rawValue: "48k")?.sampleRate == 48000)
+    }
+}
