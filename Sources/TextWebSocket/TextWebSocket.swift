@@ -20,15 +20,19 @@ public final class TextWebSocket: Sendable {
         /// How long a close waits for the server's close frame before dropping TCP (the
         /// library's default of 15 s is what a hostile server made us wait).
         public var closeTimeout: Duration = .seconds(2)
+        /// Messages queued for sending at most; a send beyond it is refused (`send` returns
+        /// false) so a slow server costs memory it was allowed, no more. nil: unbounded (Janus,
+        /// STOMP: their messages must all go).
+        public var maxQueuedMessages: Int?
         public init() {}
     }
 
     public let incoming: AsyncStream<String>
-    private let outgoing: AsyncStream<String>.Continuation
+    private let outgoing: AsyncStream<Outgoing>.Continuation
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
     private let brokenRule = Locked<String?>(nil)
 
-    private init(incoming: AsyncStream<String>, outgoing: AsyncStream<String>.Continuation) {
+    private init(incoming: AsyncStream<String>, outgoing: AsyncStream<Outgoing>.Continuation) {
         self.incoming = incoming
         self.outgoing = outgoing
     }
@@ -42,7 +46,8 @@ public final class TextWebSocket: Sendable {
         let target: WebSocketTarget
         do { target = try WebSocketTarget(url) } catch { throw Unreachable(url: url, reason: error.reason) }
         let (incoming, incomingContinuation) = AsyncStream.makeStream(of: String.self)
-        let (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self)
+        let (outgoingStream, outgoing) = AsyncStream.makeStream(of: Outgoing.self,
+                                                                 bufferingPolicy: limits.maxQueuedMessages.map { .bufferingOldest($0) } ?? .unbounded)
         let socket = TextWebSocket(incoming: incoming, outgoing: outgoing)
         let opened = OpenSignal()
         let task = Task {
@@ -92,7 +97,22 @@ public final class TextWebSocket: Sendable {
         public var description: String { "\(url) unreachable: \(reason)" }
     }
 
-    public func send(_ text: String) { outgoing.yield(text) }
+    /// A message to send, as it waits in the queue.
+    public enum Outgoing: Sendable {
+        case text(String)
+        /// A binary message (speaker streams' PCM).
+        case binary([UInt8])
+    }
+
+    public func send(_ text: String) { outgoing.yield(.text(text)) }
+
+    /// Queues a text or binary message; false if the queue was full (`Limits.maxQueuedMessages`)
+    /// or the socket closed: the message is dropped, for the caller to count.
+    @discardableResult
+    public func enqueue(_ message: Outgoing) -> Bool {
+        if case .enqueued = outgoing.yield(message) { return true }
+        return false
+    }
 
     /// Closes the socket (sends a close frame after what is queued).
     public func close() { outgoing.finish() }

@@ -15,13 +15,16 @@ struct WebSocketConversation {
 
     /// Returns once the connection is closed: after the close handshake, the server's close, a
     /// broken limit, or the loss of TCP.
-    func run(_ frames: WebSocketDial.Frames, sending outgoing: AsyncStream<String>) async throws {
+    func run(_ frames: WebSocketDial.Frames, sending outgoing: AsyncStream<TextWebSocket.Outgoing>) async throws {
         let closeSent = CloseOnce()
         try await frames.executeThenClose { inbound, outbound in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for await text in outgoing {
-                        try await outbound.write(Self.frame(.text, ByteBuffer(string: text)))
+                    for await message in outgoing {
+                        switch message {
+                        case .text(let text): try await outbound.write(Self.frame(.text, ByteBuffer(string: text)))
+                        case .binary(let bytes): try await outbound.write(Self.frame(.binary, ByteBuffer(bytes: bytes)))
+                        }
                     }
                     guard !Task.isCancelled else { return }
                     if closeSent.claim() { try await outbound.write(Self.close(.normalClosure)) }
