@@ -86,16 +86,17 @@ extension RelayRoom {
     }
 
     /// What is left of a lost session: the PeerConnection (its feeds are subscribed again on
-    /// the next session), the roster and the session itself; the output stays.
+    /// the next session), the roster and the session itself; the output stays. Nothing is
+    /// announced: a lost session would hold each request for its timeout.
     func dropSession() async {
         feeds = []
         if let peer {
             self.peer = nil
-            await peer.subscription.leave()
+            await peer.subscription.leave(announce: false)
             await peer.pipeline.stop()
             input?.forgetPeer()
         }
-        await roster?.leave()
+        await roster?.leave(announce: false)
         roster = nil
         await session?.close()
         session = nil
