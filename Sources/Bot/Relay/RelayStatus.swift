@@ -47,6 +47,8 @@ final class RelayCounts: Sendable {
     let unsent = Counter()
     /// Opened video before the output's first keyframe (a new output starts on one).
     let beforeKeyFrame = Counter()
+    /// Opened frames held back while the relay was paused (asked, not lost).
+    let paused = Counter()
     /// Output graphs started, and failures (a start that failed, or a running output that did).
     let attempts = Counter()
     let failures = Counter()
