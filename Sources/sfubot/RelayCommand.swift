@@ -63,7 +63,7 @@ struct RelayCommand: AsyncParsableCommand {
             // Handed to the output graph: an output that failed later lost what it still held.
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
-                  + "outputs started: \(report.attempts), destination failures: \(report.failures)")
+                  + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
             if !report.participantSeen {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
             }

@@ -43,6 +43,8 @@ public struct Relay: Sendable {
         public var failures: Int
         /// Whether the participant was found in the room at all.
         public var participantSeen: Bool
+        /// Times it lost Janus and was back in the room.
+        public var rejoins: Int
     }
 
     /// Relays until `duration` elapses, the task is cancelled, or the room is destroyed; then

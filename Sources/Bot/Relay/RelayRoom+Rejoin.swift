@@ -58,7 +58,6 @@ extension RelayRoom {
     private func rejoin(after cause: BotError, until end: ContinuousClock.Instant?) async throws -> Bool {
         log.warning("lost Janus (\(cause)); rejoining within \(config.rejoinTimeout), the stream stays open")
         status.set(.waiting, error: "lost Janus (\(cause)); rejoining")
-        comebacks += 1
         await dropSession()
         let clock = ContinuousClock()
         var machine = ComebackMachine<ContinuousClock.Instant, BotError>(ComebackPolicy(deadline: config.rejoinTimeout))
@@ -74,6 +73,7 @@ extension RelayRoom {
         switch outcome {
         case .back(_, let attempt):
             log.info("back in room \(config.room) (attempt \(attempt))")
+            status.cameBack()
             if output != nil, peer != nil { status.set(.sending) }
             return true
         case .stopped:

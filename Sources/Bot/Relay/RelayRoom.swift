@@ -23,8 +23,6 @@ actor RelayRoom {
     /// The PeerConnection of the participant's current feed.
     var peer: Peer?
     var peers = 0
-    /// Times the relay lost Janus and joined again.
-    var comebacks = 0
     var output: RelayOutput?
     var outputTask: Task<Void, Never>?
     var input: RelayInput?
@@ -179,6 +177,6 @@ actor RelayRoom {
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
             unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
-            participantSeen: output != nil)
+            participantSeen: output != nil, rejoins: status.snapshot.comebacks)
     }
 }

@@ -21,6 +21,8 @@ public final class RelayStatus: Sendable {
         public var destination: String?
         public var lastError: String?
         public var lastErrorTime: Date?
+        /// Times the relay lost Janus and was back in the room.
+        public var comebacks = 0
     }
 
     private let value = Locked(Snapshot())
@@ -28,6 +30,8 @@ public final class RelayStatus: Sendable {
     public init() {}
 
     public var snapshot: Snapshot { value.withLock { $0 } }
+
+    func cameBack() { value.withLock { $0.comebacks += 1 } }
 
     func set(_ phase: Phase, destination: String? = nil, error: String? = nil) {
         value.withLock { s in
