@@ -146,7 +146,8 @@ public final class LiveSource: Sendable {
                 }
             }
             let wait = backoff.nextDelay()
-            let text = "source \(address) \(delivered ? "dropped" : "not there") (\(why)): sending nothing until it is back; trying again in \(String(format: "%.1f", wait.seconds)) s"
+            let text = "source \(address) " + (delivered ? "dropped (\(why)): sending nothing until it is back" : "not there (\(why))")
+                + "; trying again in \(String(format: "%.1f", wait.seconds)) s"
             if delivered || attempt == 1 || backoff.failures % 5 == 0 { log.warning("\(text)") } else { log.debug("\(text)") }
             if delivered { setup.onChange(.away, text) }
             try? await Task.sleep(for: wait)
