@@ -32,6 +32,38 @@ extension MediaScene {
             }
             try await RelayFromCase.check(ran, dir: dir)
         }
+
+        @Test("RTMP in, H.264 High profile (not what the room takes): encoded once to constrained baseline at 10 fps, and it decodes")
+        func highProfileIsEncodedOnce() async throws {
+            let dir = try Scene.tempDirectory("relay-from-high")
+            let port = try RelayServers.freePort()
+            let nginx = try await RelayServers.nginxRTMP(port: port, in: dir)
+            defer { Task { await nginx.stop() } }
+            let url = "rtmp://127.0.0.1:\(port)/live/high"
+            let room = try await Scene.createRoom()
+            let metrics = try RelayServers.freePort(), out = dir.appendingPathComponent("rec")
+            let recorder = try SfubotProcess.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key,
+                                                    "--out", out.path, "--metrics-port", "\(metrics)"])
+            let source = try RelayFromCase.push(to: url, format: "flv", high: true)
+            let relay = try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key, "--from", url])
+            let recorded = await eventually(within: 30) {
+                let text = await MediaScene.MetricsCLITests.scrape(metrics) ?? ""
+                return PrometheusText.value(#"sfubot_frames_opened_total{kind="video",format="ecall"}"#, in: text) ?? 0 >= 40
+            }
+            relay.signal(SIGTERM)
+            let ran = await relay.finished()
+            source.signal(SIGKILL)
+            recorder.signal(SIGTERM)
+            _ = await recorder.finished()
+            #expect(recorded && ran.status == 0, "\(ran.status): \(ran.errText.suffix(2000))")
+            #expect(ran.outText.contains("video encoded once") && ran.errText.contains("H.264 high"), "\(ran.outText)")
+            let video = try #require(try RecordingManifest.read(from: out).feeds.first { $0.kind == "video" })
+            let seconds = (video.lastMediaTime ?? 0) - (video.firstMediaTime ?? 0), fps = Double(video.frames.received) / max(seconds, 0.1)
+            #expect(video.parts?.allSatisfy { $0.profile == "constrained-baseline" } == true && fps > 7 && fps < 11, "\(fps) fps, \(String(describing: video.parts))")
+            let decoded = try await RelayFromCase.decodedFrames(out.appendingPathComponent(video.file))
+            #expect(decoded.errors.isEmpty && decoded.frames >= 40 && video.frames.opened == video.frames.received, "\(decoded)")
+            print("relay --from, High profile: \(video.frames.received) frames at \(String(format: "%.1f", fps)) fps, \(decoded.frames) decoded")
+        }
     }
 }
 
@@ -39,14 +71,15 @@ extension MediaScene {
 enum RelayFromCase {
     /// ffmpeg (Debian) as a live encoder: 440 Hz AAC and a 640x360 15 fps test picture in H.264
     /// constrained baseline, a keyframe every 2 s, one slice per picture, at real time (`-re`).
-    static func encoding(_ format: String) -> [String] {
+    /// `high`: High profile (veryfast keeps CABAC and 8x8 transforms; ultrafast drops to baseline).
+    static func encoding(_ format: String, high: Bool = false) -> [String] {
         ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
-         "-f", "lavfi", "-i", "testsrc=size=640x360:rate=15", "-c:v", "libx264", "-profile:v", "baseline", "-preset", "ultrafast",
-         "-g", "30", "-threads", "1", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-f", format]
+         "-f", "lavfi", "-i", "testsrc=size=640x360:rate=15", "-c:v", "libx264", "-profile:v", high ? "high" : "baseline",
+         "-preset", high ? "veryfast" : "ultrafast", "-g", "30", "-threads", "1", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-f", format]
     }
 
-    static func push(to url: String, format: String) throws -> ChildProcess {
-        try ChildProcess("/usr/bin/ffmpeg", encoding(format) + [url])
+    static func push(to url: String, format: String, high: Bool = false) throws -> ChildProcess {
+        try ChildProcess("/usr/bin/ffmpeg", encoding(format, high: high) + [url])
     }
 
     struct Ran {
