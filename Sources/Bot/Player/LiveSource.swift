@@ -116,8 +116,8 @@ public final class LiveSource: Sendable {
             defer { s.pipeline = nil }
             return (s.pipeline, s.task)
         }
-        task?.cancel()
         await pipeline?.stop()
+        task?.cancel()
         await task?.value
         sink.detach()
     }
