@@ -115,6 +115,8 @@ package struct RelayMetrics: Sendable {
     let videoUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "unsent")])
     /// Video before an output's first keyframe.
     let beforeKeyFrame = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "before_keyframe")])
+    /// Held back while the relay is paused.
+    let paused = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "any"), ("result", "paused")])
     let bytes = CoreMetrics.Counter(label: "sfubot_relay_bytes_total")
     let failures = CoreMetrics.Counter(label: "sfubot_relay_destination_failures_total")
 

@@ -18,13 +18,15 @@ extension JobManager {
         }
     }
 
-    func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?,
+    func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?, pause: JobPause,
                   keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
         guard let to = spec.to, let participant = spec.participant else { throw RequestProblem(status: 500, message: "job \(id): a relay without to or participant") }
         let destination: RelayDestination
         do { destination = try RelayDestination(to) } catch { throw .field("to", error.description) }
-        let relay = Relay(config: config, destination: destination, participant: participant, duration: duration)
-        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, keys: keys, relay: relay.status)
+        var configured = Relay(config: config, destination: destination, participant: participant, duration: duration)
+        if case .relay(let pauses) = pause { configured.pauses = pauses }
+        let relay = configured
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
         let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
         job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
             let report = try await relay.run()

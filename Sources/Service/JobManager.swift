@@ -211,7 +211,7 @@ actor JobManager: Service {
             // One identity for every instance that records the job: its id, room, Janus, creation.
             recorder.identity = RecordingIdentity(id: id, room: spec.room, janus: botConfig.janusURL, started: created, job: id)
             recorder.instance = clusterOptions.instanceID
-            if case .recording(let pauses)? = pause { recorder.pauses = pauses }
+            if case .recording(let pauses) = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead,
                       keys: protection.indexedKeys)
             let configured = recorder
@@ -228,7 +228,7 @@ actor JobManager: Service {
         case .playback:
             var configured = Player(config: botConfig, source: .file(media?.path ?? spec.file!), loop: spec.loop, duration: duration)
             configured.startAt = startAt
-            if case .playback(let pauses)? = pause { configured.pauses = pauses }
+            if case .playback(let pauses) = pause { configured.pauses = pauses }
             let player = configured
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
                       played: player.played, pause: pause, keys: protection.indexedKeys)
@@ -239,7 +239,8 @@ actor JobManager: Service {
                 withExtendedLifetime(media) {}  // open until the player is done with it
             } }
         case .relay:
-            job = try relayJob(id: id, spec: spec, config: botConfig, created: created, resumes: resumes, duration: duration, keys: protection.indexedKeys)
+            job = try relayJob(id: id, spec: spec, config: botConfig, created: created, resumes: resumes, duration: duration, pause: pause,
+                               keys: protection.indexedKeys)
         }
         jobs[id] = job
         order.append(id)

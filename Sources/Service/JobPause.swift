@@ -6,21 +6,22 @@ import Foundation
 enum JobPause: Sendable {
     case recording(RecordingPauses)
     case playback(PlaybackPauses)
+    /// Frames held back while paused; the stream stays open.
+    case relay(RecordingPauses)
 
     /// Starts paused if the last of `pauses` (the job's, from before a restart) is still open.
-    /// nil for a relay: it has no pause (DELETE it and POST it again).
-    init?(_ kind: JobSpec.Kind, resuming pauses: [RecordingManifest.Pause]?) {
+    init(_ kind: JobSpec.Kind, resuming pauses: [RecordingManifest.Pause]?) {
         let open = pauses?.last.flatMap { $0.end == nil ? $0.start : nil }
         switch kind {
         case .recording: self = .recording(RecordingPauses(paused: open != nil, since: open ?? Date()))
         case .playback: self = .playback(PlaybackPauses(paused: open != nil, since: open ?? Date()))
-        case .relay: return nil
+        case .relay: self = .relay(RecordingPauses(paused: open != nil, since: open ?? Date()))
         }
     }
 
     var isPaused: Bool {
         switch self {
-        case .recording(let p): p.isPaused
+        case .recording(let p), .relay(let p): p.isPaused
         case .playback(let p): p.isPaused
         }
     }
@@ -28,7 +29,7 @@ enum JobPause: Sendable {
     /// The pauses of this run (a recording's earlier ones are in its manifest).
     var all: [RecordingManifest.Pause] {
         switch self {
-        case .recording(let p): p.all
+        case .recording(let p), .relay(let p): p.all
         case .playback(let p): p.all
         }
     }
@@ -36,7 +37,7 @@ enum JobPause: Sendable {
     /// Pauses or resumes; false if it already was so.
     func set(paused: Bool) -> Bool {
         switch self {
-        case .recording(let p): paused ? p.pause() : p.resume()
+        case .recording(let p), .relay(let p): paused ? p.pause() : p.resume()
         case .playback(let p): paused ? p.pause() : p.resume()
         }
     }

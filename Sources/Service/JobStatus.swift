@@ -135,6 +135,7 @@ public struct JobStatus: Codable, Sendable {
             to = spec.to.flatMap { try? RelayDestination($0) }?.description
             participant = spec.participant
             relayPhase = relay.phase.rawValue
+            reconnects = relay.comebacks
             if outcome?.error == nil, let error = relay.lastError { (lastError, lastErrorTime) = (error, relay.lastErrorTime) }
         }
         if spec.kind == .recording {

@@ -1,4 +1,3 @@
-public import Bot
 import Foundation
 
 /// `--relay-allow`: where relay jobs may send a call's decrypted media. A relay is the one job

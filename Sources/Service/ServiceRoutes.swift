@@ -66,7 +66,6 @@ struct ServiceRoutes: Sendable {
                     let id = context.parameters.get("id") ?? ""
                     return try await Self.answer(status: .ok) { () async throws(RequestProblem) in
                         _ = try Self.ofKind(kind, await jobs.status(id))
-                        guard kind != .relay else { throw RequestProblem(status: 409, message: "a relay cannot be \(paused ? "paused" : "resumed"): DELETE it, and POST it again to go on") }
                         return try await jobs.setPaused(id, paused)
                     }
                 }

@@ -6,7 +6,7 @@ import Telemetry
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS).",
+        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS), or a live source into it, sealed.",
         discussion: """
             Joins the room, waits for --participant (a feed id, or the user id of an \
             ECall display "<userId>:<Name>"), subscribes to it, opens every frame with the call's key and \
@@ -18,6 +18,11 @@ struct RelayCommand: AsyncParsableCommand {
             again with backoff (0.5 s doubling to 10 s) while the relay stays in the call; the log says so. \
             The participant leaving and coming back goes on in the same stream. Ctrl-C, SIGTERM or \
             --duration end the stream cleanly and print the counters. docs/relay.md has the limits.
+
+            With --from rtmp://…|srt://…|rtp://… instead (no --participant): reads the live source and joins \
+            as one publisher, every frame sealed as a phone seals it; H.264 the room takes is sent as it is, \
+            other H.264 encoded once; audio encoded to Opus. A source that drops is tried again with backoff \
+            (0.5 s doubling to 5 s) while the publisher stays in the room sending nothing, and goes on in it.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -25,10 +30,13 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var metricsOptions: MetricsOptions
 
     @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port or hls:DIR.", valueName: "url"))
-    var to: String
+    var to: String?
 
-    @Option(help: ArgumentHelp("The participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\").", valueName: "id"))
-    var participant: String
+    @Option(help: ArgumentHelp("A live source to publish into the room, sealed: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\").", valueName: "id"))
+    var participant: String?
 
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
@@ -38,11 +46,19 @@ struct RelayCommand: AsyncParsableCommand {
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
-        do { _ = try RelayDestination(to) } catch { throw ValidationError("\(error)") }
-        guard !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
+        guard (to == nil) != (from == nil) else { throw ValidationError("give exactly one of --to URL (out of the room) or --from URL (into it)") }
+        if let from {
+            do { _ = try LiveSourceAddress(from) } catch { throw ValidationError("--from: \(error)") }
+            guard participant == nil else { throw ValidationError("--participant goes with --to; --from publishes a participant of its own") }
+            return
+        }
+        do { _ = try RelayDestination(to ?? "") } catch { throw ValidationError("\(error)") }
+        guard let participant, !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
     }
 
     func run() async throws {
+        if let from { return try await runFrom(from) }
+        let (to, participant) = (to ?? "", participant ?? "")
         SRTPPreload.run(connection.logger("sfubot.relay"))
         let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
         defer { server?.stop() }
@@ -63,7 +79,7 @@ struct RelayCommand: AsyncParsableCommand {
             // Handed to the output graph: an output that failed later lost what it still held.
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
-                  + "outputs started: \(report.attempts), destination failures: \(report.failures)")
+                  + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
             if !report.participantSeen {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
             }

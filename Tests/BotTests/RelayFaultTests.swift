@@ -33,6 +33,7 @@ extension MediaScene {
                 #expect(cameBack, "nothing came back from nginx: \(ran.errText.suffix(1500))")
                 #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(2000))")
                 #expect(ran.errText.contains("lost Janus") && ran.errText.contains("back in room"), "the log says it rejoined: \(ran.errText.suffix(2000))")
+                #expect(ran.outText.contains("rejoins: ") && !ran.outText.contains("rejoins: 0"), "the last line counts the rejoin: \(ran.outText)")
 
                 // The tone before the kill and again after Janus was back, in the one stream read.
                 let samples = try await RelayCase.audioSamples(got)

@@ -7,7 +7,7 @@ extension MediaScene {
     /// room to a destination its operator allowed, and to nothing else; the stream is read back
     /// from a real nginx-rtmp started here.
     @Suite(.enabled(if: RelayServers.missing == nil, "\(RelayServers.missing ?? "")")) struct ServeRelayTests {
-        @Test("a relay job to an allowed RTMP server carries the publisher's H.264 and the tone; the stream name never shows; DELETE ends it done; a destination not allowed is 403, a relay cannot be paused")
+        @Test("a relay job to an allowed RTMP server carries the publisher's H.264 and the tone; the stream name never shows; DELETE ends it done; a destination not allowed is 403; paused, it sends nothing, resumed, it sends again")
         func relayJobToAnAllowedServer() async throws {
             let dir = try Scene.tempDirectory("serve-relay")
             let source = try await RelayCase.source(in: dir)
@@ -46,8 +46,19 @@ extension MediaScene {
             let f = try #require(Audio.dominantFrequency(try await RelayCase.audioSamples(got)))
             #expect(abs(f - 440) <= 440 * 0.02, "dominant \(f) Hz")
 
+            // Paused: frames held back and counted, none sent; resumed: sent again.
             let paused = try await serve.request("POST", "/v1/relays/\(id)/pause")
-            #expect(paused.status == 409, "\(paused.text)")
+            #expect(paused.status == 200 && (try? paused.json()["paused"] as? Bool) == true, "\(paused.text)")
+            let sentAtPause = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"sent\"")
+            try await Task.sleep(for: .seconds(2))
+            let sentPaused = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"sent\"")
+            let held = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"paused\"")
+            #expect(sentPaused - sentAtPause <= 5 && held > 50, "while paused: \(sentPaused - sentAtPause) sent, \(held) held back")
+            let resumed = try await serve.request("POST", "/v1/relays/\(id)/resume")
+            #expect(resumed.status == 200, "\(resumed.text)")
+            try await Task.sleep(for: .seconds(1))
+            let sentAfter = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"sent\"")
+            #expect(sentAfter - sentPaused > 20, "sent again after resume: \(sentAfter - sentPaused)")
             let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
             #expect(final["state"] as? String == "done", "\(final)")
             let listed = try await serve.request("GET", "/v1/relays").text

@@ -4,7 +4,6 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
-import Synchronization
 
 /// Plays into a room as one publisher, each frame sealed as an ECall phone seals it: an audio
 /// file (leaving at its end unless it loops), or a generated test pattern (audio and H.264
@@ -16,6 +15,8 @@ public struct Player: Sendable {
         case file(String)
         /// A white flash and a tick once a second, for sync checks (`play-test-pattern.pipeline`).
         case testPattern
+        /// A live source (`relay --from`): never ends; a drop is waited out in the room (LiveSource).
+        case live(LiveSourceAddress)
     }
 
     public internal(set) var config: BotConfig
@@ -41,10 +42,13 @@ public struct Player: Sendable {
     public var startAt: Double?
     /// TURN credentials fetched anew after a refusal (`BotConfig.refreshedTURN`).
     let freshTURN = FreshTURN()
+    /// The connections to a `.live` source: they come and go, the publisher stays.
+    public let live: LiveSource?
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
         self.source = source
+        if case .live(let address) = source { live = LiveSource(address) } else { live = nil }
         self.loop = loop
         self.duration = duration
     }
@@ -53,9 +57,9 @@ public struct Player: Sendable {
         self.init(config: config, source: .file(file), loop: loop)
     }
 
-    /// `run()` without its hard end (Player+Bounds.swift): the file is probed before joining
+    /// `play` once the input is there (Player+Live.swift): the file is probed before joining
     /// (InputProbe), `progress` follows what was sent.
-    func play(_ progress: Progress) async throws(BotError) -> Report {
+    func playMedia(_ progress: Progress) async throws(BotError) -> Report {
         var log = config.logger
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
@@ -204,7 +208,7 @@ public struct Player: Sendable {
                     log.info("Janus: media path up, playing")
                     if !startMedia(media, at: resumeAt ?? 0) { failed.yield(.pipelineFailed("cannot seek in the file to start it")) }
                     if let hold = try? MediaPause(media) { pauses.attach { hold.apply($0) } }
-                case .lost(let why): lost.yield(why)
+                case .lost(let why): if !sourceWasAway(why) { lost.yield(why) }
                 case .ice, .connection: break
                 }
             }
@@ -284,11 +288,4 @@ public struct Player: Sendable {
         case .lost(let why): return (.lost(why), end)
         }
     }
-}
-
-/// A one-way switch shared between tasks.
-final class Flag: Sendable {
-    private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .relaxed) }
-    var isSet: Bool { value.load(ordering: .relaxed) }
 }

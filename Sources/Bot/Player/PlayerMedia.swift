@@ -43,6 +43,7 @@ extension Player {
             let description = switch source {
             case .file(let file): try fileDescription(file, found ?? InputProbe.Found(info: MediaInfo.discover(file), chainedOgg: false))
             case .testPattern: try config.pipelines.description("play-test-pattern", config.protection.h264SendIntervals)
+            case .live: try liveDescription()
             }
             let pipeline = try Pipeline(description: description)
             var links: [SignalConnection] = []
@@ -98,6 +99,7 @@ extension Player {
             }
             let pacers = ["pace", "vpace"].compactMap { try? pipeline.element(named: $0) }
             let pace = try pacers.first?.staticPad("sink")
+            if let live { probes += try attach(live, to: pipeline) }
             let hold = found?.chainedOgg == true ? try pipeline.element(named: "pay").staticPad("sink").addBufferHold() : nil
             return Media(pipeline: pipeline, webrtc: webrtc, probes: probes, links: links, endOfFile: endOfFile,
                          audioGate: audioGate, videoGate: videoGate, videoEncoder: videoEncoder, pace: pace, pacers: pacers,

@@ -16,6 +16,8 @@ public struct Relay: Sendable {
     public let participant: String
     public let duration: Duration?
     public let status = RelayStatus()
+    /// Pause and resume (serve's relay jobs): frames held back while paused, the stream open.
+    public var pauses = RecordingPauses()
 
     public init(config: BotConfig, destination: RelayDestination, participant: String, duration: Duration? = nil) {
         self.config = config
@@ -34,18 +36,22 @@ public struct Relay: Sendable {
         public var unsent: Int
         /// Opened video before an output's first keyframe.
         public var beforeKeyFrame: Int
+        /// Opened frames held back while paused.
+        public var paused: Int
         /// Outputs started, and destination failures.
         public var attempts: Int
         public var failures: Int
         /// Whether the participant was found in the room at all.
         public var participantSeen: Bool
+        /// Times it lost Janus and was back in the room.
+        public var rejoins: Int
     }
 
     /// Relays until `duration` elapses, the task is cancelled, or the room is destroyed; then
     /// ends the stream cleanly and leaves.
     public func run() async throws(BotError) -> Report {
         try await config.withTLSBridges { config throws(BotError) in
-            let room = RelayRoom(config: config, destination: destination, participant: participant, status: status)
+            let room = RelayRoom(config: config, destination: destination, participant: participant, status: status, pauses: pauses)
             return try await room.run(for: duration)
         }
     }

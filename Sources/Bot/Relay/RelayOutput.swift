@@ -23,6 +23,8 @@ final class RelayOutput: Sendable {
     let counts = RelayCounts()
     let metrics = RelayMetrics()
     let status: RelayStatus
+    /// While paused, opened frames are held back (counted) and the stream stays open.
+    let pauses: RecordingPauses
     private let tracks: RelayTracks
     private let library: PipelineLibrary
     private let log: Logger
@@ -32,12 +34,13 @@ final class RelayOutput: Sendable {
     let keyFrames = Locked<KeyFrameRequests?>(nil)
     private let backoff: Backoff
 
-    init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, status: RelayStatus, logger: Logger,
+    init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, status: RelayStatus, pauses: RecordingPauses = RecordingPauses(), logger: Logger,
          backoff: Backoff = Backoff(initial: .milliseconds(500), cap: .seconds(10))) {
         self.destination = destination
         self.tracks = tracks
         self.library = library
         self.status = status
+        self.pauses = pauses
         self.log = logger
         self.backoff = backoff
     }
@@ -45,6 +48,7 @@ final class RelayOutput: Sendable {
     // MARK: - Frames (streaming threads)
 
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
+        if heldBack() { return }
         let sent = current.withLock { $0?.pushAudio(frame) } ?? false
         if sent {
             counts.audioSent.increment()
@@ -58,6 +62,7 @@ final class RelayOutput: Sendable {
 
     @discardableResult
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
+        if heldBack() { return .refused }
         let result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
         switch result {
         case .sent:
@@ -72,6 +77,14 @@ final class RelayOutput: Sendable {
             metrics.videoUnsent.increment()
         }
         return result
+    }
+
+    /// Paused: the frame is counted and not sent.
+    private func heldBack() -> Bool {
+        guard pauses.isPaused else { return false }
+        counts.paused.increment()
+        metrics.paused.increment()
+        return true
     }
 
     // MARK: - The loop

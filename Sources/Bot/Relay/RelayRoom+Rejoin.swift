@@ -58,7 +58,6 @@ extension RelayRoom {
     private func rejoin(after cause: BotError, until end: ContinuousClock.Instant?) async throws -> Bool {
         log.warning("lost Janus (\(cause)); rejoining within \(config.rejoinTimeout), the stream stays open")
         status.set(.waiting, error: "lost Janus (\(cause)); rejoining")
-        comebacks += 1
         await dropSession()
         let clock = ContinuousClock()
         var machine = ComebackMachine<ContinuousClock.Instant, BotError>(ComebackPolicy(deadline: config.rejoinTimeout))
@@ -74,6 +73,7 @@ extension RelayRoom {
         switch outcome {
         case .back(_, let attempt):
             log.info("back in room \(config.room) (attempt \(attempt))")
+            status.cameBack()
             if output != nil, peer != nil { status.set(.sending) }
             return true
         case .stopped:
@@ -86,16 +86,17 @@ extension RelayRoom {
     }
 
     /// What is left of a lost session: the PeerConnection (its feeds are subscribed again on
-    /// the next session), the roster and the session itself; the output stays.
+    /// the next session), the roster and the session itself; the output stays. Nothing is
+    /// announced: a lost session would hold each request for its timeout.
     func dropSession() async {
         feeds = []
         if let peer {
             self.peer = nil
-            await peer.subscription.leave()
+            await peer.subscription.leave(announce: false)
             await peer.pipeline.stop()
             input?.forgetPeer()
         }
-        await roster?.leave()
+        await roster?.leave(announce: false)
         roster = nil
         await session?.close()
         session = nil

@@ -16,14 +16,13 @@ actor RelayRoom {
     let destination: RelayDestination
     let participant: String
     let status: RelayStatus
+    let pauses: RecordingPauses
     let log: Logger
     var session: JanusSession?
     var roster: RoomRoster?
     /// The PeerConnection of the participant's current feed.
     var peer: Peer?
     var peers = 0
-    /// Times the relay lost Janus and joined again.
-    var comebacks = 0
     var output: RelayOutput?
     var outputTask: Task<Void, Never>?
     var input: RelayInput?
@@ -39,8 +38,9 @@ actor RelayRoom {
         let number: Int
     }
 
-    init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus) {
+    init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus, pauses: RecordingPauses) {
         self.config = config
+        self.pauses = pauses
         self.destination = destination
         self.participant = participant
         self.status = status
@@ -109,7 +109,7 @@ actor RelayRoom {
     /// The output (its tracks are the participant's) and the input that feeds it, once.
     private func makeOutput(for p: RoomPublisher) {
         let tracks = RelayTracks(audio: p.streams.contains { $0.type == "audio" }, video: p.streams.contains { $0.type == "video" })
-        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, logger: log)
+        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, pauses: pauses, logger: log)
         (self.output, self.input) = (output, RelayInput(output: output, config: config, logger: log))
         // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
         outputTask = Task.detached { await output.run() }
@@ -175,8 +175,8 @@ actor RelayRoom {
         return Relay.Report(
             audio: input?.audio.snapshot ?? .zero, video: input?.video.snapshot ?? .zero,
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
-            unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0,
+            unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
-            participantSeen: output != nil)
+            participantSeen: output != nil, rejoins: status.snapshot.comebacks)
     }
 }

@@ -21,6 +21,8 @@ public final class RelayStatus: Sendable {
         public var destination: String?
         public var lastError: String?
         public var lastErrorTime: Date?
+        /// Times the relay lost Janus and was back in the room.
+        public var comebacks = 0
     }
 
     private let value = Locked(Snapshot())
@@ -28,6 +30,8 @@ public final class RelayStatus: Sendable {
     public init() {}
 
     public var snapshot: Snapshot { value.withLock { $0 } }
+
+    func cameBack() { value.withLock { $0.comebacks += 1 } }
 
     func set(_ phase: Phase, destination: String? = nil, error: String? = nil) {
         value.withLock { s in
@@ -47,6 +51,8 @@ final class RelayCounts: Sendable {
     let unsent = Counter()
     /// Opened video before the output's first keyframe (a new output starts on one).
     let beforeKeyFrame = Counter()
+    /// Opened frames held back while the relay was paused (asked, not lost).
+    let paused = Counter()
     /// Output graphs started, and failures (a start that failed, or a running output that did).
     let attempts = Counter()
     let failures = Counter()

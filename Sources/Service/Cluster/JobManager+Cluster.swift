@@ -232,7 +232,9 @@ extension JobManager {
         jobSessions[id] = nil
         guard let job = jobs[id], job.isActive, !fenced.contains(id) else { return }
         fenced.insert(id)
+        // A recording writes nothing more, a relay sends nothing more: the next owner does.
         if case .recording(let pauses) = job.pause { pauses.closeGate() }
+        if case .relay(let pauses) = job.pause { pauses.closeGate() }
         Counter(label: "sfubot_cluster_jobs_fenced_total").increment()
         log.error("job \(id): stops writing (fenced): \(why)")
         Task { await job.stop() }
