@@ -31,6 +31,7 @@ test-venvs:
 	scripts/validate-k8s
 	scripts/schemathesis-venv
 	scripts/s3-venv
+	scripts/ws-venv
 
 # `swift test` on what test-build built, in three namespaces at once (scripts/test-lanes).
 test-swift: test-venvs

@@ -113,6 +113,8 @@ package struct RelayMetrics: Sendable {
     /// Opened while no output was up (the destination down).
     let audioUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "unsent")])
     let videoUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "unsent")])
+    /// A speaker stream's consumer had no room for it (its send queue full).
+    let audioDropped = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "dropped")])
     /// Video before an output's first keyframe.
     let beforeKeyFrame = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "before_keyframe")])
     /// Held back while the relay is paused.

@@ -6,7 +6,7 @@ import Telemetry
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay one participant of a room, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS), or a live source into it, sealed.",
+        abstract: "Relay a room's participants, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS, one WebSocket per speaker), or a live source into it, sealed.",
         discussion: """
             Joins the room, waits for --participant (a feed id, or the user id of an \
             ECall display "<userId>:<Name>"), subscribes to it, opens every frame with the call's key and \
@@ -19,6 +19,12 @@ struct RelayCommand: AsyncParsableCommand {
             The participant leaving and coming back goes on in the same stream. Ctrl-C, SIGTERM or \
             --duration end the stream cleanly and print the counters. docs/relay.md has the limits.
 
+            With --to ws://host:port/path/{participant} (or wss://): each speaker's audio, live, for transcription: \
+            one WebSocket connection per participant publishing audio (or only --participant), a JSON "start" \
+            message, then binary PCM (s16le mono, 16 kHz or --ws-audio 48k), "muted"/"speaking" messages, and \
+            "left" when they leave. A consumer that is down or slow never holds up the call: what it missed is \
+            counted, and the exit status is 74.
+
             With --from rtmp://…|srt://…|rtp://… instead (no --participant): reads the live source and joins \
             as one publisher, every frame sealed as a phone seals it; H.264 the room takes is sent as it is, \
             other H.264 encoded once; audio encoded to Opus. A source that drops is tried again with backoff \
@@ -29,14 +35,17 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var key: KeyOptions
     @OptionGroup var metricsOptions: MetricsOptions
 
-    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port or hls:DIR.", valueName: "url"))
+    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port, hls:DIR, or ws://host:port/path/{participant} (each speaker's audio).", valueName: "url"))
     var to: String?
 
     @Option(help: ArgumentHelp("A live source to publish into the room, sealed: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
     var from: String?
 
-    @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\").", valueName: "id"))
+    @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\"); with --to ws://…, only them (default: everyone).", valueName: "id"))
     var participant: String?
+
+    @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: the PCM's rate, 16k (speech recognisers) or 48k (Opus's own).", valueName: "16k|48k"))
+    var wsAudio = "16k"
 
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
@@ -52,12 +61,18 @@ struct RelayCommand: AsyncParsableCommand {
             guard participant == nil else { throw ValidationError("--participant goes with --to; --from publishes a participant of its own") }
             return
         }
+        guard SpeakerStreamAudio(rawValue: wsAudio) != nil else { throw ValidationError("--ws-audio: give 16k or 48k") }
+        if let to, to.lowercased().hasPrefix("ws://") || to.lowercased().hasPrefix("wss://") {
+            do { _ = try SpeakerStreamDestination(to) } catch { throw ValidationError("\(error)") }
+            return
+        }
         do { _ = try RelayDestination(to ?? "") } catch { throw ValidationError("\(error)") }
         guard let participant, !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
     }
 
     func run() async throws {
         if let from { return try await runFrom(from) }
+        if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
         let (to, participant) = (to ?? "", participant ?? "")
         SRTPPreload.run(connection.logger("sfubot.relay"))
         let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))

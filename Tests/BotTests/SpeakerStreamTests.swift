@@ -32,6 +32,8 @@ import Testing
         #expect(object["format"] as? String == "s16le")
         #expect(object["media_time"] as? Double == 1.235)
         #expect(SpeakerStreamMessage.left.json == #"{"type":"left"}"#)
+        #expect(SpeakerStreamMessage.muted(true).json == #"{"muted":true,"type":"muted"}"#)
+        #expect(SpeakerStreamMessage.speaking(false).json == #"{"speaking":false,"type":"speaking"}"#)
         #expect(SpeakerStreamAudio(rawValue: "48k")?.sampleRate == 48000)
     }
 }

@@ -99,3 +99,22 @@ public struct WebhookReceiver: Sendable {
 
     public func stop() async { await server.stop() }
 }
+
+/// The speaker-stream consumer of docs/relay.md (scripts/examples/speaker-wavs.py), run with the
+/// `websockets` library of scripts/ws-venv (`make test` makes it: the tests have no PyPI).
+public enum SpeakerConsumer {
+    static var python: URL {
+        let run = ProcessInfo.processInfo.environment["SFUBOT_RUN_DIR"].map { URL(fileURLWithPath: $0) } ?? S3Venv.root.appendingPathComponent(".run")
+        return run.appendingPathComponent("venv-ws/bin/python")
+    }
+
+    public static var missing: String? {
+        FileManager.default.isExecutableFile(atPath: python.path) ? nil : "\(python.path) missing: run scripts/ws-venv (make test does)"
+    }
+
+    /// Listens on 127.0.0.1:`port`, one WAV per speaker in `out`, each message's arrival in `arrivals`.
+    public static func start(port: Int, out: URL, arrivals: URL) async throws -> LocalServer {
+        try await LocalServer.start(python, [S3Venv.root.appendingPathComponent("scripts/examples/speaker-wavs.py").path, out.path,
+                                             "--port", "\(port)", "--arrivals", arrivals.path], port: port)
+    }
+}

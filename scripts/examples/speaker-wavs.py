@@ -1,39 +1,62 @@
 #!/usr/bin/env python3
 """A consumer of sfubot's speaker streams (docs/relay.md, "Each speaker's audio"): listens on
-127.0.0.1:8765 and writes one WAV per speaker connection as its PCM arrives.
+127.0.0.1 and writes one WAV per speaker connection as its PCM arrives.
 
     python3 -m venv .run/ws && .run/ws/bin/pip install websockets
-    .run/ws/bin/python scripts/examples/speaker-wavs.py out/
+    .run/ws/bin/python scripts/examples/speaker-wavs.py out/ [--port 8765] [--arrivals FILE]
     sfubot relay --to 'ws://127.0.0.1:8765/speakers/{participant}' ...
+
+--arrivals FILE: one JSON line per message received (the wall-clock time it arrived, and for PCM
+its byte offset in the speaker's stream), for measuring the delay from the publisher.
 """
-import asyncio, json, pathlib, sys, wave
+import argparse, asyncio, json, pathlib, time, wave
 
 import websockets
 
-OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+args = argparse.ArgumentParser()
+args.add_argument("out", nargs="?", default=".")
+args.add_argument("--port", type=int, default=8765)
+args.add_argument("--arrivals")
+args = args.parse_args()
+OUT = pathlib.Path(args.out)
+arrivals = open(args.arrivals, "a", buffering=1) if args.arrivals else None
+
+
+def note(**fields):
+    if arrivals:
+        arrivals.write(json.dumps({"t": time.time(), **fields}) + "\n")
 
 
 async def speaker(ws):
     start = json.loads(await ws.recv())  # always the first message
     assert start["type"] == "start" and start["format"] == "s16le", start
-    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in start["participant"])
+    who = start["participant"]
+    note(participant=who, text=start)
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in who)
     path = OUT / f"{name}.wav"
+    offset = 0
     with wave.open(str(path), "wb") as w:
         w.setnchannels(start["channels"])
         w.setsampwidth(2)
         w.setframerate(start["sample_rate"])
-        print(f"{start['display']!r} ({start['participant']}) from media time {start['media_time']} s -> {path}")
+        print(f"{start['display']!r} ({who}) from media time {start['media_time']} s -> {path}", flush=True)
         async for message in ws:
             if isinstance(message, bytes):
+                note(participant=who, offset=offset, bytes=len(message))
+                offset += len(message)
                 w.writeframes(message)
-            elif json.loads(message)["type"] == "left":
-                print(f"{start['participant']} left")
+                continue
+            event = json.loads(message)
+            note(participant=who, text=event)
+            if event["type"] == "left":
+                print(f"{who} left", flush=True)
                 break
 
 
 async def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    async with websockets.serve(speaker, "127.0.0.1", 8765, max_size=1 << 20):
+    async with websockets.serve(speaker, "127.0.0.1", args.port, max_size=1 << 20):
+        print(f"listening on 127.0.0.1:{args.port}", flush=True)
         await asyncio.Future()
 
 

@@ -52,7 +52,7 @@ public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
             kind = .rtp
             port = p
         default:
-            throw .output("--to \(Self.redact(text)): \(scheme):// is not a relay destination; give rtmp://, rtmps://, srt:// or rtp://")
+            throw .output("--to \(Self.redact(text)): \(scheme):// is not a relay destination; give rtmp://, rtmps://, srt://, rtp://, hls:DIR or ws://…/{participant}")
         }
         guard (1...65535).contains(port) else { throw .output("--to \(Self.redact(text)): port \(port) is out of range") }
         self.host = bare

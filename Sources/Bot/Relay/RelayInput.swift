@@ -5,11 +5,30 @@ import Logging
 import Locking
 import Synchronization
 
+/// Where a relay's opened frames go: the live destination (`RelayOutput`) or a speaker
+/// stream (`SpeakerChannel`). Called on the input branches' streaming threads.
+protocol RelayFrameSink: Sendable {
+    /// An opened audio frame as the branch ends: Opus (`relay-audio-in`) or PCM (`speaker-audio`).
+    func pushAudio(_ frame: UnsafeRawBufferPointer)
+    @discardableResult
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult
+    /// The video input's keyframe requests, for the sink to ask when it needs one.
+    var keyFrames: Locked<KeyFrameRequests?> { get }
+}
+
 /// The relayed participant's tracks as they leave webrtcbin: per mid a branch that depayloads,
-/// opens (decrypts) and hands each opened frame to the output. Only what opened is handed on;
+/// opens (decrypts) and hands each opened frame to the sink. Only what opened is handed on;
 /// a frame that did not open is dropped and counted by reason (`audio`/`video` stats).
 /// Works under one lock: webrtcbin's pad-added handler (a GStreamer thread) and the room's actor.
 final class RelayInput: Sendable {
+    /// The audio branch: its pipeline file and values (Opus out for a destination, PCM for a
+    /// speaker stream), and whether video is relayed at all (a speaker stream discards it).
+    struct Branches: Sendable {
+        var audio = "relay-audio-in"
+        var audioValues: [String: String] = [:]
+        var video = true
+    }
+
     struct Branch {
         let bin: Bin
         let pad: Pad
@@ -24,18 +43,22 @@ final class RelayInput: Sendable {
         var discards: [String: Bin] = [:]
     }
 
-    let audio = FrameStats()
+    let audio: FrameStats
     let video = FrameStats()
     private let times = FrameTimes()
     private let state = Locked(Map())
     /// Where keyframe requests go (a recvonly peer's RTCP PLI does not reliably reach the publisher).
     let keyFrames = KeyFrameRoute()
-    private let output: RelayOutput
+    private let output: any RelayFrameSink
+    private let branches: Branches
     private let config: BotConfig
     private let log: Logger
 
-    init(output: RelayOutput, config: BotConfig, logger: Logger) {
+    /// `audioStats`: shared when several inputs add up to one report (speaker streams).
+    init(output: any RelayFrameSink, branches: Branches = Branches(), audioStats: FrameStats = FrameStats(), config: BotConfig, logger: Logger) {
         self.output = output
+        audio = audioStats
+        self.branches = branches
         self.config = config
         log = logger
     }
@@ -60,7 +83,7 @@ final class RelayInput: Sendable {
                 } catch { log.error("mid \(mid) could not follow its new pad: \(error)") }
                 return
             }
-            guard let stream = m.streams[mid], stream.active, stream.type == "audio" || stream.type == "video" else {
+            guard let stream = m.streams[mid], stream.active, stream.type == "audio" || (stream.type == "video" && branches.video) else {
                 discard(pad: pad, mid: mid, pipeline: pipeline, &m)
                 return
             }
@@ -77,8 +100,9 @@ final class RelayInput: Sendable {
     private func makeBranch(pad: Pad, stream: SubscribedStream, pipeline: Pipeline) throws -> Branch {
         let isVideo = stream.type == "video"
         let protection = config.protection
-        let description = try config.pipelines.description(isVideo ? "relay-video-in" : "relay-audio-in",
-                                                           ["h264_stream_format": protection.receivedH264Format])
+        let description = isVideo
+            ? try config.pipelines.description("relay-video-in", ["h264_stream_format": protection.receivedH264Format])
+            : try config.pipelines.description(branches.audio, branches.audioValues)
         let bin = try pipeline.addBin(description: description, name: "relay-\(stream.mid)")
         var complete = false
         defer { if !complete { pipeline.remove(bin) } }

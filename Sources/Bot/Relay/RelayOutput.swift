@@ -10,7 +10,7 @@ import Synchronization
 /// input branches' streaming threads, and the loop that (re)makes it. A destination that is
 /// down, refuses, or drops the connection is tried again with backoff (0.5 s doubling to
 /// 10 s, jittered) while the call goes on; frames that arrive meanwhile are counted, not kept.
-final class RelayOutput: Sendable {
+final class RelayOutput: RelayFrameSink {
     enum Event: Sendable {
         case failed(graph: Int, String)
         case ended(graph: Int)

@@ -1,88 +1,9 @@
-import Comeback
-import Foundation
 import GStreamerKit
 import Janus
-import Logging
 
-/// The relay follows its room until the end, and comes back when it loses Janus (the session,
-/// its WebSocket beyond what the session layer claims back, or the media path): it leaves what
-/// is left of the old session and joins again, with backoff, until `rejoinTimeout`, as the
-/// recorder and the player do. The output stays open the whole time: the stream has a gap, the
-/// participant's media goes on into it once the relay is back.
-extension RelayRoom {
-    /// Until `duration`, cancellation or the room's end.
-    func follow(for duration: Duration?) async throws {
-        let end = duration.map { ContinuousClock.now + $0 }
-        while let roster {
-            guard let lost = try await followOnce(roster, until: end) else { return }
-            guard try await rejoin(after: lost, until: end) else { return }
-        }
-    }
-
-    /// One session's life: nil when the relay is over (its time, the room destroyed), else what
-    /// was lost.
-    private func followOnce(_ roster: RoomRoster, until end: ContinuousClock.Instant?) async throws -> BotError? {
-        let (lost, sink) = AsyncStream.makeStream(of: BotError.self)
-        lostSink = sink
-        defer { sink.finish() }
-        return try await withThrowingTaskGroup(of: BotError?.self) { group in
-            group.addTask {
-                if let end { try await Task.sleep(until: end) } else { while true { try await Task.sleep(for: .seconds(3600)) } }
-                return nil
-            }
-            group.addTask { [weak self] in
-                for await change in roster.changes {
-                    switch change {
-                    case .joined(let list): await self?.relayLogged(list)
-                    case .left(let p): await self?.left(p)
-                    case .lost: return BotError.janus(.disconnected)
-                    case .roomDestroyed:
-                        self?.log.info("the room was destroyed: the relay ends")
-                        return nil
-                    }
-                }
-                return nil
-            }
-            group.addTask {
-                for await error in lost { return error }
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
-
-    /// Joins again after `cause`; false when the relay's time ran out meanwhile. Throws the last
-    /// error once `rejoinTimeout` has passed.
-    private func rejoin(after cause: BotError, until end: ContinuousClock.Instant?) async throws -> Bool {
-        log.warning("lost Janus (\(cause)); rejoining within \(config.rejoinTimeout), the stream stays open")
-        status.set(.waiting, error: "lost Janus (\(cause)); rejoining")
-        await dropSession()
-        let clock = ContinuousClock()
-        var machine = ComebackMachine<ContinuousClock.Instant, BotError>(ComebackPolicy(deadline: config.rejoinTimeout))
-        let first = machine.handle(.lost(), at: clock.now)
-        let outcome = await machine.run(from: first, on: clock, stillWanted: { end.map { clock.now < $0 } ?? true },
-                                        isWorthRetrying: { !$0.isStopped }) { (n: Int) async throws(BotError) in
-            do { try await self.start() } catch {
-                await self.dropSession()
-                log.warning("rejoin attempt \(n) failed: \(error)")
-                throw BotError(error)
-            }
-        }
-        switch outcome {
-        case .back(_, let attempt):
-            log.info("back in room \(config.room) (attempt \(attempt))")
-            status.cameBack()
-            if output != nil, peer != nil { status.set(.sending) }
-            return true
-        case .stopped:
-            if Task.isCancelled { throw CancellationError() }
-            return false
-        case .gaveUp(let last, let attempts):
-            log.error("could not come back within \(config.rejoinTimeout) (\(attempts) attempts)")
-            throw last ?? cause
-        }
+extension RelayRoom: RoomFollower {
+    func cameBack() {
+        if output != nil, peer != nil { status.set(.sending) }
     }
 
     /// What is left of a lost session: the PeerConnection (its feeds are subscribed again on
@@ -92,8 +13,7 @@ extension RelayRoom {
         feeds = []
         if let peer {
             self.peer = nil
-            await peer.subscription.leave(announce: false)
-            await peer.pipeline.stop()
+            await peer.close(announce: false)
             input?.forgetPeer()
         }
         await roster?.leave(announce: false)

@@ -21,7 +21,7 @@ actor RelayRoom {
     var session: JanusSession?
     var roster: RoomRoster?
     /// The PeerConnection of the participant's current feed.
-    var peer: Peer?
+    var peer: RelayPeer?
     var peers = 0
     var output: RelayOutput?
     var outputTask: Task<Void, Never>?
@@ -31,12 +31,6 @@ actor RelayRoom {
     /// Where the current PeerConnection's media loss is told (RelayRoom+Rejoin makes one per
     /// session followed).
     var lostSink: AsyncStream<BotError>.Continuation?
-
-    struct Peer: Sendable {
-        let pipeline: Pipeline
-        let subscription: Subscription
-        let number: Int
-    }
 
     init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus, pauses: RecordingPauses) {
         self.config = config
@@ -101,8 +95,7 @@ actor RelayRoom {
         log.info("participant \(p.id) left; the stream stays open until they come back or the relay ends")
         guard let peer else { return }
         self.peer = nil
-        await peer.subscription.leave()
-        await peer.pipeline.stop()
+        await peer.close()
         input?.forgetPeer()
     }
 
@@ -116,40 +109,17 @@ actor RelayRoom {
     }
 
     /// A pipeline with one PeerConnection and its subscription, for one feed of the participant.
-    private func makePeer() async throws -> Peer {
+    private func makePeer() async throws -> RelayPeer {
         guard let session, let roster, let input else { throw BotError.janus(.disconnected) }
-        let description = try config.pipelines.description("subscribe")
-        // A state change joins threads: off Swift's pool.
-        let pipeline = try await OffPool.run { () throws(GStreamerError) -> Pipeline in
-            let pipeline = try Pipeline(description: description)
-            try pipeline.setState(.playing)
-            return pipeline
-        }
-        let webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
-        try config.configureICE(webrtc)
-        webrtc.onIncomingPad { incoming in
-            guard let mid = incoming.mid else { return }
-            input.attach(pad: incoming.pad, mid: mid, pipeline: pipeline)
-        }
-        let subscription = Subscription(session: session, room: config.room, privateID: roster.privateID, webrtc: webrtc, logger: log,
-                                        hooks: .init(streams: { input.learn($0) }))
-        input.keyFrames.route(to: subscription)
         peers += 1
-        let number = peers
-        Task { [weak self] in
-            for await event in subscription.events {
-                if case .lost(let loss) = event {
-                    await self?.mediaLost(peer: number, loss)
-                    return
-                }
-            }
+        let peer = try await RelayPeer.make(peers, config: config, session: session, roster: roster, input: input, logger: log) { [weak self] number, loss in
+            await self?.mediaLost(peer: number, loss)
         }
-        let peer = Peer(pipeline: pipeline, subscription: subscription, number: number)
         self.peer = peer
         return peer
     }
 
-    private func existingOrNewPeer() async throws -> Peer {
+    private func existingOrNewPeer() async throws -> RelayPeer {
         if let peer { return peer }
         return try await makePeer()
     }

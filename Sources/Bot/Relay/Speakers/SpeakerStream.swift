@@ -4,9 +4,9 @@ import Foundation
 /// live, for transcription, one WebSocket connection per participant (issue 43 item 2).
 /// This file holds the pure part: the URL template and the protocol's text messages.
 ///
-/// The protocol, per connection: one JSON text message `start` first, then binary messages of
-/// PCM (s16le, mono, at `sample_rate`), then `left` as the last message before the close.
-/// `muted` and `speaking` may come between.
+/// The protocol, per connection (docs/relay.md): one JSON text message `start` first, then
+/// binary messages of PCM (s16le, mono, at `sample_rate`), then `left` as the last message
+/// before the close when the participant left. `muted` and `speaking` may come between.
 public struct SpeakerStreamDestination: Sendable, Equatable, CustomStringConvertible {
     /// The placeholder replaced by the participant id.
     public static let placeholder = "{participant}"
@@ -71,8 +71,11 @@ public enum SpeakerStreamAudio: String, Sendable, CaseIterable {
 public enum SpeakerStreamMessage: Sendable, Equatable {
     /// First on every connection. `mediaTime`: seconds from the relay's start to the first sample.
     case start(participant: String, display: String, audio: SpeakerStreamAudio, mediaTime: Double)
-    case muted
-    case speaking
+    /// true: no audio from the participant for a second (muted, or the sender stopped); false
+    /// with the next audio.
+    case muted(Bool)
+    /// true: sound above the speech threshold after silence; false after 0.6 s below it.
+    case speaking(Bool)
     /// Last before the close: the participant left the room.
     case left
 
@@ -83,11 +86,11 @@ public enum SpeakerStreamMessage: Sendable, Equatable {
         case .start(let participant, let display, let audio, let mediaTime):
             object = ["type": "start", "participant": participant, "display": display, "sample_rate": audio.sampleRate,
                       "channels": 1, "format": "s16le", "media_time": (mediaTime * 1000).rounded() / 1000]
-        case .muted: object = ["type": "muted"]
-        case .speaking: object = ["type": "speaking"]
+        case .muted(let muted): object = ["type": "muted", "muted": muted]
+        case .speaking(let speaking): object = ["type": "speaking", "speaking": speaking]
         case .left: object = ["type": "left"]
         }
-        // Only strings and numbers: serialization cannot fail.
+        // Only strings, numbers and booleans: serialization cannot fail.
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }

@@ -1,0 +1,41 @@
+import Bot
+import Foundation
+import Telemetry
+
+/// `sfubot relay --to ws://…/{participant}`: each speaker's audio on a WebSocket of its own.
+extension RelayCommand {
+    func runSpeakers(_ to: String) async throws {
+        SRTPPreload.run(connection.logger("sfubot.relay"))
+        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
+        defer { server?.stop() }
+        do {
+            let destination = try SpeakerStreamDestination(to)
+            let audio = SpeakerStreamAudio(rawValue: wsAudio) ?? .pcm16k
+            let protection = try key.protection()
+            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
+            defer { withExtendedLifetime(feed) {} }
+            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.relay")
+            let relay = SpeakerRelay(config: config, destination: destination, audio: audio, participant: participant,
+                                     duration: try OptionCheck.seconds(duration, "--duration"))
+            let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
+            print("audio \(Counters.line(report.audio, sending: false, encrypted: protection.isEncrypted))")
+            print("speaker streams to \(destination): speakers \(report.speakers), connections \(report.connections), "
+                  + "PCM messages \(report.sent) (\(String(format: "%.1f", report.seconds(audio))) s at \(audio.sampleRate) Hz); "
+                  + "dropped for a slow consumer: \(report.dropped), not sent while a connection was down: \(report.unsent); "
+                  + "connection failures: \(report.failures); rejoins: \(report.rejoins)")
+            if report.speakers == 0 {
+                let who = participant.map { "participant \($0) never published audio" } ?? "nobody published audio"
+                throw CLIFailure("\(who) in room \(connection.room): no speaker stream was opened", code: .noInput)
+            }
+            // Decoded speech a consumer never got: its transcript has a hole.
+            if report.dropped > 0 || report.unsent > 0 {
+                throw CLIFailure("the speaker streams are incomplete: \(report.dropped + report.unsent) PCM messages were not delivered "
+                                 + "(\(report.dropped) dropped for a slow consumer, \(report.unsent) while a connection was down)", code: .incomplete)
+            }
+        } catch let e as BotError {
+            CLIFailure(e).exit()
+        } catch let e as CLIFailure {
+            e.exit()
+        }
+    }
+}

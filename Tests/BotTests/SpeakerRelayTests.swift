@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+import TestSupport
+
+extension MediaScene {
+    /// `sfubot relay --to ws://…/{participant}`: two publishers (`sfubot play`, 440 Hz and 660 Hz
+    /// tone bursts) into a room; the relay streams each one's audio to the docs' own consumer
+    /// (scripts/examples/speaker-wavs.py, a real `websockets` server) which writes one WAV per
+    /// speaker. A second relay with the wrong key streams to a second consumer at the same time.
+    @Suite(.enabled(if: SpeakerConsumer.missing == nil, "\(SpeakerConsumer.missing ?? "")")) struct SpeakerRelayTests {
+        @Test("each speaker's own tone on their own connection: start first, speaking, left last; the delay from the publisher's send printed; a wrong key sends no PCM")
+        func eachSpeakerOnTheirOwnConnection() async throws {
+            let dir = try Scene.tempDirectory("speaker-streams")
+            let ann = try SpeakerCase.bursts(440, in: dir), bob = try SpeakerCase.bursts(660, in: dir)
+            let (port, wrongPort) = (try RelayServers.freePort(), try RelayServers.freePort())
+            let (out, wrongOut) = (dir.appendingPathComponent("wavs"), dir.appendingPathComponent("wavs-wrong-key"))
+            let (arrivals, wrongArrivals) = (dir.appendingPathComponent("arrivals.jsonl"), dir.appendingPathComponent("arrivals-wrong-key.jsonl"))
+            let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: arrivals)
+            let wrongConsumer = try await SpeakerConsumer.start(port: wrongPort, out: wrongOut, arrivals: wrongArrivals)
+            defer { Task { await consumer.stop(); await wrongConsumer.stop() } }
+            let room = try await Scene.createRoom()
+            let relay = try SpeakerCase.relay(port: port, room: room, key: RelayCase.key)
+            let wrong = try SpeakerCase.relay(port: wrongPort, room: room, key: RelayCase.otherKey)
+            try await Task.sleep(for: .seconds(2))
+            let players = [try SpeakerCase.play(ann, as: "7:Ann", room: room), try SpeakerCase.play(bob, as: "8:Bob", room: room)]
+            var played: [ChildProcess.Finished] = []
+            for p in players { played.append(await p.finished()) }
+            let (ran, ranWrong) = (await relay.finished(), await wrong.finished())
+            #expect(played.allSatisfy { $0.status == 0 }, "\(played.map { $0.errText.suffix(800) })")
+            #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
+
+            let messages = try SpeakerCase.arrivals(arrivals)
+            for (id, display, tone, other) in [("7", "Ann", 440.0, 660.0), ("8", "Bob", 660.0, 440.0)] {
+                let mine = messages.filter { $0.participant == id }
+                let start = try #require(mine.first?.text, "participant \(id)'s first message")
+                #expect(start["type"] as? String == "start" && start["display"] as? String == display && start["sample_rate"] as? Int == 16000)
+                #expect(mine.last?.text?["type"] as? String == "left", "the last message says they left")
+                #expect(mine.contains { $0.text?["type"] as? String == "speaking" && $0.text?["speaking"] as? Bool == true })
+                let samples = try SpeakerCase.samples(out.appendingPathComponent("\(id).wav"))
+                #expect(samples.count >= 16000 * 9, "\(id): \(Double(samples.count) / 16000) s of PCM")
+                let slice = samples[...]
+                let (p, q) = (Audio.power(slice, at: tone, rate: 16000), Audio.power(slice, at: other, rate: 16000))
+                #expect(p > 100 * q, "\(id)'s stream holds \(tone) Hz, not the other speaker's \(other) Hz: \(p) vs \(q)")
+            }
+            let onsets = try SpeakerCase.latencies(messages, participant: "7", wav: out.appendingPathComponent("7.wav"), log: played[0].errText)
+            #expect(onsets.count >= 8, "tone onsets found: \(onsets)")
+            let sorted = onsets.sorted()
+            if !sorted.isEmpty {
+                let at = { (q: Double) in sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] * 1000 }
+                print(String(format: "speaker stream delay, publisher's send → consumer (%d onsets): p50 %.0f ms, p95 %.0f ms, max %.0f ms",
+                             sorted.count, at(0.5), at(0.95), sorted.last! * 1000))
+            }
+            let counters = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
+            #expect(counters.contains("speakers 2,") && counters.contains("dropped for a slow consumer: 0"), "\(ran.outText)")
+
+            // The wrong key: connections, never a byte of PCM; every frame a counted drop.
+            let wrongMessages = try SpeakerCase.arrivals(wrongArrivals)
+            #expect(!wrongMessages.contains { $0.bytes > 0 }, "PCM that left the wrong-key relay: \(wrongMessages.filter { $0.bytes > 0 }.count) messages")
+            #expect(ranWrong.outText.contains("PCM messages 0 "), "\(ranWrong.outText)")
+            #expect(RelayCase.counters(ranWrong.outText).dropped > 400, "\(ranWrong.outText)")
+        }
+    }
+}
+
+/// What the speaker-stream test shares: its sources, processes, and reading the consumer's log.
+enum SpeakerCase {
+    /// 12 s of silence with a 300 ms tone at each whole second from 1 s to 11 s (a WAV `play` encodes).
+    static func bursts(_ frequency: Double, in dir: URL) throws -> URL {
+        let samples = (0..<(12 * 48000)).map { i -> Int16 in
+            let t = Double(i) / 48000
+            return t >= 1 && t < 11.5 && t.truncatingRemainder(dividingBy: 1) < 0.3 ? Int16(12000 * sin(2 * .pi * frequency * t)) : 0
+        }
+        let file = dir.appendingPathComponent("bursts-\(Int(frequency)).wav")
+        try FaultGapTests.wavData(samples).write(to: file)
+        return file
+    }
+
+    static func play(_ file: URL, as display: String, room: Int64) throws -> ChildProcess {
+        try SfubotProcess.start(["play", file.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key, "--display", display])
+    }
+
+    static func relay(port: Int, room: Int64, key: String) throws -> ChildProcess {
+        try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--duration", "22",
+                                 "--to", "ws://127.0.0.1:\(port)/speakers/{participant}?token=s3cret"])
+    }
+
+    struct Arrival {
+        var t: Double
+        var participant: String
+        var offset = 0
+        var bytes = 0
+        var text: [String: Any]?
+    }
+
+    static func arrivals(_ file: URL) throws -> [Arrival] {
+        guard let data = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return data.split(whereSeparator: \.isNewline).compactMap { line in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return Arrival(t: o["t"] as? Double ?? 0, participant: o["participant"] as? String ?? "", offset: o["offset"] as? Int ?? 0,
+                           bytes: o["bytes"] as? Int ?? 0, text: o["text"] as? [String: Any])
+        }
+    }
+
+    static func samples(_ wav: URL) throws -> [Int16] {
+        let data = try Data(contentsOf: wav)
+        guard data.count > 44 else { return [] }
+        return data.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The delay of each tone onset: when the consumer got the message holding it, less when the
+    /// publisher sent it (its file's second k, counted from the player's "playing" log line).
+    static func latencies(_ messages: [Arrival], participant: String, wav: URL, log: String) throws -> [Double] {
+        guard let line = log.split(whereSeparator: \.isNewline).first(where: { $0.contains("media path up, playing") }),
+              let t0 = try? Date(String(line.prefix(23)), strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true))
+        else { return [] }
+        let pcm = messages.filter { $0.participant == participant && $0.bytes > 0 }
+        let samples = try samples(wav)
+        var onsets: [Double] = [], quiet = 0
+        for w in stride(from: 0, to: samples.count - 160, by: 160) {
+            let rms = (samples[w..<(w + 160)].reduce(0.0) { $0 + Double($1) * Double($1) } / 160).squareRoot()
+            if rms > 3000, quiet >= 30, let m = pcm.first(where: { $0.offset <= w * 2 && w * 2 < $0.offset + $0.bytes }) {
+                let sinceStart = m.t - t0.timeIntervalSince1970
+                onsets.append(sinceStart - sinceStart.rounded(.down))
+            }
+            quiet = rms > 3000 ? 0 : quiet + 1
+        }
+        return onsets
+    }
+}
