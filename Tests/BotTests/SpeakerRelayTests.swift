@@ -51,6 +51,7 @@ extension MediaScene {
                              sorted.count, at(0.5), at(0.95), sorted.last! * 1000))
             }
             let counters = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
+            print("relay: \(counters)")
             #expect(counters.contains("speakers 2,") && counters.contains("dropped for a slow consumer: 0"), "\(ran.outText)")
 
             // The wrong key: connections, never a byte of PCM; every frame a counted drop.
@@ -59,16 +60,55 @@ extension MediaScene {
             #expect(ranWrong.outText.contains("PCM messages 0 "), "\(ranWrong.outText)")
             #expect(RelayCase.counters(ranWrong.outText).dropped > 400, "\(ranWrong.outText)")
         }
+
+        @Test("the consumer killed and back: the relay connects again, a new start and the tone go on; SIGTERM closes without left, exit 74 for what the consumer missed")
+        func consumerGoneAndBackThenSIGTERM() async throws {
+            let dir = try Scene.tempDirectory("speaker-consumer-gone")
+            let source = try SpeakerCase.bursts(440, seconds: 20, in: dir)
+            let port = try RelayServers.freePort()
+            let (first, second) = (dir.appendingPathComponent("first.jsonl"), dir.appendingPathComponent("second.jsonl"))
+            let out = dir.appendingPathComponent("wavs")
+            let killed = try await SpeakerConsumer.start(port: port, out: out, arrivals: first)
+            let room = try await Scene.createRoom()
+            let relay = try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key,
+                                                 "--to", "ws://127.0.0.1:\(port)/s/{participant}"])
+            try await Task.sleep(for: .seconds(2))
+            let player = try SpeakerCase.play(source, as: "7:Ann", room: room)
+            try await Task.sleep(for: .seconds(6))
+            await killed.stop()
+            try await Task.sleep(for: .seconds(3))
+            let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: second)
+            defer { Task { await consumer.stop() } }
+            try await Task.sleep(for: .seconds(7))
+            relay.signal(SIGTERM)
+            let ran = await relay.finished()
+            player.signal(SIGKILL)
+            #expect(ran.status == 74, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
+            #expect(ran.errText.contains("closed by the consumer; connecting again"), "\(ran.errText.suffix(1500))")
+            let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
+            print("relay: \(line)")
+            #expect(line.contains("speakers 1,") && !line.contains("not sent while a connection was down: 0;"), "\(ran.outText)")
+            #expect(try SpeakerCase.arrivals(first).contains { $0.bytes > 0 }, "the first consumer got PCM before it was killed")
+
+            let again = try SpeakerCase.arrivals(second)
+            let start = try #require(again.first?.text, "the second consumer's first message")
+            #expect(start["type"] as? String == "start" && (start["media_time"] as? Double ?? 0) > 8, "\(start)")
+            #expect(!again.contains { $0.text?["type"] as? String == "left" }, "Ann never left: the relay's end is a close, not left")
+            let samples = try SpeakerCase.samples(out.appendingPathComponent("7.wav"))
+            #expect(samples.count >= 16000 * 4, "\(Double(samples.count) / 16000) s of PCM after the comeback")
+            #expect(Audio.power(samples[...], at: 440, rate: 16000) > 100 * Audio.power(samples[...], at: 660, rate: 16000))
+        }
     }
 }
 
 /// What the speaker-stream test shares: its sources, processes, and reading the consumer's log.
 enum SpeakerCase {
-    /// 12 s of silence with a 300 ms tone at each whole second from 1 s to 11 s (a WAV `play` encodes).
-    static func bursts(_ frequency: Double, in dir: URL) throws -> URL {
-        let samples = (0..<(12 * 48000)).map { i -> Int16 in
+    /// `seconds` of silence with a 300 ms tone at each whole second from 1 s to the last but one
+    /// (a WAV `play` encodes).
+    static func bursts(_ frequency: Double, seconds: Int = 12, in dir: URL) throws -> URL {
+        let samples = (0..<(seconds * 48000)).map { i -> Int16 in
             let t = Double(i) / 48000
-            return t >= 1 && t < 11.5 && t.truncatingRemainder(dividingBy: 1) < 0.3 ? Int16(12000 * sin(2 * .pi * frequency * t)) : 0
+            return t >= 1 && t < Double(seconds) - 0.5 && t.truncatingRemainder(dividingBy: 1) < 0.3 ? Int16(12000 * sin(2 * .pi * frequency * t)) : 0
         }
         let file = dir.appendingPathComponent("bursts-\(Int(frequency)).wav")
         try FaultGapTests.wavData(samples).write(to: file)
