@@ -148,6 +148,8 @@ let package = Package(
             name: "Bot",
             dependencies: ["Locking",
                 "GStreamerKit", "FrameCrypto", "Janus", "Comeback", "Proof", "Mjr",
+                // Speaker streams' connections to their consumers (Relay/Speakers).
+                "TextWebSocket",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 // HMAC-SHA1 for coturn's REST API TURN credentials (ICE/TURNSharedSecret).
