@@ -20,7 +20,8 @@ extension RelayCommand {
             let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
             print("audio \(Counters.line(report.audio, sending: false, encrypted: protection.isEncrypted))")
             print("speaker streams to \(destination): speakers \(report.speakers), connections \(report.connections), "
-                  + "PCM messages \(report.sent) (\(String(format: "%.1f", report.seconds(audio))) s at \(audio.sampleRate) Hz); "
+                  + "\(audio.isPCM ? "PCM" : "Opus") messages \(report.sent) "
+                  + "(\(report.seconds(audio).map { String(format: "%.1f s at %d Hz", $0, audio.sampleRate) } ?? "\(report.bytes) bytes")); "
                   + "dropped for a slow consumer: \(report.dropped), not sent while a connection was down: \(report.unsent); "
                   + "connection failures: \(report.failures); rejoins: \(report.rejoins)")
             if report.speakers == 0 {
@@ -29,7 +30,7 @@ extension RelayCommand {
             }
             // Decoded speech a consumer never got: its transcript has a hole.
             if report.dropped > 0 || report.unsent > 0 {
-                throw CLIFailure("the speaker streams are incomplete: \(report.dropped + report.unsent) PCM messages were not delivered "
+                throw CLIFailure("the speaker streams are incomplete: \(report.dropped + report.unsent) audio messages were not delivered "
                                  + "(\(report.dropped) dropped for a slow consumer, \(report.unsent) while a connection was down)", code: .incomplete)
             }
         } catch let e as BotError {

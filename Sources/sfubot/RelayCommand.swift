@@ -21,7 +21,7 @@ struct RelayCommand: AsyncParsableCommand {
 
             With --to ws://host:port/path/{participant} (or wss://): each speaker's audio, live, for transcription: \
             one WebSocket connection per participant publishing audio (or only --participant), a JSON "start" \
-            message, then binary PCM (s16le mono, 16 kHz or --ws-audio 48k), "muted"/"speaking" messages, and \
+            message, then binary PCM (s16le mono, 16 kHz, or --ws-audio 48k|opus), "muted"/"speaking" messages, and \
             "left" when they leave. A consumer that is down or slow never holds up the call: what it missed is \
             counted, and the exit status is 74.
 
@@ -44,7 +44,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\"); with --to ws://…, only them (default: everyone).", valueName: "id"))
     var participant: String?
 
-    @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: the PCM's rate, 16k (speech recognisers) or 48k (Opus's own).", valueName: "16k|48k"))
+    @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: PCM at 16k (speech recognisers) or 48k (Opus's own rate), or opus (the packets as sent, one per message).", valueName: "16k|48k|opus"))
     var wsAudio = "16k"
 
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
@@ -61,7 +61,7 @@ struct RelayCommand: AsyncParsableCommand {
             guard participant == nil else { throw ValidationError("--participant goes with --to; --from publishes a participant of its own") }
             return
         }
-        guard SpeakerStreamAudio(rawValue: wsAudio) != nil else { throw ValidationError("--ws-audio: give 16k or 48k") }
+        guard SpeakerStreamAudio(rawValue: wsAudio) != nil else { throw ValidationError("--ws-audio: give 16k, 48k or opus") }
         if let to, to.lowercased().hasPrefix("ws://") || to.lowercased().hasPrefix("wss://") {
             do { _ = try SpeakerStreamDestination(to) } catch { throw ValidationError("\(error)") }
             return

@@ -1,4 +1,5 @@
 import Foundation
+import GStreamerKit
 import Testing
 import TestSupport
 
@@ -12,20 +13,24 @@ extension MediaScene {
         func eachSpeakerOnTheirOwnConnection() async throws {
             let dir = try Scene.tempDirectory("speaker-streams")
             let ann = try SpeakerCase.bursts(440, in: dir), bob = try SpeakerCase.bursts(660, in: dir)
-            let (port, wrongPort) = (try RelayServers.freePort(), try RelayServers.freePort())
-            let (out, wrongOut) = (dir.appendingPathComponent("wavs"), dir.appendingPathComponent("wavs-wrong-key"))
+            let (port, wrongPort, opusPort) = (try RelayServers.freePort(), try RelayServers.freePort(), try RelayServers.freePort())
+            let (out, wrongOut, opusOut) = (dir.appendingPathComponent("wavs"), dir.appendingPathComponent("wavs-wrong-key"), dir.appendingPathComponent("opus"))
             let (arrivals, wrongArrivals) = (dir.appendingPathComponent("arrivals.jsonl"), dir.appendingPathComponent("arrivals-wrong-key.jsonl"))
+            let opusArrivals = dir.appendingPathComponent("arrivals-opus.jsonl")
             let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: arrivals)
             let wrongConsumer = try await SpeakerConsumer.start(port: wrongPort, out: wrongOut, arrivals: wrongArrivals)
-            defer { Task { await consumer.stop(); await wrongConsumer.stop() } }
+            let opusConsumer = try await SpeakerConsumer.start(port: opusPort, out: opusOut, arrivals: opusArrivals)
+            defer { Task { await consumer.stop(); await wrongConsumer.stop(); await opusConsumer.stop() } }
             let room = try await Scene.createRoom()
             let relay = try SpeakerCase.relay(port: port, room: room, key: RelayCase.key)
             let wrong = try SpeakerCase.relay(port: wrongPort, room: room, key: RelayCase.otherKey)
+            // Only Bob, as his Opus packets.
+            let opus = try SpeakerCase.relay(port: opusPort, room: room, key: RelayCase.key, ["--participant", "8", "--ws-audio", "opus"])
             try await Task.sleep(for: .seconds(2))
             let players = [try SpeakerCase.play(ann, as: "7:Ann", room: room), try SpeakerCase.play(bob, as: "8:Bob", room: room)]
             var played: [ChildProcess.Finished] = []
             for p in players { played.append(await p.finished()) }
-            let (ran, ranWrong) = (await relay.finished(), await wrong.finished())
+            let (ran, ranWrong, ranOpus) = (await relay.finished(), await wrong.finished(), await opus.finished())
             #expect(played.allSatisfy { $0.status == 0 }, "\(played.map { $0.errText.suffix(800) })")
             #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
 
@@ -59,6 +64,15 @@ extension MediaScene {
             #expect(!wrongMessages.contains { $0.bytes > 0 }, "PCM that left the wrong-key relay: \(wrongMessages.filter { $0.bytes > 0 }.count) messages")
             #expect(ranWrong.outText.contains("PCM messages 0 "), "\(ranWrong.outText)")
             #expect(RelayCase.counters(ranWrong.outText).dropped > 400, "\(ranWrong.outText)")
+
+            // --ws-audio opus --participant 8: one connection, Bob's packets as sent, decoding to 660 Hz.
+            #expect(ranOpus.status == 0, "opus relay exited \(ranOpus.status): \(ranOpus.outText) \(ranOpus.errText.suffix(1500))")
+            let opusMessages = try SpeakerCase.arrivals(opusArrivals)
+            #expect(Set(opusMessages.map(\.participant)) == ["8"], "\(Set(opusMessages.map(\.participant)))")
+            #expect(opusMessages.first?.text?["format"] as? String == "opus" && opusMessages.first?.text?["sample_rate"] as? Int == 48000)
+            let decoded = try await SpeakerCase.decodeOpus(opusOut.appendingPathComponent("8.opus-packets"))
+            #expect(decoded.count >= 16000 * 9, "\(Double(decoded.count) / 16000) s decoded from the Opus packets")
+            #expect(Audio.power(decoded[...], at: 660, rate: 16000) > 100 * Audio.power(decoded[...], at: 440, rate: 16000))
         }
 
         @Test("the consumer killed and back: the relay connects again, a new start and the tone go on; SIGTERM closes without left, exit 74 for what the consumer missed")
@@ -119,9 +133,32 @@ enum SpeakerCase {
         try SfubotProcess.start(["play", file.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key, "--display", display])
     }
 
-    static func relay(port: Int, room: Int64, key: String) throws -> ChildProcess {
+    static func relay(port: Int, room: Int64, key: String, _ more: [String] = []) throws -> ChildProcess {
         try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--duration", "22",
-                                 "--to", "ws://127.0.0.1:\(port)/speakers/{participant}?token=s3cret"])
+                                 "--to", "ws://127.0.0.1:\(port)/speakers/{participant}?token=s3cret"] + more)
+    }
+
+    /// The consumer's Opus packets (each after its 2-byte big-endian length) decoded by
+    /// GStreamer's opusdec to 16 kHz mono, 20 ms apart.
+    static func decodeOpus(_ file: URL) async throws -> [Int16] {
+        let bytes = [UInt8](try Data(contentsOf: file))
+        var packets: [[UInt8]] = [], at = 0
+        while at + 2 <= bytes.count {
+            let n = Int(bytes[at]) << 8 | Int(bytes[at + 1])
+            guard at + 2 + n <= bytes.count else { break }
+            packets.append(Array(bytes[(at + 2)..<(at + 2 + n)]))
+            at += 2 + n
+        }
+        let raw = file.deletingPathExtension().appendingPathExtension("pcm")
+        let pipeline = try Pipeline(description: """
+            appsrc name=src format=time caps=audio/x-opus,channel-mapping-family=0,channels=2,rate=48000
+              ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=16000 ! filesink location="\(raw.path)"
+            """)
+        let source = try AppSource(named: "src", in: pipeline)
+        for (i, p) in packets.enumerated() { _ = p.withUnsafeBytes { source.push($0, pts: UInt64(i) * 20_000_000) } }
+        source.endOfStream()
+        try await pipeline.runToEnd()
+        return try Data(contentsOf: raw).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
     struct Arrival {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A consumer of sfubot's speaker streams (docs/relay.md, "Each speaker's audio"): listens on
-127.0.0.1 and writes one WAV per speaker connection as its PCM arrives.
+127.0.0.1 and writes one WAV per speaker connection as its PCM arrives (with --ws-audio opus,
+the packets, each after its length as 2 bytes big-endian, in <participant>.opus-packets).
 
     python3 -m venv .run/ws && .run/ws/bin/pip install websockets
     .run/ws/bin/python scripts/examples/speaker-wavs.py out/ [--port 8765] [--arrivals FILE]
@@ -9,7 +10,7 @@
 --arrivals FILE: one JSON line per message received (the wall-clock time it arrived, and for PCM
 its byte offset in the speaker's stream), for measuring the delay from the publisher.
 """
-import argparse, asyncio, json, pathlib, time, wave
+import argparse, asyncio, json, pathlib, struct, time, wave
 
 import websockets
 
@@ -29,22 +30,24 @@ def note(**fields):
 
 async def speaker(ws):
     start = json.loads(await ws.recv())  # always the first message
-    assert start["type"] == "start" and start["format"] == "s16le", start
+    assert start["type"] == "start" and start["format"] in ("s16le", "opus"), start
     who = start["participant"]
     note(participant=who, text=start)
     name = "".join(c if c.isalnum() or c in "-_" else "_" for c in who)
-    path = OUT / f"{name}.wav"
+    opus = start["format"] == "opus"
+    path = OUT / (f"{name}.opus-packets" if opus else f"{name}.wav")
     offset = 0
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(start["channels"])
-        w.setsampwidth(2)
-        w.setframerate(start["sample_rate"])
+    with (open(path, "ab") if opus else wave.open(str(path), "wb")) as w:
+        if not opus:
+            w.setnchannels(start["channels"])
+            w.setsampwidth(2)
+            w.setframerate(start["sample_rate"])
         print(f"{start['display']!r} ({who}) from media time {start['media_time']} s -> {path}", flush=True)
         async for message in ws:
             if isinstance(message, bytes):
                 note(participant=who, offset=offset, bytes=len(message))
                 offset += len(message)
-                w.writeframes(message)
+                w.write(struct.pack(">H", len(message)) + message) if opus else w.writeframes(message)
                 continue
             event = json.loads(message)
             note(participant=who, text=event)

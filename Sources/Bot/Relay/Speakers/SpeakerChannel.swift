@@ -66,7 +66,8 @@ final class SpeakerChannel: RelayFrameSink {
 
     func pushAudio(_ pcm: UnsafeRawBufferPointer) {
         let now = ContinuousClock.now
-        let loud = Self.rms(pcm) >= Self.speechLevel
+        // Opus is not decoded here: no level, no `speaking`.
+        let loud = audio.isPCM ? Self.rms(pcm) >= Self.speechLevel : nil
         let bytes = [UInt8](pcm)
         let outcome: Bool? = state.withLock { s in
             s.lastAudio = now
@@ -79,11 +80,11 @@ final class SpeakerChannel: RelayFrameSink {
                 s.muted = false
                 send(.muted(false), on: socket)
             }
-            if loud { s.lastLoud = now }
-            if loud, !s.speaking {
+            if loud == true { s.lastLoud = now }
+            if loud == true, !s.speaking {
                 s.speaking = true
                 send(.speaking(true), on: socket)
-            } else if !loud, s.speaking, let last = s.lastLoud, last.duration(to: now) > Self.speechHangover {
+            } else if loud == false, s.speaking, let last = s.lastLoud, last.duration(to: now) > Self.speechHangover {
                 s.speaking = false
                 send(.speaking(false), on: socket)
             }

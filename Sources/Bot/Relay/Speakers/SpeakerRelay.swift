@@ -41,8 +41,8 @@ public struct SpeakerRelay: Sendable {
         public var failures: Int
         public var rejoins: Int
 
-        /// Seconds of PCM sent, over every speaker.
-        public func seconds(_ audio: SpeakerStreamAudio) -> Double { Double(bytes) / Double(audio.bytesPerSecond) }
+        /// Seconds of PCM sent, over every speaker (nil for Opus, whose packets' durations vary).
+        public func seconds(_ audio: SpeakerStreamAudio) -> Double? { audio.isPCM ? Double(bytes) / Double(audio.bytesPerSecond) : nil }
     }
 
     public func run() async throws(BotError) -> Report {

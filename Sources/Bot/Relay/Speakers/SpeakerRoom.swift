@@ -113,7 +113,8 @@ actor SpeakerRoom: RoomFollower {
         let who = SpeakerChannel.Who(id: p.display.contains(":") ? p.userID : String(p.id), display: p.displayName)
         let channel = SpeakerChannel(who, destination: destination, audio: audio, origin: origin, counts: counts, metrics: metrics, logger: log)
         counts.speakers.increment()
-        let input = RelayInput(output: channel, branches: .init(audio: "speaker-audio", audioValues: ["rate": String(audio.sampleRate)], video: false),
+        let branch = audio.isPCM ? "speaker-audio" : "speaker-opus"
+        let input = RelayInput(output: channel, branches: .init(audio: branch, audioValues: ["rate": String(audio.sampleRate)], video: false),
                                audioStats: stats, config: config, logger: log)
         // Not a child task: the end must reach it uncancelled, to send `left` and close.
         let task = Task.detached { await channel.run() }

@@ -56,14 +56,21 @@ public struct SpeakerStreamDestination: Sendable, Equatable, CustomStringConvert
     }
 }
 
-/// The PCM a speaker stream carries (`--ws-audio`): s16le mono at 16 kHz (the default, what
-/// speech recognisers take) or 48 kHz (Opus's own rate, no resampling).
+/// What a speaker stream's binary messages carry (`--ws-audio`): PCM, s16le mono at 16 kHz (the
+/// default, what speech recognisers take) or 48 kHz (Opus's own rate, no resampling); or the
+/// participant's Opus packets as they were sent (opened, not decoded: one per message).
 public enum SpeakerStreamAudio: String, Sendable, CaseIterable {
     case pcm16k = "16k"
     case pcm48k = "48k"
+    case opus
 
     public var sampleRate: Int { self == .pcm16k ? 16_000 : 48_000 }
-    /// Bytes per second of PCM: for the queue bound and the duration of what was sent.
+    public var isPCM: Bool { self != .opus }
+    /// The `format` of the start message.
+    public var format: String { isPCM ? "s16le" : "opus" }
+    /// Opus as WebRTC sends it is stereo in its SDP (`opus/48000/2`), whatever it holds.
+    public var channels: Int { isPCM ? 1 : 2 }
+    /// Bytes per second of PCM: the duration of what was sent.
     public var bytesPerSecond: Int { sampleRate * 2 }
 }
 
@@ -85,7 +92,7 @@ public enum SpeakerStreamMessage: Sendable, Equatable {
         switch self {
         case .start(let participant, let display, let audio, let mediaTime):
             object = ["type": "start", "participant": participant, "display": display, "sample_rate": audio.sampleRate,
-                      "channels": 1, "format": "s16le", "media_time": (mediaTime * 1000).rounded() / 1000]
+                      "channels": audio.channels, "format": audio.format, "media_time": (mediaTime * 1000).rounded() / 1000]
         case .muted(let muted): object = ["type": "muted", "muted": muted]
         case .speaking(let speaking): object = ["type": "speaking", "speaking": speaking]
         case .left: object = ["type": "left"]
