@@ -75,6 +75,45 @@ extension MediaScene {
             #expect(Audio.power(decoded[...], at: 660, rate: 16000) > 100 * Audio.power(decoded[...], at: 440, rate: 16000))
         }
 
+        @Test("Janus SIGKILLed and restarted under the relay: it rejoins, Ann (back on a new feed) goes on in the same connection, no left")
+        func janusRestartedUnderTheSpeakerStreams() async throws {
+            let dir = try Scene.tempDirectory("speaker-janus-restart")
+            let source = try SpeakerCase.bursts(440, seconds: 26, in: dir)
+            let port = try RelayServers.freePort()
+            let (arrivals, out) = (dir.appendingPathComponent("arrivals.jsonl"), dir.appendingPathComponent("wavs"))
+            let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: arrivals)
+            defer { Task { await consumer.stop() } }
+            try await OwnJanus.with(port: 8250, in: dir, reclaimTimeout: 30, rtpPorts: 13000...13099) { janus in
+                let room = try await Scene.createPermanentRoom(janus.url)
+                let relay = try SfubotProcess.start(["relay", "--janus", janus.url, "--room", "\(room)", "--key-hex", RelayCase.key,
+                                                     "--to", "ws://127.0.0.1:\(port)/s/{participant}", "--duration", "24"])
+                try await Task.sleep(for: .seconds(2))
+                let player = try SfubotProcess.start(["play", source.path, "--janus", janus.url, "--room", "\(room)", "--key-hex", RelayCase.key,
+                                                      "--display", "7:Ann"])
+                defer { player.signal(SIGKILL) }
+                try await Task.sleep(for: .seconds(7))
+                try await janus.kill9()
+                try await Task.sleep(for: .seconds(1))
+                try await janus.restart()
+                let ran = await relay.finished()
+                let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
+                print("relay: \(line)")
+                #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
+                #expect(ran.errText.contains("lost Janus") && ran.errText.contains("back in room"), "\(ran.errText.suffix(2000))")
+                #expect(line.contains("speakers 1, connections 1,") && !line.contains("rejoins: 0"), "one connection through the outage: \(ran.outText)")
+                let messages = try SpeakerCase.arrivals(arrivals)
+                #expect(!messages.contains { $0.text?["type"] as? String == "left" }, "Ann never left")
+                #expect(messages.filter { $0.text?["type"] as? String == "start" }.count == 1)
+                // The tone before the kill (the first 5 s of PCM) and after the comeback (the last 5 s).
+                let samples = try SpeakerCase.samples(out.appendingPathComponent("7.wav"))
+                let tone = { (part: ArraySlice<Int16>) in Audio.power(part, at: 440, rate: 16000) > 100 * Audio.power(part, at: 660, rate: 16000) }
+                #expect(samples.count >= 16000 * 12, "\(Double(samples.count) / 16000) s of PCM")
+                if samples.count >= 16000 * 12 {
+                    #expect(tone(samples.prefix(16000 * 5)) && tone(samples.suffix(16000 * 5)), "the tone before and after")
+                }
+            }
+        }
+
         @Test("the consumer killed and back: the relay connects again, a new start and the tone go on; SIGTERM closes without left, exit 74 for what the consumer missed")
         func consumerGoneAndBackThenSIGTERM() async throws {
             let dir = try Scene.tempDirectory("speaker-consumer-gone")

@@ -32,11 +32,17 @@ actor SpeakerRoom: RoomFollower {
         let channel: SpeakerChannel
         let input: RelayInput
         let task: Task<Void, Never>
+        /// Their feed now: a participant back on a new feed (after their own rejoin) goes on
+        /// in the same channel.
+        var feed: Int64
         var peer: RelayPeer?
     }
 
-    /// By feed id.
-    var speakers: [Int64: Speaker] = [:]
+    /// By participant id (`SpeakerChannel.Who.id`).
+    var speakers: [String: Speaker] = [:]
+    /// How long a participant missing after the relay's own rejoin is waited for (they may be
+    /// rejoining too) before their stream says `left`.
+    static let absentGrace: Duration = .seconds(15)
     var peers = 0
 
     init(config: BotConfig, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, participant: String?, status: RelayStatus) {
@@ -79,10 +85,13 @@ actor SpeakerRoom: RoomFollower {
         let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
         self.roster = roster
         let present = await roster.current
-        // Who left while the relay was away (a rejoin) is told so now.
-        for (id, s) in speakers where !present.contains(where: { $0.id == id }) {
-            speakers[id] = nil
-            s.channel.leave(left: true)
+        // Who is missing after a rejoin may be rejoining too: they are waited for a while.
+        let absent = speakers.keys.filter { id in !present.contains { Self.id(of: $0) == id } }
+        if !absent.isEmpty {
+            Task { [weak self] in
+                try? await Task.sleep(for: Self.absentGrace)
+                await self?.expire(absent)
+            }
         }
         if !present.contains(where: wanted) { log.info("in room \(config.room); waiting for \(participant.map { "participant \($0)" } ?? "anyone publishing audio")") }
         try await relay(present)
@@ -93,36 +102,59 @@ actor SpeakerRoom: RoomFollower {
     }
 
     /// A channel for each wanted participant that has none, and a PeerConnection for each
-    /// channel that has none on this session.
+    /// channel that has none on this session or whose participant is on a new feed.
     private func relay(_ list: [RoomPublisher]) async throws {
         for p in list where wanted(p) {
-            if speakers[p.id] == nil { speakers[p.id] = makeSpeaker(p) }
-            guard speakers[p.id]?.peer == nil, let session, let roster, let input = speakers[p.id]?.input else { continue }
+            let id = Self.id(of: p)
+            if speakers[id] == nil { speakers[id] = makeSpeaker(p, id: id) }
+            guard var speaker = speakers[id], speaker.peer == nil || speaker.feed != p.id, let session, let roster else { continue }
+            if let old = speaker.peer {
+                speaker.peer = nil
+                await old.close()
+                speaker.input.forgetPeer()
+            }
             peers += 1
             let peer = try await RelayPeer.make(peers, pipeline: "speaker-subscribe", config: config, session: session, roster: roster,
-                                                input: input, logger: log) { [weak self] number, loss in
+                                                input: speaker.input, logger: log) { [weak self] number, loss in
                 await self?.mediaLost(peer: number, loss)
             }
-            speakers[p.id]?.peer = peer
-            log.info("speaker stream: participant \(p.id) '\(p.display)'")
+            (speaker.peer, speaker.feed) = (peer, p.id)
+            speakers[id] = speaker
+            log.info("speaker stream: participant \(id) on feed \(p.id) '\(p.display)'")
             try await peer.subscription.add([p.id])
         }
     }
 
-    private func makeSpeaker(_ p: RoomPublisher) -> Speaker {
-        let who = SpeakerChannel.Who(id: p.display.contains(":") ? p.userID : String(p.id), display: p.displayName)
-        let channel = SpeakerChannel(who, destination: destination, audio: audio, origin: origin, counts: counts, metrics: metrics, logger: log)
+    /// The id in the URL and the messages: the ECall user id, else the feed id.
+    static func id(of p: RoomPublisher) -> String { p.display.contains(":") ? p.userID : String(p.id) }
+
+    private func makeSpeaker(_ p: RoomPublisher, id: String) -> Speaker {
+        let channel = SpeakerChannel(.init(id: id, display: p.displayName), destination: destination, audio: audio, origin: origin,
+                                     counts: counts, metrics: metrics, logger: log)
         counts.speakers.increment()
         let branch = audio.isPCM ? "speaker-audio" : "speaker-opus"
         let input = RelayInput(output: channel, branches: .init(audio: branch, audioValues: ["rate": String(audio.sampleRate)], video: false),
                                audioStats: stats, config: config, logger: log)
         // Not a child task: the end must reach it uncancelled, to send `left` and close.
         let task = Task.detached { await channel.run() }
-        return Speaker(channel: channel, input: input, task: task)
+        return Speaker(channel: channel, input: input, task: task, feed: p.id)
+    }
+
+    /// Participants still missing `absentGrace` after the relay's rejoin left while it was away.
+    private func expire(_ ids: [String]) async {
+        for id in ids {
+            guard let s = speakers[id], s.peer == nil else { continue }
+            speakers[id] = nil
+            log.info("participant \(id) did not come back after the relay's rejoin: their speaker stream says left")
+            s.channel.leave(left: true)
+            await s.task.value
+        }
     }
 
     func left(_ p: RoomPublisher) async {
-        guard let s = speakers.removeValue(forKey: p.id) else { return }
+        let id = Self.id(of: p)
+        guard let s = speakers[id], s.feed == p.id else { return }
+        speakers[id] = nil
         log.info("participant \(p.id) left: their speaker stream says so and closes")
         s.channel.leave(left: true)
         await s.peer?.close()
