@@ -12,7 +12,7 @@ extension JobManager {
     static func checkRelay(_ spec: JobSpec, _ allowed: RelayAllowList) throws(RequestProblem) {
         guard spec.kind == .relay, let to = spec.to else { return }
         guard allowed.allows(to) else {
-            let shown = (try? RelayDestination(to))?.description ?? "the destination"
+            let shown = (try? RelayTarget(to))?.description ?? "the destination"
             let allows = allowed.urls.isEmpty ? "none" : allowed.urls.joined(separator: ", ")
             throw RequestProblem(status: 403, message: "to: \(shown) is not a destination this service may send to: the operator allows \(allows) (--relay-allow)")
         }
@@ -20,9 +20,16 @@ extension JobManager {
 
     func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?, pause: JobPause,
                   keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
-        guard let to = spec.to, let participant = spec.participant else { throw RequestProblem(status: 500, message: "job \(id): a relay without to or participant") }
+        guard let to = spec.to else { throw RequestProblem(status: 500, message: "job \(id): a relay without to") }
+        let target: RelayTarget
+        do { target = try RelayTarget(to) } catch { throw .field("to", error.description) }
         let destination: RelayDestination
-        do { destination = try RelayDestination(to) } catch { throw .field("to", error.description) }
+        switch target {
+        case .speakers(let speakers):
+            return speakerJob(id: id, spec: spec, to: speakers, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)
+        case .destination(let d): destination = d
+        }
+        guard let participant = spec.participant else { throw RequestProblem(status: 500, message: "job \(id): a relay without participant") }
         var configured = Relay(config: config, destination: destination, participant: participant, duration: duration)
         if case .relay(let pauses) = pause { configured.pauses = pauses }
         let relay = configured
@@ -37,6 +44,31 @@ extension JobManager {
             // destination has failed, what it missed is.
             if report.failures > 0, report.unsent > 0 {
                 throw .relayIncomplete("\(report.unsent) opened frames were not sent while \(destination) was down (\(report.failures) destination failures)")
+            }
+        } }
+        return job
+    }
+
+    /// A speaker-stream job (`to` is ws:// or wss://): each participant's audio (or the one
+    /// `participant` names) on a connection of its own, as `sfubot relay --to ws://` does.
+    private func speakerJob(id: String, spec: JobSpec, to destination: SpeakerStreamDestination, config: BotConfig, created: Date, resumes: Int,
+                            duration: Duration?, pause: JobPause, keys: (any IndexedKeying)?) -> Job {
+        var configured = SpeakerRelay(config: config, destination: destination, participant: spec.participant, duration: duration)
+        if case .relay(let pauses) = pause { configured.pauses = pauses }
+        let relay = configured
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
+        let to = spec.to ?? ""
+        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
+        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+            let report = try await relay.run()
+            if report.speakers == 0 {
+                let who = spec.participant.map { "participant \($0) never published audio" } ?? "nobody published audio"
+                throw .relayIncomplete("\(who) in room \(spec.room): no speaker stream was opened")
+            }
+            // Decoded audio a consumer never got: its transcript has a hole.
+            // (Audio decoded before a first connection was up is its start, as for a destination.)
+            if report.dropped > 0 || (report.failures > 0 && report.unsent > 0) {
+                throw .relayIncomplete("\(report.dropped + report.unsent) audio messages were not delivered (\(report.dropped) dropped for a slow consumer, \(report.unsent) while a connection was down)")
             }
         } }
         return job

@@ -132,7 +132,7 @@ public struct JobStatus: Codable, Sendable {
         lastError = (outcome?.error ?? live.lastError).map(Self.withoutConnectReason)
         lastErrorTime = outcome?.error != nil ? outcome?.ended : live.lastErrorTime
         if let relay = job.relay?.snapshot {
-            to = spec.to.flatMap { try? RelayDestination($0) }?.description
+            to = spec.to.flatMap { try? RelayTarget($0) }?.description
             participant = spec.participant
             relayPhase = relay.phase.rawValue
             reconnects = relay.comebacks

@@ -24,7 +24,7 @@ public struct RelayAllowList: Sendable {
         var entries: [Entry] = []
         for url in urls {
             guard let entry = Self.entry(url, destination: false) else {
-                throw ServeError("--relay-allow \(url): give a destination's scheme, host and port, e.g. rtmp://live.example:1935/app, srt://10.0.0.5:9000 or rtp://10.0.0.6:5004")
+                throw ServeError("--relay-allow \(url): give a destination's scheme, host and port, e.g. rtmp://live.example:1935/app, srt://10.0.0.5:9000, rtp://10.0.0.6:5004 or wss://asr.example/speakers")
             }
             entries.append(entry)
         }
@@ -43,10 +43,12 @@ public struct RelayAllowList: Sendable {
 
     /// Scheme, host (lowercased, brackets kept off) and port (the scheme's default written out).
     private static func entry(_ text: String, destination: Bool) -> Entry? {
+        // A speaker stream's `{participant}` is not a URL character: a path segment like any other.
+        let text = text.replacingOccurrences(of: "{participant}", with: "%7Bparticipant%7D")
         guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), let host = c.host?.lowercased(), !host.isEmpty,
               c.user == nil, c.password == nil else { return nil }
-        let defaults = ["rtmp": 1935, "rtmps": 443]
-        guard ["rtmp", "rtmps", "srt", "rtp"].contains(scheme), let port = c.port ?? defaults[scheme], (1...65535).contains(port) else { return nil }
+        let defaults = ["rtmp": 1935, "rtmps": 443, "ws": 80, "wss": 443]
+        guard ["rtmp", "rtmps", "srt", "rtp", "ws", "wss"].contains(scheme), let port = c.port ?? defaults[scheme], (1...65535).contains(port) else { return nil }
         // An entry's query would say nothing a destination must match.
         if !destination, c.query != nil { return nil }
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host

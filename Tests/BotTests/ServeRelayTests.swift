@@ -69,6 +69,54 @@ extension MediaScene {
             #expect(opened > 100 && framesRelayed > 100 && bytes > 10_000, "frames opened \(opened), relayed \(framesRelayed), bytes \(bytes)")
         }
 
+        @Test("a speaker-stream job (to ws://…/{participant}, no participant): Ann's tone reaches the consumer, the token never shows, paused it sends nothing, DELETE ends it done",
+              .enabled(if: SpeakerConsumer.missing == nil, "\(SpeakerConsumer.missing ?? "")"))
+        func speakerStreamJob() async throws {
+            let dir = try Scene.tempDirectory("serve-speakers")
+            let source = try SpeakerCase.bursts(440, seconds: 40, in: dir)
+            let port = try RelayServers.freePort()
+            let (arrivals, out) = (dir.appendingPathComponent("arrivals.jsonl"), dir.appendingPathComponent("wavs"))
+            let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: arrivals)
+            defer { Task { await consumer.stop() } }
+            let room = try await Scene.createRoom()
+            let publisher = try SpeakerCase.play(source, as: "7:Ann", room: room)
+            defer { publisher.signal(SIGKILL) }
+            let serve = try await ServeProcess.start(port: 18656, in: dir, extra: ["--relay-allow", "ws://127.0.0.1:\(port)/speakers"])
+            defer { serve.process.signal(SIGKILL) }
+            let refused = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key],
+                                                                               "to": "ws://127.0.0.1:\(port)/other/{participant}"])
+            #expect(refused.status == 403, "\(refused.status) \(refused.text)")
+            let rtmpWithoutParticipant = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key],
+                                                                                              "to": "rtmp://127.0.0.1:\(port)/speakers/x"])
+            #expect(rtmpWithoutParticipant.status == 400 && rtmpWithoutParticipant.text.contains("participant"), "\(rtmpWithoutParticipant.text)")
+
+            let created = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key],
+                                                                               "to": "ws://127.0.0.1:\(port)/speakers/{participant}?token=s3cret"])
+            #expect(created.status == 201 && !created.text.contains("s3cret"), "\(created.text)")
+            let id = try #require(try created.json()["id"] as? String)
+            let pcm = { (try? SpeakerCase.arrivals(arrivals).filter { $0.bytes > 0 }.count) ?? 0 }
+            #expect(await eventually(within: 40) { pcm() > 100 }, "PCM reached the consumer")
+
+            let paused = try await serve.request("POST", "/v1/relays/\(id)/pause")
+            #expect(paused.status == 200, "\(paused.text)")
+            try await Task.sleep(for: .milliseconds(500))
+            let atPause = pcm()
+            try await Task.sleep(for: .seconds(2))
+            let whilePaused = pcm() - atPause
+            let held = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"paused\"")
+            #expect(whilePaused <= 2 && held > 50, "while paused: \(whilePaused) PCM messages arrived, \(held) held back")
+            #expect(try await serve.request("POST", "/v1/relays/\(id)/resume").status == 200)
+            #expect(await eventually(within: 10) { pcm() > atPause + whilePaused + 50 }, "PCM again after resume")
+
+            let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
+            #expect(final["state"] as? String == "done", "\(final)")
+            #expect(!(try await serve.request("GET", "/v1/relays").text).contains("s3cret"))
+            let messages = try SpeakerCase.arrivals(arrivals)
+            #expect(messages.first?.text?["type"] as? String == "start" && !messages.contains { $0.text?["type"] as? String == "left" })
+            let samples = try SpeakerCase.samples(out.appendingPathComponent("7.wav"))
+            #expect(Audio.power(samples[...], at: 440, rate: 16000) > 100 * Audio.power(samples[...], at: 660, rate: 16000))
+        }
+
         @Test("a relay job whose participant never publishes ends failed, saying nothing was relayed")
         func participantNeverThere() async throws {
             let dir = try Scene.tempDirectory("serve-relay-absent")

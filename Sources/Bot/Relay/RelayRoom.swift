@@ -38,24 +38,11 @@ actor RelayRoom {
         self.destination = destination
         self.participant = participant
         self.status = status
-        var log = config.logger
-        log[metadataKey: "component"] = "relay"
-        log[metadataKey: "room"] = "\(config.room)"
-        self.log = log
+        log = relayLogger(config)
     }
 
     func run(for duration: Duration?) async throws(BotError) -> Relay.Report {
-        do {
-            try await start()
-            try await follow(for: duration)
-        } catch is CancellationError {
-        } catch {
-            let e = BotError(error)
-            await Finishing.run { await self.finish() }
-            if e.isStopped { return report }
-            throw e
-        }
-        await Finishing.run { await self.finish() }
+        try await followToEnd(for: duration)
         return report
     }
 
@@ -130,7 +117,7 @@ actor RelayRoom {
     }
 
     /// Ends the stream (the muxer's end through the sink), leaves and closes everything.
-    private func finish() async {
+    func finish() async {
         output?.stop()
         await outputTask?.value
         await peer?.subscription.leave()

@@ -24,9 +24,35 @@ protocol RoomFollower: Actor {
     func dropSession() async
     /// Back in the room after a loss: the status it shows now.
     func cameBack()
+    /// Ends what it sends to, leaves and closes everything.
+    func finish() async
+}
+
+/// A relay's logger: its component and room.
+func relayLogger(_ config: BotConfig) -> Logger {
+    var log = config.logger
+    log[metadataKey: "component"] = "relay"
+    log[metadataKey: "room"] = "\(config.room)"
+    return log
 }
 
 extension RoomFollower {
+    /// Joins, follows until `duration`, cancellation or the room's end, then finishes
+    /// (uncancelled) whatever happened; a stop is not an error.
+    func followToEnd(for duration: Duration?) async throws(BotError) {
+        do {
+            try await start()
+            try await follow(for: duration)
+        } catch is CancellationError {
+        } catch {
+            let e = BotError(error)
+            await Finishing.run { await self.finish() }
+            if e.isStopped { return }
+            throw e
+        }
+        await Finishing.run { await self.finish() }
+    }
+
     /// Until `duration`, cancellation or the room's end.
     func follow(for duration: Duration?) async throws {
         let end = duration.map { ContinuousClock.now + $0 }

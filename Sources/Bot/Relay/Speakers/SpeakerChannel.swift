@@ -29,6 +29,7 @@ final class SpeakerChannel: RelayFrameSink {
     private let audio: SpeakerStreamAudio
     private let origin: ContinuousClock.Instant
     private let metrics: RelayMetrics
+    private let pauses: RecordingPauses
     private let log: Logger
     private let state = Locked(State())
     private let stop = AsyncStream.makeStream(of: Void.self)
@@ -51,7 +52,7 @@ final class SpeakerChannel: RelayFrameSink {
     }
 
     init(_ who: Who, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, origin: ContinuousClock.Instant,
-         counts: SpeakerCounts, metrics: RelayMetrics, logger: Logger) {
+         counts: SpeakerCounts, metrics: RelayMetrics, pauses: RecordingPauses, logger: Logger) {
         self.who = who
         url = destination.url(for: who.id)
         shown = destination.description
@@ -59,12 +60,20 @@ final class SpeakerChannel: RelayFrameSink {
         self.origin = origin
         self.counts = counts
         self.metrics = metrics
+        self.pauses = pauses
         log = logger
     }
 
     // MARK: - PCM (the branch's streaming thread)
 
     func pushAudio(_ pcm: UnsafeRawBufferPointer) {
+        // Paused: counted and not sent; the connection stays (and `muted` is not said).
+        if pauses.isPaused {
+            counts.paused.increment()
+            metrics.paused.increment()
+            state.withLock { $0.lastAudio = .now }
+            return
+        }
         let now = ContinuousClock.now
         // Opus is not decoded here: no level, no `speaking`.
         let loud = audio.isPCM ? Self.rms(pcm) >= Self.speechLevel : nil
@@ -215,6 +224,8 @@ final class SpeakerCounts: Sendable {
     let dropped = Counter()
     /// PCM decoded while the participant's connection was down.
     let unsent = Counter()
+    /// Held back while paused.
+    let paused = Counter()
     /// Connections opened, and failures (a connect refused, a consumer that closed or dropped).
     let connections = Counter()
     let failures = Counter()

@@ -15,6 +15,8 @@ public struct SpeakerRelay: Sendable {
     public let participant: String?
     public let duration: Duration?
     public let status = RelayStatus()
+    /// Pause and resume (serve's relay jobs): audio held back while paused, the connections open.
+    public var pauses = RecordingPauses()
 
     public init(config: BotConfig, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio = .pcm16k, participant: String? = nil,
                 duration: Duration? = nil) {
@@ -37,6 +39,8 @@ public struct SpeakerRelay: Sendable {
         /// PCM a slow consumer had no room for, and PCM decoded while its connection was down.
         public var dropped: Int
         public var unsent: Int
+        /// Audio held back while paused (asked, not lost).
+        public var paused: Int
         /// Connects refused and connections a consumer closed or dropped.
         public var failures: Int
         public var rejoins: Int
@@ -47,7 +51,7 @@ public struct SpeakerRelay: Sendable {
 
     public func run() async throws(BotError) -> Report {
         try await config.withTLSBridges { config throws(BotError) in
-            let room = SpeakerRoom(config: config, destination: destination, audio: audio, participant: participant, status: status)
+            let room = SpeakerRoom(config: config, destination: destination, audio: audio, participant: participant, status: status, pauses: pauses)
             return try await room.run(for: duration)
         }
     }

@@ -19,6 +19,7 @@ actor SpeakerRoom: RoomFollower {
     /// Only this participant (a feed id or user id); nil: everyone who publishes audio.
     let participant: String?
     let status: RelayStatus
+    let pauses: RecordingPauses
     let log: Logger
     let counts = SpeakerCounts()
     let stats = FrameStats()
@@ -45,31 +46,19 @@ actor SpeakerRoom: RoomFollower {
     static let absentGrace: Duration = .seconds(15)
     var peers = 0
 
-    init(config: BotConfig, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, participant: String?, status: RelayStatus) {
+    init(config: BotConfig, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, participant: String?, status: RelayStatus,
+         pauses: RecordingPauses) {
         self.config = config
         self.destination = destination
         self.audio = audio
         self.participant = participant
         self.status = status
-        var log = config.logger
-        log[metadataKey: "component"] = "relay"
-        log[metadataKey: "room"] = "\(config.room)"
-        self.log = log
+        self.pauses = pauses
+        log = relayLogger(config)
     }
 
     func run(for duration: Duration?) async throws(BotError) -> SpeakerRelay.Report {
-        do {
-            try await start()
-            status.set(.sending, destination: destination.description)
-            try await follow(for: duration)
-        } catch is CancellationError {
-        } catch {
-            let e = BotError(error)
-            await Finishing.run { await self.finish() }
-            if e.isStopped { return report }
-            throw e
-        }
-        await Finishing.run { await self.finish() }
+        try await followToEnd(for: duration)
         return report
     }
 
@@ -93,6 +82,7 @@ actor SpeakerRoom: RoomFollower {
                 await self?.expire(absent)
             }
         }
+        status.set(.sending, destination: destination.description)
         if !present.contains(where: wanted) { log.info("in room \(config.room); waiting for \(participant.map { "participant \($0)" } ?? "anyone publishing audio")") }
         try await relay(present)
     }
@@ -130,7 +120,7 @@ actor SpeakerRoom: RoomFollower {
 
     private func makeSpeaker(_ p: RoomPublisher, id: String) -> Speaker {
         let channel = SpeakerChannel(.init(id: id, display: p.displayName), destination: destination, audio: audio, origin: origin,
-                                     counts: counts, metrics: metrics, logger: log)
+                                     counts: counts, metrics: metrics, pauses: pauses, logger: log)
         counts.speakers.increment()
         let branch = audio.isPCM ? "speaker-audio" : "speaker-opus"
         let input = RelayInput(output: channel, branches: .init(audio: branch, audioValues: ["rate": String(audio.sampleRate)], video: false),
@@ -182,7 +172,7 @@ actor SpeakerRoom: RoomFollower {
     }
 
     /// Every connection closes (without `left`: the participants did not leave), then the room.
-    private func finish() async {
+    func finish() async {
         for s in speakers.values { s.channel.leave(left: false) }
         for s in speakers.values { await s.task.value }
         for s in speakers.values { await s.peer?.subscription.leave() }
@@ -194,7 +184,7 @@ actor SpeakerRoom: RoomFollower {
 
     var report: SpeakerRelay.Report {
         SpeakerRelay.Report(audio: stats.snapshot, speakers: counts.speakers.value, connections: counts.connections.value, sent: counts.sent.value,
-                            bytes: counts.bytes.value, dropped: counts.dropped.value, unsent: counts.unsent.value, failures: counts.failures.value,
+                            bytes: counts.bytes.value, dropped: counts.dropped.value, unsent: counts.unsent.value, paused: counts.paused.value, failures: counts.failures.value,
                             rejoins: status.snapshot.comebacks)
     }
 }

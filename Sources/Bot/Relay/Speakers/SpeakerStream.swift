@@ -56,6 +56,25 @@ public struct SpeakerStreamDestination: Sendable, Equatable, CustomStringConvert
     }
 }
 
+/// What `relay --to` (and a relay job's `to`) names: a live destination or speaker streams.
+public enum RelayTarget: Sendable, CustomStringConvertible {
+    case destination(RelayDestination)
+    case speakers(SpeakerStreamDestination)
+
+    public init(_ text: String) throws(BotError) {
+        let lower = text.lowercased()
+        self = lower.hasPrefix("ws://") || lower.hasPrefix("wss://") ? .speakers(try SpeakerStreamDestination(text)) : .destination(try RelayDestination(text))
+    }
+
+    /// Without what may be secret (a stream name, a token in the query).
+    public var description: String {
+        switch self {
+        case .destination(let d): d.description
+        case .speakers(let d): d.description
+        }
+    }
+}
+
 /// What a speaker stream's binary messages carry (`--ws-audio`): PCM, s16le mono at 16 kHz (the
 /// default, what speech recognisers take) or 48 kHz (Opus's own rate, no resampling); or the
 /// participant's Opus packets as they were sent (opened, not decoded: one per message).
