@@ -18,6 +18,16 @@ import Testing
         #expect(!RelayAllowList().allows("rtp://127.0.0.1:5004"))
     }
 
+    @Test("speaker streams: ws:// and wss:// entries, a default port written out, {participant} a path segment like any other")
+    func speakerStreams() throws {
+        let list = try RelayAllowList(["wss://asr.example/speakers", "ws://127.0.0.1:8765"])
+        #expect(list.allows("wss://asr.example:443/speakers/{participant}?token=t"))
+        #expect(list.allows("ws://127.0.0.1:8765/any/{participant}"))
+        #expect(!list.allows("wss://asr.example/other/{participant}"), "another path")
+        #expect(!list.allows("ws://asr.example/speakers/{participant}"), "ws:// is not wss://")
+        #expect(!list.allows("wss://asr.example.evil/speakers/{participant}"))
+    }
+
     @Test("an entry that is not a destination is refused at start, naming the form")
     func badEntries() {
         for entry in ["http://example", "rtmp://", "srt://host", "rtp://h:70000", "srt://h:1?latency=1"] {
