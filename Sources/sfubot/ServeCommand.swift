@@ -64,7 +64,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Another Janus WebSocket URL jobs may name (repeatable); --janus always may. It gets only the credentials --janus-credentials gives it.", valueName: "url"))
     var janusAllow: [String] = []
 
-    @Option(help: ArgumentHelp("A destination relay jobs may send a call's decrypted media to (repeatable): scheme, host and port, and a path its streams lie under, e.g. rtmp://live.example:1935/app, srt://10.0.0.5:9000. Without it relay jobs are refused.", valueName: "url"))
+    @Option(help: ArgumentHelp("A destination relay jobs may send a call's decrypted media to (repeatable): scheme, host and port, and a path its streams lie under, e.g. rtmp://live.example:1935/app, srt://10.0.0.5:9000, wss://asr.example/speakers (speaker streams). Without it relay jobs are refused.", valueName: "url"))
     var relayAllow: [String] = []
 
     @Option(help: ArgumentHelp("A 0600 JSON file of credentials per allowed Janus: {\"wss://janus-b:8989\": {\"api_secret\": \"…\", \"token\": \"…\"}}. Each Janus is sent only its own; --api-secret and --janus-token go to --janus alone.", valueName: "file"))
