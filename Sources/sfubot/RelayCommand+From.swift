@@ -17,7 +17,7 @@ extension RelayCommand {
             let player = Player(config: config, source: .live(address), duration: try OptionCheck.seconds(duration, "--duration"))
             let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await player.run() }
             print(Counters.sent(report, encrypted: protection.isEncrypted))
-            if let c = player.live?.counts {
+            if let c = player.liveSource?.counts {
                 let video = c.passthrough.map { $0 ? "video sent as the source sent it" : "video encoded once" } ?? "no video"
                 print("source \(address): connected \(c.connections) times, dropped \(c.drops) times, away \(String(format: "%.1f", c.awaySeconds)) s "
                       + "(longest gap \(String(format: "%.1f", c.longestGap)) s); \(video); frames handed to the publisher: audio \(c.audioFrames), "

@@ -25,6 +25,12 @@ struct RelayCommand: AsyncParsableCommand {
             "left" when they leave. A consumer that is down or slow never holds up the call: what it missed is \
             counted, and the exit status is 74.
 
+            With --to-room N (and --participant): the participant is published into room N (on --to-janus, \
+            default the same Janus) as a participant of its own, every frame opened with this room's key and \
+            sealed again with --to-key-hex/--to-key-file in --to-frame-format (ecall, framecryptor with \
+            --to-ratchet-salt, sframe), \
+            Opus and H.264 never re-encoded. The participant leaving and coming back goes on in the same publisher.
+
             With --from rtmp://…|srt://…|rtp://… instead (no --participant): reads the live source and joins \
             as one publisher, every frame sealed as a phone seals it; H.264 the room takes is sent as it is, \
             other H.264 encoded once; audio encoded to Opus. A source that drops is tried again with backoff \
@@ -47,6 +53,24 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: PCM at 16k (speech recognisers) or 48k (Opus's own rate), or opus (the packets as sent, one per message).", valueName: "16k|48k|opus"))
     var wsAudio = "16k"
 
+    @Option(name: .customLong("to-room"), help: ArgumentHelp("Bridge --participant into this room (see --to-key-hex).", valueName: "id"))
+    var toRoom: Int64?
+
+    @Option(name: .customLong("to-janus"), help: ArgumentHelp("With --to-room: that room's Janus WebSocket URL (default: --janus).", valueName: "url"))
+    var toJanus: String?
+
+    @Option(name: .customLong("to-key-hex"), help: ArgumentHelp("With --to-room: that room's key as 64 hex characters.", valueName: "hex"))
+    var toKeyHex: String?
+
+    @Option(name: .customLong("to-key-file"), help: ArgumentHelp("With --to-room: a file holding that room's key.", valueName: "path"))
+    var toKeyFile: String?
+
+    @Option(name: .customLong("to-frame-format"), help: ArgumentHelp("With --to-room: that room's frame format, ecall, framecryptor or sframe (its other options at their defaults).", valueName: "format"))
+    var toFrameFormat = "ecall"
+
+    @Option(name: .customLong("to-ratchet-salt"), help: ArgumentHelp("With --to-frame-format framecryptor: that room's ratchet salt (as --ratchet-salt).", valueName: "text"))
+    var toRatchetSalt: String?
+
     @Option(help: ArgumentHelp("Stop after this many seconds (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
 
@@ -55,7 +79,16 @@ struct RelayCommand: AsyncParsableCommand {
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
-        guard (to == nil) != (from == nil) else { throw ValidationError("give exactly one of --to URL (out of the room) or --from URL (into it)") }
+        guard [to != nil, from != nil, toRoom != nil].filter({ $0 }).count == 1 else {
+            throw ValidationError("give exactly one of --to URL (out of the room), --from URL (into it) or --to-room ID (into another room)")
+        }
+        if toRoom != nil {
+            guard let participant, !participant.isEmpty else { throw ValidationError("--to-room: give --participant, a feed id or a user id") }
+            guard toKeyHex != nil || toKeyFile != nil else { throw ValidationError("--to-room: give the other room's key, --to-key-hex or --to-key-file") }
+            _ = try toKeyOptions()
+            if let toJanus { try OptionCheck.url(toJanus, "--to-janus") }
+            return
+        }
         if let from {
             do { _ = try LiveSourceAddress(from) } catch { throw ValidationError("--from: \(error)") }
             guard participant == nil else { throw ValidationError("--participant goes with --to; --from publishes a participant of its own") }
@@ -72,6 +105,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let from { return try await runFrom(from) }
+        if let toRoom { return try await runToRoom(toRoom, participant: participant ?? "") }
         if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
         let (to, participant) = (to ?? "", participant ?? "")
         SRTPPreload.run(connection.logger("sfubot.relay"))

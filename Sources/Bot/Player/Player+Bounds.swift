@@ -69,8 +69,8 @@ extension Player {
     /// the input has not ended is a stall, said through `onStall` with where the file stopped.
     func watchForStall(_ mediaUp: Flag, position: MediaTimes, onStall: @escaping @Sendable (BotError) -> Void) -> Task<Void, Never> {
         let stats = self.stats, videoStats = self.videoStats, source = self.source, pauses = self.pauses
-        // A live source that sends nothing has dropped: LiveSource waits it out in the room.
-        if case .live = source { return Task {} }
+        // A live input that sends nothing has dropped or left: it is waited out in the room.
+        if live != nil { return Task {} }
         return Task {
             var last = -1, since = ContinuousClock.now
             while !Task.isCancelled {

@@ -9,7 +9,7 @@ extension Player {
         guard let live else { return try await playMedia(progress) }
         var log = config.logger
         log[metadataKey: "component"] = "live-source"
-        log.info("reading \(live.address); joining room \(config.room) once it sends")
+        log.info("reading \(live.shown); joining room \(config.room) once it sends")
         let status = self.status
         let setup = LiveSource.Setup(library: config.pipelines, envelope: envelope, transcode: transcodeVideo, logger: log) { state, text in
             if state == .away { status.noteError(text) }
@@ -27,21 +27,21 @@ extension Player {
 
     /// Janus stopped receiving while the live source was away: the publisher stays (logged).
     func sourceWasAway(_ why: PeerLoss) -> Bool {
-        guard case .mediaLost = why, let live, live.explainsSilence() else { return false }
-        config.logger.info("Janus stopped receiving while the source was away: staying in the room as the same publisher")
+        guard case .mediaLost = why, let live, live.explainsSilence(window: .seconds(3)) else { return false }
+        config.logger.info("Janus stopped receiving while the input was away: staying in the room as the same publisher")
         return true
     }
 
     /// The publishing pipeline: Opus always (ECall calls need audio), H.264 if the source has video.
     func liveDescription() throws(BotError) -> String {
-        var parts = [try config.pipelines.description("play-live-audio")]
+        var parts = [try config.pipelines.description(live?.audioIsOpus == true ? "play-live-opus" : "play-live-audio")]
         if live?.hasVideo == true { parts.append(try config.pipelines.description("play-live-video", config.protection.h264SendIntervals)) }
         return parts.joined(separator: " ")
     }
 
     /// Feeds `pipeline` from the source from now on. Keyframe requests (Janus's PLIs, the one
     /// at media start) end at `vsrc` and go to the source's encoder.
-    func attach(_ live: LiveSource, to pipeline: Pipeline) throws -> [PadProbe] {
+    func attach(_ live: any LiveInput, to pipeline: Pipeline) throws -> [PadProbe] {
         let audio = try AppSource(named: "asrc", in: pipeline)
         let video = live.hasVideo ? try AppSource(named: "vsrc", in: pipeline) : nil
         var probes: [PadProbe] = []

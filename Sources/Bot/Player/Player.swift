@@ -17,6 +17,8 @@ public struct Player: Sendable {
         case testPattern
         /// A live source (`relay --from`): never ends; a drop is waited out in the room (LiveSource).
         case live(LiveSourceAddress)
+        /// A participant of another room (`relay --to-room`), their frames sealed again for this one.
+        case room(RoomInput)
     }
 
     public internal(set) var config: BotConfig
@@ -42,13 +44,20 @@ public struct Player: Sendable {
     public var startAt: Double?
     /// TURN credentials fetched anew after a refusal (`BotConfig.refreshedTURN`).
     let freshTURN = FreshTURN()
-    /// The connections to a `.live` source: they come and go, the publisher stays.
-    public let live: LiveSource?
+    /// The connections to a `.live` source or the other room's participant: they come and go,
+    /// the publisher stays.
+    let live: (any LiveInput)?
+    /// A `.live` source's connections (`relay --from`'s last line).
+    public var liveSource: LiveSource? { live as? LiveSource }
 
     public init(config: BotConfig, source: Source, loop: Bool = false, duration: Duration? = nil) {
         self.config = config
         self.source = source
-        if case .live(let address) = source { live = LiveSource(address) } else { live = nil }
+        live = switch source {
+        case .live(let address): LiveSource(address)
+        case .room(let input): input
+        case .file, .testPattern: nil
+        }
         self.loop = loop
         self.duration = duration
     }

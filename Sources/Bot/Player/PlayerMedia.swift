@@ -43,7 +43,7 @@ extension Player {
             let description = switch source {
             case .file(let file): try fileDescription(file, found ?? InputProbe.Found(info: MediaInfo.discover(file), chainedOgg: false))
             case .testPattern: try config.pipelines.description("play-test-pattern", config.protection.h264SendIntervals)
-            case .live: try liveDescription()
+            case .live, .room: try liveDescription()
             }
             let pipeline = try Pipeline(description: description)
             var links: [SignalConnection] = []

@@ -51,7 +51,7 @@ public struct Relay: Sendable {
     /// ends the stream cleanly and leaves.
     public func run() async throws(BotError) -> Report {
         try await config.withTLSBridges { config throws(BotError) in
-            let room = RelayRoom(config: config, destination: destination, participant: participant, status: status, pauses: pauses)
+            let room = RelayRoom(config: config, target: .destination(destination), participant: participant, status: status, pauses: pauses)
             return try await room.run(for: duration)
         }
     }

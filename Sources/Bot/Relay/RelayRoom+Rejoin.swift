@@ -3,7 +3,7 @@ import Janus
 
 extension RelayRoom: RoomFollower {
     func cameBack() {
-        if output != nil, peer != nil { status.set(.sending) }
+        if input != nil, peer != nil { status.set(.sending) }
     }
 
     /// What is left of a lost session: the PeerConnection (its feeds are subscribed again on

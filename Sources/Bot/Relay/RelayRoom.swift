@@ -13,7 +13,7 @@ import Logging
 /// id) gets a new PeerConnection and goes on into the same output.
 actor RelayRoom {
     let config: BotConfig
-    let destination: RelayDestination
+    let target: Target
     let participant: String
     let status: RelayStatus
     let pauses: RecordingPauses
@@ -32,10 +32,26 @@ actor RelayRoom {
     /// session followed).
     var lostSink: AsyncStream<BotError>.Continuation?
 
-    init(config: BotConfig, destination: RelayDestination, participant: String, status: RelayStatus, pauses: RecordingPauses) {
+    /// Where the opened frames go.
+    enum Target: Sendable, CustomStringConvertible {
+        /// A live destination, through a `RelayOutput` made when the participant is first seen.
+        case destination(RelayDestination)
+        /// Another room's publisher (`RoomInput`): the frames as they opened, told the
+        /// participant's tracks first.
+        case sink(any RelayFrameSink, tracks: @Sendable (RelayTracks) -> Void)
+
+        var description: String {
+            switch self {
+            case .destination(let d): d.description
+            case .sink: "another room"
+            }
+        }
+    }
+
+    init(config: BotConfig, target: Target, participant: String, status: RelayStatus, pauses: RecordingPauses) {
         self.config = config
         self.pauses = pauses
-        self.destination = destination
+        self.target = target
         self.participant = participant
         self.status = status
         log = relayLogger(config)
@@ -68,10 +84,10 @@ actor RelayRoom {
     /// now; the first time also makes the output.
     private func relay(_ list: [RoomPublisher]) async throws {
         guard feeds.isEmpty, let p = list.first(where: matches) else { return }
-        if output == nil { makeOutput(for: p) }
+        if input == nil { makeOutput(for: p) }
         let peer = try await existingOrNewPeer()
         feeds.insert(p.id)
-        log.info("relaying participant \(p.id) '\(p.display)' to \(destination)")
+        log.info("relaying participant \(p.id) '\(p.display)' to \(target)")
         try await peer.subscription.add([p.id])
     }
 
@@ -89,10 +105,16 @@ actor RelayRoom {
     /// The output (its tracks are the participant's) and the input that feeds it, once.
     private func makeOutput(for p: RoomPublisher) {
         let tracks = RelayTracks(audio: p.streams.contains { $0.type == "audio" }, video: p.streams.contains { $0.type == "video" })
-        let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, pauses: pauses, logger: log)
-        (self.output, self.input) = (output, RelayInput(output: output, config: config, logger: log))
-        // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
-        outputTask = Task.detached { await output.run() }
+        switch target {
+        case .destination(let destination):
+            let output = RelayOutput(destination: destination, tracks: tracks, library: config.pipelines, status: status, pauses: pauses, logger: log)
+            (self.output, self.input) = (output, RelayInput(output: output, config: config, logger: log))
+            // Not a child task: the stop must reach it uncancelled, to end the stream cleanly.
+            outputTask = Task.detached { await output.run() }
+        case .sink(let sink, let told):
+            told(tracks)
+            input = RelayInput(output: sink, config: config, logger: log)
+        }
     }
 
     /// A pipeline with one PeerConnection and its subscription, for one feed of the participant.
@@ -134,6 +156,6 @@ actor RelayRoom {
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
             unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
-            participantSeen: output != nil, rejoins: status.snapshot.comebacks)
+            participantSeen: input != nil, rejoins: status.snapshot.comebacks)
     }
 }
