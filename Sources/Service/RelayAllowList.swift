@@ -48,8 +48,8 @@ public struct RelayAllowList: Sendable {
         guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), let host = c.host?.lowercased(), !host.isEmpty,
               c.user == nil, c.password == nil else { return nil }
         let defaults = ["rtmp": 1935, "rtmps": 443, "ws": 80, "wss": 443]
-        guard ["rtmp", "rtmps", "srt", "rtp", "ws", "wss"].contains(scheme), let port = c.port ?? defaults[scheme], (1...65535).contains(port) else { return nil }
-        // An entry's query would say nothing a destination must match.
+        guard ["rtmp", "rtmps", "srt", "rtp", "srtp", "ws", "wss"].contains(scheme), let port = c.port ?? defaults[scheme], (1...65535).contains(port) else { return nil }
+        // An entry's query would say nothing a destination must match (an SRTP key is the job's).
         if !destination, c.query != nil { return nil }
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         return Entry(scheme: scheme, host: bare, port: port, path: c.path)

@@ -6,13 +6,13 @@ import Telemetry
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay a room's participants, decrypted, to a live destination (RTMP, SRT, plain RTP, HLS, one WebSocket per speaker), or a live source into it, sealed.",
+        abstract: "Relay a room's participants, decrypted, to a live destination (RTMP, SRT, RTP or SRTP, HLS, one WebSocket per speaker) or another room, or a live source into it, sealed.",
         discussion: """
             Joins the room, waits for --participant (a feed id, or the user id of an \
             ECall display "<userId>:<Name>"), subscribes to it, opens every frame with the call's key and \
             sends what opened to --to: rtmp://host[:port]/app/stream (FLV: H.264 as sent, Opus as AAC), \
             srt://host:port (MPEG-TS, the same), rtp://host:port (plain RTP as Janus's rtp_forward: \
-            Opus pt 111 to port, H.264 pt 96 to port+2), hls:DIR (a playlist and MPEG-TS segments in a \
+            Opus pt 111 to port, H.264 pt 96 to port+2; srtp://host:port?key=BASE64 the same as SRTP with a 30-byte SDES key), hls:DIR (a playlist and MPEG-TS segments in a \
             folder only you can read, files 0600). Nothing is re-encoded but Opus→AAC. A frame that \
             does not open is dropped and counted, never sent. A destination that is down or refuses is tried \
             again with backoff (0.5 s doubling to 10 s) while the relay stays in the call; the log says so. \
@@ -41,7 +41,7 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var key: KeyOptions
     @OptionGroup var metricsOptions: MetricsOptions
 
-    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port, hls:DIR, or ws://host:port/path/{participant} (each speaker's audio).", valueName: "url"))
+    @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port, srtp://host:port?key=BASE64, hls:DIR, or ws://host:port/path/{participant} (each speaker's audio).", valueName: "url"))
     var to: String?
 
     @Option(help: ArgumentHelp("A live source to publish into the room, sealed: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))

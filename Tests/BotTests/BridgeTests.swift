@@ -79,6 +79,49 @@ extension MediaScene {
                              at(bridged, 0.5) - at(direct, 0.5)))
             }
         }
+
+        @Test("the participant killed in room A and back 3 s later on a new feed: the same publisher in room B carries the tone before and after; SIGTERM ends the bridge cleanly")
+        func participantBackGoesOnInTheSamePublisher() async throws {
+            let dir = try Scene.tempDirectory("bridge-back")
+            let source = try await BridgeCase.source(in: dir, seconds: 12)
+            let (roomA, roomB) = (try await Scene.createRoom(), try await Scene.createRoom())
+            let good = dir.appendingPathComponent("recorded-b")
+            let recorder = try SfubotProcess.start(["record", "--janus", Scene.janusURL!, "--room", "\(roomB)", "--key-hex", Self.keyB, "--out", good.path])
+            let bridge = try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(roomA)", "--key-hex", RelayCase.key, "--participant", "7",
+                                                  "--to-room", "\(roomB)", "--to-key-hex", Self.keyB, "--display", "9:Ann (bridged)"])
+            try await Task.sleep(for: .seconds(1))
+            func play() throws -> ChildProcess {
+                try SfubotProcess.start(["play", source.path, "--janus", Scene.janusURL!, "--room", "\(roomA)", "--key-hex", RelayCase.key, "--display", "7:Ann"])
+            }
+            let first = try play()
+            try await Task.sleep(for: .seconds(8))
+            first.signal(SIGKILL)
+            _ = await first.finished()
+            try await Task.sleep(for: .seconds(3))
+            let second = try play()
+            _ = await second.finished()
+            bridge.signal(SIGTERM)
+            let b = await bridge.finished()
+            recorder.signal(SIGTERM)
+            _ = await recorder.finished()
+            print(b.outText)
+            print(b.errText.split(whereSeparator: \.isNewline).filter { $0.contains("back on feed") || $0.contains("was away") }.joined(separator: "\n"))
+            #expect(b.status == 0, "bridge exited \(b.status): \(b.errText.suffix(2000))")
+            // Killed, Ann's old feed lingers in A until Janus notices; her new one is taken at once.
+            #expect(b.errText.contains("is back on feed"), "\(b.errText.suffix(2000))")
+            let opened = b.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("audio frames received") }
+                .flatMap { Int($0.dropFirst("audio frames received: ".count).prefix { $0.isNumber }) } ?? 0
+            #expect(opened > 750, "8 s before the kill and 12 s after the return: \(opened) audio frames")
+            // One publisher in B throughout: every file the recorder made is the bridge's one feed.
+            let manifest = try RecordingManifest.read(from: good)
+            let publisher = b.outText.split(separator: "as publisher ").last.flatMap { Int64($0.prefix { $0.isNumber }) }
+            #expect(!manifest.feeds.isEmpty && manifest.feeds.allSatisfy { $0.feedID == publisher }, "feeds \(manifest.feeds.map(\.feedID)), bridge \(String(describing: publisher))")
+            let audio = manifest.feeds.filter { $0.kind == "audio" }.sorted { ($0.firstMediaTime ?? 0) < ($1.firstMediaTime ?? 0) }
+            let before = try await RelayCase.audioSamples(good.appendingPathComponent(try #require(audio.first).file)).prefix(5 * 48000)
+            let after = try await RelayCase.audioSamples(good.appendingPathComponent(try #require(audio.last).file)).suffix(5 * 48000)
+            let tone = { (x: ArraySlice<Int16>) in Audio.power(x, at: 440) > 100 * Audio.power(x, at: 660) }
+            #expect(tone(before) && tone(after), "the tone before the kill and after the return")
+        }
     }
 }
 

@@ -29,6 +29,18 @@ import TestSupport
         do { _ = try RelayDestination("gopher://h/live/secret-key") } catch { #expect(!"\(error)".contains("secret-key"), "\(error)") }
     }
 
+    @Test("srtp://: a 30-byte base64 key in the query, never shown; no key, a short one or not base64 refused")
+    func srtp() throws {
+        let key = Data((0..<30).map { UInt8($0) }).base64EncodedString()
+        let d = try RelayDestination("srtp://127.0.0.1:5004?key=\(key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+        #expect(d.kind == .srtp && d.port == 5004 && d.videoPort == 5006)
+        #expect(d.description == "srtp://127.0.0.1:5004" && !d.description.contains(key))
+        let short = Data(count: 16).base64EncodedString()
+        for bad in ["srtp://127.0.0.1:5004", "srtp://127.0.0.1:5004?key=\(short)", "srtp://127.0.0.1:5004?key=%%%", "srtp://127.0.0.1?key=\(key)"] {
+            #expect(throws: BotError.self, "\(bad)") { try RelayDestination(bad) }
+        }
+    }
+
     @Test func cliRefusesABadDestinationBeforeJoining() async throws {
         let r = try await SfubotProcess.run(["relay", "--no-e2ee", "--room", "1", "--janus", "ws://127.0.0.1:1", "--participant", "7",
                                              "--to", "http://127.0.0.1/live/k"])

@@ -42,6 +42,55 @@ extension MediaScene.RelayTests {
         #expect(c.dropped == 0 && c.relayedAudio > 250 && c.relayedVideo > 60, "\(ran.outText)")
     }
 
+    /// SRTP out: ffmpeg, given the key in an SDP's a=crypto line (RFC 4568), reads the
+    /// participant's H.264 as sent and the tone; ffmpeg given another key reads nothing.
+    @Test func srtpIsReadByFFmpegWithTheKeyOnly() async throws {
+        let dir = try Scene.tempDirectory("relay-srtp")
+        let source = try await RelayCase.source(in: dir)
+        let (port, otherPort) = (try RelayServers.freePort(span: 2), try RelayServers.freePort(span: 2))
+        let key = Data((0..<30).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).base64EncodedString()
+        let other = Data((0..<30).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 7) }).base64EncodedString()
+        func sdp(_ port: Int, _ key: String) throws -> URL {
+            let file = dir.appendingPathComponent("in-\(port).sdp")
+            try """
+                v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=sfubot relay\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r
+                m=audio \(port) RTP/SAVP 111\r\na=rtpmap:111 opus/48000/2\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(key)\r
+                m=video \(port + 2) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r
+                a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(key)\r
+
+                """.write(to: file, atomically: true, encoding: .utf8)
+            return file
+        }
+        func read(_ sdp: URL, into file: URL) throws -> ChildProcess {
+            try ChildProcess(URL(fileURLWithPath: "/usr/bin/timeout"), ["-s", "INT", "14", "/usr/bin/ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
+                                                                        "-protocol_whitelist", "file,udp,rtp,srtp", "-i", sdp.path, "-c", "copy", file.path])
+        }
+        let (got, wrongGot) = (dir.appendingPathComponent("got.mkv"), dir.appendingPathComponent("wrong.mkv"))
+        let reader = try read(try sdp(port, key), into: got)
+        let wrongReader = try read(try sdp(otherPort, other), into: wrongGot)
+        let room = try await Scene.createRoom()
+        let publisher = try RelayCase.publisher(source, room: room)
+        let encoded = key.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? key
+        // One relay per reader: each reads its own port; the second one's key is not the reader's.
+        let relays = [try RelayCase.relay(to: "srtp://127.0.0.1:\(port)?key=\(encoded)", room: room, seconds: 12),
+                      try RelayCase.relay(to: "srtp://127.0.0.1:\(otherPort)?key=\(encoded)", room: room, seconds: 12)]
+        var ran: [ChildProcess.Finished] = []
+        for r in relays { ran.append(await r.finished()) }
+        publisher.signal(SIGKILL)
+        _ = await reader.finished()
+        _ = await wrongReader.finished()
+        #expect(ran.allSatisfy { $0.status == 0 }, "\(ran.map { $0.errText.suffix(800) })")
+        #expect(!ran[0].errText.contains(key) && !ran[0].outText.contains(key), "the key never shows")
+        let streams = try await RelayCase.probe(got)
+        #expect(streams.video?.codec == "h264" && streams.audio?.codec == "opus", "\(streams)")
+        let sent = try await RelayCase.parameterSets(source), relayed = try await RelayCase.parameterSets(got)
+        #expect(!relayed.sps.isEmpty && relayed.sps == sent.sps, "not re-encoded: the publisher's SPS")
+        let f = try #require(Audio.dominantFrequency(try await RelayCase.audioSamples(got)))
+        #expect(abs(f - 440) <= 440 * 0.02, "dominant \(f) Hz")
+        let wrongSize = (try? FileManager.default.attributesOfItem(atPath: wrongGot.path)[.size] as? Int) ?? 0
+        #expect(wrongSize < 1000, "another key reads nothing: \(wrongSize) bytes")
+    }
+
     /// The wrong key: not one byte leaves the relay, every frame is a counted drop.
     @Test func wrongKeySendsNothing() async throws {
         let dir = try Scene.tempDirectory("relay-wrong-key")

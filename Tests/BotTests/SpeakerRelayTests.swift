@@ -117,7 +117,7 @@ extension MediaScene {
         @Test("the consumer killed and back: the relay connects again, a new start and the tone go on; SIGTERM closes without left, exit 74 for what the consumer missed")
         func consumerGoneAndBackThenSIGTERM() async throws {
             let dir = try Scene.tempDirectory("speaker-consumer-gone")
-            let source = try SpeakerCase.bursts(440, seconds: 20, in: dir)
+            let source = try SpeakerCase.bursts(440, seconds: 40, in: dir)
             let port = try RelayServers.freePort()
             let (first, second) = (dir.appendingPathComponent("first.jsonl"), dir.appendingPathComponent("second.jsonl"))
             let out = dir.appendingPathComponent("wavs")
@@ -132,7 +132,10 @@ extension MediaScene {
             try await Task.sleep(for: .seconds(3))
             let consumer = try await SpeakerConsumer.start(port: port, out: out, arrivals: second)
             defer { Task { await consumer.stop() } }
-            try await Task.sleep(for: .seconds(7))
+            // The relay's next try (backoff up to 5 s) finds it; then 5 s of the tone.
+            let back = await eventually(within: 20) { ((try? SpeakerCase.arrivals(second)) ?? []).contains { $0.bytes > 0 } }
+            #expect(back, "the relay connected to the consumer again")
+            try await Task.sleep(for: .seconds(5))
             relay.signal(SIGTERM)
             let ran = await relay.finished()
             player.signal(SIGKILL)

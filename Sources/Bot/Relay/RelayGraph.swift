@@ -28,9 +28,10 @@ final class RelayGraph: Sendable {
             let pad = { (track: String) in destination.kind == .hls ? track : "" }
             if tracks.audio { parts += [try library.description("relay-aac-audio", values), "audio_out. ! mux.\(pad("audio"))"] }
             if tracks.video { parts += [try library.description("relay-h264-video", values), "video_out. ! mux.\(pad("video"))"] }
-        case .rtp:
-            if tracks.audio { parts.append(try library.description("relay-rtp-audio", values)) }
-            if tracks.video { parts.append(try library.description("relay-rtp-video", values)) }
+        case .rtp, .srtp:
+            let name = destination.kind == .srtp ? "relay-srtp" : "relay-rtp"
+            if tracks.audio { parts.append(try library.description("\(name)-audio", values)) }
+            if tracks.video { parts.append(try library.description("\(name)-video", values)) }
         }
         do {
             pipeline = try Pipeline(description: parts.joined(separator: " "))

@@ -77,13 +77,20 @@ actor RelayRoom {
     }
 
     func relayLogged(_ list: [RoomPublisher]) async {
-        do { try await relay(list) } catch { log.error("could not subscribe to participant \(participant): \(error)") }
+        do { try await relay(list, newcomers: true) } catch { log.error("could not subscribe to participant \(participant): \(error)") }
     }
 
     /// Subscribes to the participant if `list` holds them and none of their feeds is relayed
-    /// now; the first time also makes the output.
-    private func relay(_ list: [RoomPublisher]) async throws {
-        guard feeds.isEmpty, let p = list.first(where: matches) else { return }
+    /// now; the first time also makes the output. `newcomers`: `list` just joined, so a feed of
+    /// the participant in it is newer than the one relayed: a phone that crashed and came back
+    /// while Janus has not yet noticed its old feed is gone. The new feed wins.
+    private func relay(_ list: [RoomPublisher], newcomers: Bool = false) async throws {
+        guard let p = list.last(where: matches), !feeds.contains(p.id) else { return }
+        if !feeds.isEmpty {
+            guard newcomers else { return }
+            log.info("participant \(participant) is back on feed \(p.id) while feed \(feeds.sorted()) lingers: relaying the new one")
+            await dropPeer()
+        }
         if input == nil { makeOutput(for: p) }
         let peer = try await existingOrNewPeer()
         feeds.insert(p.id)
@@ -94,8 +101,13 @@ actor RelayRoom {
     /// The participant left: their PeerConnection goes (a new one is made when they come back:
     /// webrtcbin 1.22 cannot take Janus's reuse of the freed m-lines), the output stays.
     func left(_ p: RoomPublisher) async {
-        guard feeds.remove(p.id) != nil else { return }
+        guard feeds.contains(p.id) else { return }
         log.info("participant \(p.id) left; the stream stays open until they come back or the relay ends")
+        await dropPeer()
+    }
+
+    private func dropPeer() async {
+        feeds = []
         guard let peer else { return }
         self.peer = nil
         await peer.close()

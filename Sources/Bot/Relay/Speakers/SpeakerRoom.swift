@@ -88,16 +88,17 @@ actor SpeakerRoom: RoomFollower {
     }
 
     func relayLogged(_ list: [RoomPublisher]) async {
-        do { try await relay(list) } catch { log.error("could not subscribe to a speaker: \(error)") }
+        do { try await relay(list, newcomers: true) } catch { log.error("could not subscribe to a speaker: \(error)") }
     }
 
     /// A channel for each wanted participant that has none, and a PeerConnection for each
-    /// channel that has none on this session or whose participant is on a new feed.
-    private func relay(_ list: [RoomPublisher]) async throws {
+    /// channel that has none on this session, or whose participant just joined on a new feed
+    /// (`newcomers`: a phone back while Janus has not yet noticed its old feed is gone).
+    private func relay(_ list: [RoomPublisher], newcomers: Bool = false) async throws {
         for p in list where wanted(p) {
             let id = Self.id(of: p)
             if speakers[id] == nil { speakers[id] = makeSpeaker(p, id: id) }
-            guard var speaker = speakers[id], speaker.peer == nil || speaker.feed != p.id, let session, let roster else { continue }
+            guard var speaker = speakers[id], speaker.peer == nil || (newcomers && speaker.feed != p.id), let session, let roster else { continue }
             if let old = speaker.peer {
                 speaker.peer = nil
                 await old.close()
