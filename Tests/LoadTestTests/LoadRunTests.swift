@@ -147,8 +147,11 @@ extension MediaScene {
             #expect(result.bots.count == 5 && result.bots.allSatisfy { $0.state == .joined }, "\(states)")
             // The steady tail after the cut: every feed at the full rate to the end (the last second
             // left out: the run's end cuts it, 268 of 300 once on a loaded machine).
+            // Frames are what count: a second the loaded machine's scheduler cut short (263 then
+            // 340 of 300) lost nothing; the tail as a whole must hold ≥ 95 % of the full rate.
             let tail = perSecond.filter { $0.at > drop.restored.addingTimeInterval(3) }.dropLast()
-            #expect(tail.count >= 3 && tail.allSatisfy { $0.rate > 0.9 * full }, "after the cut: \(tail.map(\.rate))")
+            let tailRate = tail.isEmpty ? 0 : tail.map(\.rate).reduce(0, +) / Double(tail.count)
+            #expect(tail.count >= 3 && tailRate > 0.95 * full && tail.allSatisfy { $0.rate > 0.75 * full }, "after the cut: \(tail.map(\.rate))")
     }
 
     @Test("subscribers with the wrong key: the report shows every frame failing, and the room not holding")
