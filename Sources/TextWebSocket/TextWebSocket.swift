@@ -41,6 +41,26 @@ public final class TextWebSocket: Sendable {
     /// frame too large); nil while open and after an ordinary close or loss.
     public var violation: String? { brokenRule.withLock { $0 } }
 
+    /// The server side of a connection a `WebSocketListener` accepted: the same queue, limits
+    /// and close handshake, frames unmasked.
+    static func accepted(_ frames: WebSocketDial.Frames, limits: Limits) -> TextWebSocket {
+        let (incoming, incomingContinuation) = AsyncStream.makeStream(of: String.self)
+        let (outgoingStream, outgoing) = AsyncStream.makeStream(of: Outgoing.self,
+                                                                 bufferingPolicy: limits.maxQueuedMessages.map { .bufferingOldest($0) } ?? .unbounded)
+        let socket = TextWebSocket(incoming: incoming, outgoing: outgoing)
+        var conversation = WebSocketConversation(limits: limits, deliver: { incomingContinuation.yield($0) }) { tooLarge in
+            socket.brokenRule.withLock { $0 = tooLarge.description }
+            incomingContinuation.finish()
+        }
+        conversation.masked = false
+        let task = Task {
+            try? await conversation.run(frames, sending: outgoingStream)
+            incomingContinuation.finish()
+        }
+        socket.task.withLock { $0 = task }
+        return socket
+    }
+
     /// Opens the socket; returns once the WebSocket handshake succeeded, else throws with the reason.
     public static func connect(url: String, subprotocol: String, limits: Limits = .init(), logger: Logger) async throws(Unreachable) -> TextWebSocket {
         let target: WebSocketTarget

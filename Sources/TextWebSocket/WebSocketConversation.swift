@@ -8,6 +8,8 @@ import Synchronization
 /// limit, pings are answered, and the close handshake runs both ways.
 struct WebSocketConversation {
     let limits: TextWebSocket.Limits
+    /// A client masks what it sends (RFC 6455 §5.3); a server (`WebSocketListener`) must not.
+    var masked = true
     /// Receives each text message, in order.
     let deliver: @Sendable (String) -> Void
     /// Told once when the server broke a limit, before the 1009 close goes out.
@@ -22,12 +24,12 @@ struct WebSocketConversation {
                 group.addTask {
                     for await message in outgoing {
                         switch message {
-                        case .text(let text): try await outbound.write(Self.frame(.text, ByteBuffer(string: text)))
-                        case .binary(let bytes): try await outbound.write(Self.frame(.binary, ByteBuffer(bytes: bytes)))
+                        case .text(let text): try await outbound.write(frame(.text, ByteBuffer(string: text)))
+                        case .binary(let bytes): try await outbound.write(frame(.binary, ByteBuffer(bytes: bytes)))
                         }
                     }
                     guard !Task.isCancelled else { return }
-                    if closeSent.claim() { try await outbound.write(Self.close(.normalClosure)) }
+                    if closeSent.claim() { try await outbound.write(close(.normalClosure)) }
                     // The reader ends this wait when the server's close arrives.
                     try await Task.sleep(for: limits.closeTimeout)
                 }
@@ -36,7 +38,7 @@ struct WebSocketConversation {
                         try await read(inbound, outbound, closeSent: closeSent)
                     } catch let tooLarge as TooLarge {
                         violated(tooLarge)
-                        if closeSent.claim() { try? await outbound.write(Self.close(.messageTooLarge)) }
+                        if closeSent.claim() { try? await outbound.write(close(.messageTooLarge)) }
                     } catch NIOWebSocketError.invalidFrameLength {
                         // NIO's protocol error handler already sent 1009 and is closing.
                         violated(TooLarge(what: "a frame", limit: limits.maxMessageBytes))
@@ -59,7 +61,7 @@ struct WebSocketConversation {
         for try await frame in inbound {
             switch frame.opcode {
             case .ping:
-                try await outbound.write(Self.frame(.pong, frame.unmaskedData))
+                try await outbound.write(self.frame(.pong, frame.unmaskedData))
                 continue
             case .pong:
                 continue
@@ -68,7 +70,7 @@ struct WebSocketConversation {
                 if closeSent.claim() {
                     var data = frame.unmaskedData
                     let code = data.readableBytes >= 2 ? data.readWebSocketErrorCode() : nil
-                    try? await outbound.write(code.map { Self.close($0) } ?? Self.frame(.connectionClose, ByteBuffer()))
+                    try? await outbound.write(code.map { close($0) } ?? self.frame(.connectionClose, ByteBuffer()))
                 }
                 return
             case .text, .binary:
@@ -90,11 +92,11 @@ struct WebSocketConversation {
         }
     }
 
-    private static func frame(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> WebSocketFrame {
-        WebSocketFrame(fin: true, opcode: opcode, maskKey: .random(), data: data)
+    private func frame(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: opcode, maskKey: masked ? .random() : nil, data: data)
     }
 
-    private static func close(_ code: WebSocketErrorCode) -> WebSocketFrame {
+    private func close(_ code: WebSocketErrorCode) -> WebSocketFrame {
         var data = ByteBuffer()
         data.write(webSocketErrorCode: code)
         return frame(.connectionClose, data)

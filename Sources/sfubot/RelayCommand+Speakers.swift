@@ -15,9 +15,11 @@ extension RelayCommand {
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }
             let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.relay")
-            let relay = SpeakerRelay(config: config, destination: destination, audio: audio, participant: participant,
+            var relay = SpeakerRelay(config: config, destination: destination, audio: audio, participant: participant,
                                      duration: try OptionCheck.seconds(duration, "--duration"))
-            let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
+            relay.listen = wsListen
+            let configured = relay
+            let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await configured.run() }
             print("audio \(Counters.line(report.audio, sending: false, encrypted: protection.isEncrypted))")
             print("speaker streams to \(destination): speakers \(report.speakers), connections \(report.connections), "
                   + "\(audio.isPCM ? "PCM" : "Opus") messages \(report.sent) "

@@ -53,6 +53,9 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: PCM at 16k (speech recognisers) or 48k (Opus's own rate), or opus (the packets as sent, one per message).", valueName: "16k|48k|opus"))
     var wsAudio = "16k"
 
+    @Flag(name: .customLong("ws-listen"), help: "With --to ws://host:port/path/{participant}: listen there for consumers to connect (one that cannot accept connections), rather than connecting to them; the path up to {participant} lists the speakers.")
+    var wsListen = false
+
     @Option(name: .customLong("to-room"), help: ArgumentHelp("Bridge --participant into this room (see --to-key-hex).", valueName: "id"))
     var toRoom: Int64?
 
@@ -96,9 +99,12 @@ struct RelayCommand: AsyncParsableCommand {
         }
         guard SpeakerStreamAudio(rawValue: wsAudio) != nil else { throw ValidationError("--ws-audio: give 16k, 48k or opus") }
         if let to, to.lowercased().hasPrefix("ws://") || to.lowercased().hasPrefix("wss://") {
-            do { _ = try SpeakerStreamDestination(to) } catch { throw ValidationError("\(error)") }
+            let destination: SpeakerStreamDestination
+            do { destination = try SpeakerStreamDestination(to) } catch { throw ValidationError("\(error)") }
+            if wsListen, destination.listenAddress == nil { throw ValidationError("--ws-listen: give ws://host:port/path/{participant} (no wss://: sfubot has no certificate to serve)") }
             return
         }
+        if wsListen { throw ValidationError("--ws-listen goes with --to ws://host:port/path/{participant}") }
         do { _ = try RelayDestination(to ?? "") } catch { throw ValidationError("\(error)") }
         guard let participant, !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
     }

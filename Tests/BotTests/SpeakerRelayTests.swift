@@ -75,6 +75,37 @@ extension MediaScene {
             #expect(Audio.power(decoded[...], at: 660, rate: 16000) > 100 * Audio.power(decoded[...], at: 440, rate: 16000))
         }
 
+        @Test("--ws-listen: the consumer connects to the relay (the index, then each speaker it lists): each speaker's own tone, start first, left last")
+        func listeningRelay() async throws {
+            let dir = try Scene.tempDirectory("speaker-listen")
+            let ann = try SpeakerCase.bursts(440, in: dir), bob = try SpeakerCase.bursts(660, in: dir)
+            let port = try RelayServers.freePort()
+            let (out, arrivals) = (dir.appendingPathComponent("wavs"), dir.appendingPathComponent("arrivals.jsonl"))
+            let room = try await Scene.createRoom()
+            let relay = try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", RelayCase.key, "--duration", "20",
+                                                 "--ws-listen", "--to", "ws://127.0.0.1:\(port)/speakers/{participant}"])
+            let consumer = try SpeakerConsumer.connect(index: "ws://127.0.0.1:\(port)/speakers", out: out, arrivals: arrivals)
+            defer { consumer.signal(SIGKILL) }
+            try await Task.sleep(for: .seconds(2))
+            let players = [try SpeakerCase.play(ann, as: "7:Ann", room: room), try SpeakerCase.play(bob, as: "8:Bob", room: room)]
+            for p in players { _ = await p.finished() }
+            let ran = await relay.finished()
+            let consumed = await consumer.finished()
+            let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
+            print("relay: \(line)")
+            #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
+            #expect(consumed.outText.contains("connected to ws://127.0.0.1:\(port)/speakers"), "\(consumed.outText) \(consumed.errText.suffix(1500))")
+            #expect(ran.errText.contains("listening for speaker-stream consumers on ws://127.0.0.1:\(port)/speakers"), "\(ran.errText.suffix(1500))")
+            let messages = try SpeakerCase.arrivals(arrivals)
+            for (id, tone, other) in [("7", 440.0, 660.0), ("8", 660.0, 440.0)] {
+                let mine = messages.filter { $0.participant == id && $0.text != nil }
+                #expect(mine.first?.text?["type"] as? String == "start" && mine.last?.text?["type"] as? String == "left", "\(id): \(mine.map { $0.text?["type"] ?? "" })")
+                let samples = try SpeakerCase.samples(out.appendingPathComponent("\(id).wav"))
+                #expect(samples.count >= 16000 * 9, "\(id): \(Double(samples.count) / 16000) s of PCM")
+                #expect(Audio.power(samples[...], at: tone, rate: 16000) > 100 * Audio.power(samples[...], at: other, rate: 16000))
+            }
+        }
+
         @Test("Janus SIGKILLed and restarted under the relay: it rejoins, Ann (back on a new feed) goes on in the same connection, no left")
         func janusRestartedUnderTheSpeakerStreams() async throws {
             let dir = try Scene.tempDirectory("speaker-janus-restart")

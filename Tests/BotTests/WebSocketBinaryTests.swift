@@ -55,4 +55,27 @@ import TestSupport
         release.withLock { $0 = true }
         socket.close()
     }
+
+    @Test("a listener: a path it serves is upgraded and its messages reach our client unmasked and in order; any other path is closed")
+    func listenerServesItsPathsOnly() async throws {
+        let listener = try await WebSocketListener.listen(host: "127.0.0.1", port: 0, limits: .init()) { $0.hasPrefix("/s/") }
+        let served = Task { () -> String? in
+            for await accepted in listener.accepted {
+                #expect(accepted.socket.enqueue(.text("hello \(accepted.path)")))
+                #expect(accepted.socket.enqueue(.binary([1, 2, 3])))
+                accepted.socket.close()
+                return accepted.path
+            }
+            return nil
+        }
+        let client = try await TextWebSocket.connect(url: "ws://127.0.0.1:\(listener.port)/s/7?token=x", subprotocol: "sfubot-speaker.v1", logger: Scene.logger)
+        var texts: [String] = []
+        for await text in client.incoming { texts.append(text) }
+        #expect(texts == ["hello /s/7"], "the text message, the query not in the path")
+        #expect(await served.value == "/s/7")
+        await #expect(throws: TextWebSocket.Unreachable.self) {
+            _ = try await TextWebSocket.connect(url: "ws://127.0.0.1:\(listener.port)/other", subprotocol: "x", logger: Scene.logger)
+        }
+        await listener.close()
+    }
 }

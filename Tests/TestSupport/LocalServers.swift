@@ -112,6 +112,13 @@ public enum SpeakerConsumer {
         FileManager.default.isExecutableFile(atPath: python.path) ? nil : "\(python.path) missing: run scripts/ws-venv (make test does)"
     }
 
+    /// The consumer of a relay that listens (`--ws-listen`): connects to `index`, then to each
+    /// speaker it lists; ends when the relay closes the index.
+    public static func connect(index: String, out: URL, arrivals: URL) throws -> ChildProcess {
+        try ChildProcess(python, [S3Venv.root.appendingPathComponent("scripts/examples/speaker-wavs.py").path, out.path,
+                                  "--connect", index, "--arrivals", arrivals.path])
+    }
+
     /// Listens on 127.0.0.1:`port`, one WAV per speaker in `out`, each message's arrival in `arrivals`.
     public static func start(port: Int, out: URL, arrivals: URL) async throws -> LocalServer {
         try await LocalServer.start(python, [S3Venv.root.appendingPathComponent("scripts/examples/speaker-wavs.py").path, out.path,

@@ -33,6 +33,9 @@ final class SpeakerChannel: RelayFrameSink {
     private let log: Logger
     private let state = Locked(State())
     private let stop = AsyncStream.makeStream(of: Void.self)
+    /// Listening (`--ws-listen`): consumers connect to the relay and are attached here.
+    private let listening: Bool
+    private let offered = AsyncStream.makeStream(of: TextWebSocket.self)
 
     /// Queued messages per connection at most: about 2 s of 20 ms PCM buffers.
     static let queueBound = 100
@@ -52,7 +55,7 @@ final class SpeakerChannel: RelayFrameSink {
     }
 
     init(_ who: Who, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, origin: ContinuousClock.Instant,
-         counts: SpeakerCounts, metrics: RelayMetrics, pauses: RecordingPauses, logger: Logger) {
+         counts: SpeakerCounts, metrics: RelayMetrics, pauses: RecordingPauses, listening: Bool = false, logger: Logger) {
         self.who = who
         url = destination.url(for: who.id)
         shown = destination.description
@@ -61,6 +64,7 @@ final class SpeakerChannel: RelayFrameSink {
         self.counts = counts
         self.metrics = metrics
         self.pauses = pauses
+        self.listening = listening
         log = logger
     }
 
@@ -134,6 +138,7 @@ final class SpeakerChannel: RelayFrameSink {
     /// Connects, and connects again after the consumer closes or drops the connection (backoff
     /// 0.5 s doubling to 5 s), until `leave`. Says `muted` when no audio came for a second.
     func run() async {
+        if listening { return await serveConsumers() }
         var backoff = Backoff(initial: .milliseconds(500), cap: .seconds(5))
         var limits = TextWebSocket.Limits()
         limits.maxQueuedMessages = Self.queueBound
@@ -165,6 +170,34 @@ final class SpeakerChannel: RelayFrameSink {
             if await !pause(wait) { return }
         }
     }
+
+    /// Listening: each consumer that connects for this participant gets the stream from then on
+    /// (a `start` first); a second one replaces the first. A consumer leaving is its choice, not
+    /// a failure: what is decoded while none is connected is counted `unsent`, not lost.
+    private func serveConsumers() async {
+        for await socket in offered.stream {
+            guard !isLeaving else {
+                socket.close()
+                continue
+            }
+            let previous = state.withLock { s -> TextWebSocket? in
+                defer { (s.socket, s.started, s.speaking, s.muted) = (socket, false, false, false) }
+                return s.socket
+            }
+            previous?.close()
+            counts.connections.increment()
+            log.info("speaker stream of participant \(who.id) '\(who.display)': a consumer connected")
+            Task { [self] in
+                let drain = Task { for await _ in socket.incoming {} }
+                await watch(socket)
+                drain.cancel()
+                state.withLock { s in if s.socket === socket { s.socket = nil } }
+            }
+        }
+    }
+
+    /// Listening: a consumer connected for this participant.
+    func attach(_ socket: TextWebSocket) { offered.continuation.yield(socket) }
 
     /// Until the socket closes: every 250 ms, `muted` once audio has been away for a second.
     private func watch(_ socket: TextWebSocket) async {
@@ -212,6 +245,7 @@ final class SpeakerChannel: RelayFrameSink {
             socket.close()
         }
         stop.continuation.yield()
+        offered.continuation.finish()
     }
 }
 

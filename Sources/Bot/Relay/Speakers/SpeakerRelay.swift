@@ -14,6 +14,8 @@ public struct SpeakerRelay: Sendable {
     public let audio: SpeakerStreamAudio
     public let participant: String?
     public let duration: Duration?
+    /// Listen on the destination's address for consumers to connect (`--ws-listen`).
+    public var listen = false
     public let status = RelayStatus()
     /// Pause and resume (serve's relay jobs): audio held back while paused, the connections open.
     public var pauses = RecordingPauses()
@@ -51,7 +53,8 @@ public struct SpeakerRelay: Sendable {
 
     public func run() async throws(BotError) -> Report {
         try await config.withTLSBridges { config throws(BotError) in
-            let room = SpeakerRoom(config: config, destination: destination, audio: audio, participant: participant, status: status, pauses: pauses)
+            let room = SpeakerRoom(config: config, destination: destination, audio: audio, participant: participant, status: status, pauses: pauses,
+                                   listen: listen)
             return try await room.run(for: duration)
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
+import TextWebSocket
 
 /// Speaker streams' state, in one actor: the session and roster it follows and, per
 /// participant publishing audio (or the one `--participant` names), a `SpeakerChannel` (the
@@ -45,19 +46,27 @@ actor SpeakerRoom: RoomFollower {
     /// rejoining too) before their stream says `left`.
     static let absentGrace: Duration = .seconds(15)
     var peers = 0
+    /// Listening (`--ws-listen`, SpeakerRoom+Listen.swift): the server, consumers waiting for a
+    /// participant not there yet, and the index connections.
+    let listen: Bool
+    var listener: WebSocketListener?
+    var pending: [String: [TextWebSocket]] = [:]
+    var indexes: [TextWebSocket] = []
 
     init(config: BotConfig, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, participant: String?, status: RelayStatus,
-         pauses: RecordingPauses) {
+         pauses: RecordingPauses, listen: Bool = false) {
         self.config = config
         self.destination = destination
         self.audio = audio
         self.participant = participant
         self.status = status
         self.pauses = pauses
+        self.listen = listen
         log = relayLogger(config)
     }
 
     func run(for duration: Duration?) async throws(BotError) -> SpeakerRelay.Report {
+        if listen { try await startListening() }
         try await followToEnd(for: duration)
         return report
     }
@@ -121,13 +130,14 @@ actor SpeakerRoom: RoomFollower {
 
     private func makeSpeaker(_ p: RoomPublisher, id: String) -> Speaker {
         let channel = SpeakerChannel(.init(id: id, display: p.displayName), destination: destination, audio: audio, origin: origin,
-                                     counts: counts, metrics: metrics, pauses: pauses, logger: log)
+                                     counts: counts, metrics: metrics, pauses: pauses, listening: listen, logger: log)
         counts.speakers.increment()
         let branch = audio.isPCM ? "speaker-audio" : "speaker-opus"
         let input = RelayInput(output: channel, branches: .init(audio: branch, audioValues: ["rate": String(audio.sampleRate)], video: false),
                                audioStats: stats, config: config, logger: log)
         // Not a child task: the end must reach it uncancelled, to send `left` and close.
         let task = Task.detached { await channel.run() }
+        if listen { arrived(id, display: p.displayName, channel: channel) }
         return Speaker(channel: channel, input: input, task: task, feed: p.id)
     }
 
@@ -138,6 +148,7 @@ actor SpeakerRoom: RoomFollower {
             speakers[id] = nil
             log.info("participant \(id) did not come back after the relay's rejoin: their speaker stream says left")
             s.channel.leave(left: true)
+            announce(.gone(participant: id))
             await s.task.value
         }
     }
@@ -148,6 +159,7 @@ actor SpeakerRoom: RoomFollower {
         speakers[id] = nil
         log.info("participant \(p.id) left: their speaker stream says so and closes")
         s.channel.leave(left: true)
+        announce(.gone(participant: id))
         await s.peer?.close()
         await s.task.value
     }
@@ -174,6 +186,7 @@ actor SpeakerRoom: RoomFollower {
 
     /// Every connection closes (without `left`: the participants did not leave), then the room.
     func finish() async {
+        await stopListening()
         for s in speakers.values { s.channel.leave(left: false) }
         for s in speakers.values { await s.task.value }
         for s in speakers.values { await s.peer?.subscription.leave() }

@@ -41,6 +41,36 @@ public struct SpeakerStreamDestination: Sendable, Equatable, CustomStringConvert
         return template.replacingOccurrences(of: Self.placeholder, with: id)
     }
 
+    /// Listening (`--ws-listen`): the address to bind and the paths served.
+    public var listenAddress: (host: String, port: Int)? {
+        guard !secure, let c = URLComponents(string: template.replacingOccurrences(of: Self.placeholder, with: "p")), let host = c.host else { return nil }
+        return (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, c.port ?? 80)
+    }
+
+    /// The path before and after `{participant}` (the query left out).
+    private var pathParts: (String, String) {
+        let path = URLComponents(string: template.replacingOccurrences(of: Self.placeholder, with: "%7Bparticipant%7D"))?.percentEncodedPath ?? ""
+        let parts = path.components(separatedBy: "%7Bparticipant%7D")
+        return (parts.first ?? "", parts.count > 1 ? parts[1] : "")
+    }
+
+    /// Listening: the participant a consumer asked for by connecting to `path`, nil if the path
+    /// is not one of the template's.
+    public func participant(inPath path: String) -> String? {
+        let (before, after) = pathParts
+        guard path.hasPrefix(before), path.hasSuffix(after), path.count > before.count + after.count else { return nil }
+        let id = String(path.dropFirst(before.count).dropLast(after.count))
+        guard !id.contains("/") else { return nil }
+        return id.removingPercentEncoding ?? id
+    }
+
+    /// Listening: the index path (the template's path up to `{participant}`, without the
+    /// trailing slash): a connection there is told who speaks and who left.
+    public var indexPath: String {
+        let before = pathParts.0
+        return before.hasSuffix("/") ? String(before.dropLast()) : before
+    }
+
     /// Scheme, host, port and path template: the query (often a token) left out.
     public var description: String { Self.redact(template) }
 
@@ -104,6 +134,10 @@ public enum SpeakerStreamMessage: Sendable, Equatable {
     case speaking(Bool)
     /// Last before the close: the participant left the room.
     case left
+    /// Listening, on the index connection: a participant whose stream can be connected to at `path`.
+    case speaker(participant: String, display: String, path: String)
+    /// Listening, on the index connection: the participant left.
+    case gone(participant: String)
 
     /// One line of JSON, keys sorted (stable for consumers' logs and for tests).
     public var json: String {
@@ -115,6 +149,8 @@ public enum SpeakerStreamMessage: Sendable, Equatable {
         case .muted(let muted): object = ["type": "muted", "muted": muted]
         case .speaking(let speaking): object = ["type": "speaking", "speaking": speaking]
         case .left: object = ["type": "left"]
+        case .speaker(let participant, let display, let path): object = ["type": "speaker", "participant": participant, "display": display, "path": path]
+        case .gone(let participant): object = ["type": "left", "participant": participant]
         }
         // Only strings, numbers and booleans: serialization cannot fail.
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
