@@ -58,6 +58,7 @@ test-chromium: build
 	MODE=plaintext PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=framecryptor SECONDS_TO_PLAY=10 scripts/in-netns Tests/Chromium/run-subscriber
 	MODE=sframe scripts/in-netns Tests/Chromium/run-subscriber
+	MODE=bridge scripts/in-netns Tests/Chromium/run-subscriber
 	MODE=framecryptor PUBLISH_SECONDS=12 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=wrong-salt PUBLISH_SECONDS=8 scripts/in-netns Tests/Chromium/run-publisher
 	MODE=sframe PUBLISH_SECONDS=12 scripts/in-netns Tests/Chromium/run-publisher
