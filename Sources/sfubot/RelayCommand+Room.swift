@@ -8,7 +8,7 @@ import Telemetry
 /// room N as a participant of its own, every frame sealed again with N's key and frame format,
 /// never re-encoded.
 extension RelayCommand {
-    func runToRoom(_ room: Int64, participant: String) async throws {
+    func runToRoom(_ room: Int64, participant: String?) async throws {
         SRTPPreload.run(connection.logger("sfubot.relay"))
         let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
         defer { server?.stop() }
@@ -20,7 +20,9 @@ extension RelayCommand {
             var to = from
             to.room = room
             if let toJanus { to.janusURL = toJanus }
-            to.protection = try await toKeyOptions().sendingProtectionOffPool(display: display)
+            let toKey = try toKeyOptions()
+            guard let participant else { return try await bridgeEveryone(from: from, to: to, key: toKey) }
+            to.protection = try await toKey.sendingProtectionOffPool(display: display)
             let input = RoomInput(config: from, participant: participant)
             let player = Player(config: to, source: .room(input), duration: try OptionCheck.seconds(duration, "--duration"))
             let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await player.run() }
@@ -38,6 +40,24 @@ extension RelayCommand {
         } catch let e as CLIFailure {
             e.exit()
         }
+    }
+
+    /// Everyone publishing audio, each sealed as themselves in the other room (their display's
+    /// sender id), until --duration or a signal.
+    private func bridgeEveryone(from: BotConfig, to: BotConfig, key toKey: KeyOptions) async throws {
+        let bridge = Bridge(from: from, to: to, duration: try OptionCheck.seconds(duration, "--duration")) { display throws(BotError) in
+            do { return try await toKey.sendingProtectionOffPool(display: display) } catch { throw .output("\(KeyOptions.message(for: error))") }
+        }
+        let report = try await runCancellableOnSignals(grace: .seconds(20)) { () async throws(BotError) in try await bridge.run() }
+        for b in report.bridged {
+            let opened = b.opened.map { "opened audio \($0.audio.opened), video \($0.video.opened)" } ?? "opened nothing"
+            let sent = b.sent.map { "sealed and sent audio \($0.framesSent), video \($0.videoFramesSent) as publisher \($0.publisherID)" } ?? "not published"
+            print("bridged participant \(b.participant) '\(b.display)' of room \(connection.room) into room \(to.room): \(opened); \(sent)"
+                  + (b.error.map { "; failed: \($0)" } ?? ""))
+        }
+        print("bridged \(report.bridged.count) participant(s); rejoins: \(report.rejoins)")
+        if report.bridged.isEmpty { throw CLIFailure("nobody published audio in room \(connection.room): nothing was bridged", code: .noInput) }
+        if report.bridged.contains(where: { $0.error != nil }) { throw CLIFailure("a participant could not be bridged (above)", code: .incomplete) }
     }
 
     /// The other room's key options, read as `--key-hex`, `--key-file`, `--frame-format` and

@@ -25,7 +25,8 @@ struct RelayCommand: AsyncParsableCommand {
             "left" when they leave. A consumer that is down or slow never holds up the call: what it missed is \
             counted, and the exit status is 74.
 
-            With --to-room N (and --participant): the participant is published into room N (on --to-janus, \
+            With --to-room N: --participant (default: everyone publishing audio, each as a publisher of their own, \
+            named as here) is published into room N (on --to-janus, \
             default the same Janus) as a participant of its own, every frame opened with this room's key and \
             sealed again with --to-key-hex/--to-key-file in --to-frame-format (ecall, framecryptor with \
             --to-ratchet-salt, sframe), \
@@ -86,7 +87,7 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("give exactly one of --to URL (out of the room), --from URL (into it) or --to-room ID (into another room)")
         }
         if toRoom != nil {
-            guard let participant, !participant.isEmpty else { throw ValidationError("--to-room: give --participant, a feed id or a user id") }
+            if let participant, participant.isEmpty { throw ValidationError("--participant: give a feed id or a user id (or leave it out: everyone)") }
             guard toKeyHex != nil || toKeyFile != nil else { throw ValidationError("--to-room: give the other room's key, --to-key-hex or --to-key-file") }
             _ = try toKeyOptions()
             if let toJanus { try OptionCheck.url(toJanus, "--to-janus") }
@@ -111,7 +112,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let from { return try await runFrom(from) }
-        if let toRoom { return try await runToRoom(toRoom, participant: participant ?? "") }
+        if let toRoom { return try await runToRoom(toRoom, participant: participant) }
         if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
         let (to, participant) = (to ?? "", participant ?? "")
         SRTPPreload.run(connection.logger("sfubot.relay"))

@@ -80,6 +80,34 @@ extension MediaScene {
             }
         }
 
+        @Test("--to-room without --participant: Ann and Bob each bridged as themselves; 15 s after they left room A, they leave room B")
+        func everyoneBridgedAsThemselves() async throws {
+            let dir = try Scene.tempDirectory("bridge-everyone")
+            let ann = try SpeakerCase.bursts(440, in: dir), bob = try SpeakerCase.bursts(660, in: dir)
+            let (roomA, roomB) = (try await Scene.createRoom(), try await Scene.createRoom())
+            let good = dir.appendingPathComponent("recorded-b")
+            let recorder = try SfubotProcess.start(["record", "--janus", Scene.janusURL!, "--room", "\(roomB)", "--key-hex", Self.keyB, "--out", good.path])
+            let bridge = try SfubotProcess.start(["relay", "--janus", Scene.janusURL!, "--room", "\(roomA)", "--key-hex", RelayCase.key,
+                                                  "--to-room", "\(roomB)", "--to-key-hex", Self.keyB, "--duration", "34"])
+            try await Task.sleep(for: .seconds(1))
+            let players = [try SpeakerCase.play(ann, as: "7:Ann", room: roomA), try SpeakerCase.play(bob, as: "8:Bob", room: roomA)]
+            for p in players { _ = await p.finished() }
+            let b = await bridge.finished()
+            recorder.signal(SIGTERM)
+            _ = await recorder.finished()
+            print(b.outText)
+            #expect(b.status == 0, "bridge exited \(b.status): \(b.errText.suffix(2000))")
+            #expect(b.outText.contains("bridged 2 participant(s)"), "\(b.outText)")
+            #expect(b.errText.contains("did not come back within"), "\(b.errText.suffix(1500))")
+            let manifest = try RecordingManifest.read(from: good)
+            for (display, tone, other) in [("7:Ann", 440.0, 660.0), ("8:Bob", 660.0, 440.0)] {
+                let feed = try #require(manifest.feeds.first { $0.display == display && $0.kind == "audio" }, "\(manifest.feeds.map(\.display))")
+                #expect(feed.frames.opened > 400 && feed.left != nil, "\(display): \(feed.frames), left \(String(describing: feed.left))")
+                let samples = try await RelayCase.audioSamples(good.appendingPathComponent(feed.file))
+                #expect(Audio.power(samples[...], at: tone) > 100 * Audio.power(samples[...], at: other), "\(display)'s own tone in room B")
+            }
+        }
+
         @Test("the participant killed in room A and back 3 s later on a new feed: the same publisher in room B carries the tone before and after; SIGTERM ends the bridge cleanly")
         func participantBackGoesOnInTheSamePublisher() async throws {
             let dir = try Scene.tempDirectory("bridge-back")
