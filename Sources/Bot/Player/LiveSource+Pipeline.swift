@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Locking
 import Logging
 import Synchronization
 
