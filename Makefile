@@ -98,6 +98,7 @@ bench-load: deps
 # reached its file (PUBLISHERS=20 by default; prints figures).
 bench-record: deps
 	swift build -c release --product sfubot
+	swift build -c release --product sfubot-bench
 	scripts/in-netns scripts/bench-record
 
 # A recorder, a player and 20 load bots in one E2EE room for an hour (SOAK_SECONDS=N for less);

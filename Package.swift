@@ -50,6 +50,9 @@ let package = Package(
         // Uses the libsrtp2 and libnice GStreamer's plugins loaded (dlopen by soname); needs only
         // libsrtp2-dev's header. FastPath's alone.
         .target(name: "CDirectRTP", dependencies: ["CGStreamer"]),
+        // The receive limit (sfubot-bench receive-limit): recvmmsg + libsrtp unprotect in C, the frame open in Swift.
+        .target(name: "CReceiveLimit"),
+        .target(name: "ReceiveLimit", dependencies: ["Locking", "FrameCrypto", "CReceiveLimit"], swiftSettings: strict),
         .target(
             name: "GStreamerKit",
             dependencies: ["Locking",
@@ -254,10 +257,10 @@ let package = Package(
             swiftSettings: strict
         ),
         // Benchmark (not a test): ns per frame seal/open next to `openssl speed`.
-        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "Bot", "Mjr", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .executableTarget(name: "sfubot-bench", dependencies: ["FrameCrypto", "ReceiveLimit", "Bot", "Mjr", "GStreamerKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "FrameCryptoTests",
-            dependencies: ["Locking", "FrameCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Locking", "FrameCrypto", "ReceiveLimit", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(name: "ProofTests", dependencies: ["Locking", "Proof"], swiftSettings: strict),
         .testTarget(name: "PrivateIOTests", dependencies: ["PrivateIO"], swiftSettings: strict),

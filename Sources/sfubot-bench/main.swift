@@ -46,6 +46,10 @@ func opensslNanoseconds(_ size: Int) -> Double? {
 // counting heap allocations under `valgrind` (difference of two N).
 let args = CommandLine.arguments
 // `sfubot-bench --mjr`: only the `mjr decrypt` benchmark.
+// `sfubot-bench receive-limit …`: only the receive limit (ReceiveLimitBench.swift).
+if args.count >= 2, args[1] == "receive-limit" {
+    exit(ReceiveLimitBench.run(args.dropFirst(2)))
+}
 if args.count == 2, args[1] == "--mjr" {
     MjrBench.run()
     exit(0)
