@@ -42,6 +42,10 @@ extension MediaScene {
             for (name, p) in [("bridge", bridge), ("speakers A", speakersA), ("speakers B", speakersB), ("recorder", recorder), ("wrong", wrongRecorder)] {
                 ran[name] = await p.finished()
             }
+            // The consumer has the relay's close (its files flushed) a moment after the relay ends.
+            try await Task.sleep(for: .seconds(1))
+            await consumerA.stop()
+            await consumerB.stop()
             let b = try #require(ran["bridge"])
             print(b.outText)
             #expect(played.status == 0 && b.status == 0, "bridge exited \(b.status): \(b.errText.suffix(2000))")

@@ -111,6 +111,9 @@ extension MediaScene {
             let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
             #expect(final["state"] as? String == "done", "\(final)")
             #expect(!(try await serve.request("GET", "/v1/relays").text).contains("s3cret"))
+            // The consumer has the relay's close (its files flushed) a moment after the relay ends.
+            try await Task.sleep(for: .seconds(1))
+            await consumer.stop()
             let messages = try SpeakerCase.arrivals(arrivals)
             #expect(messages.first?.text?["type"] as? String == "start" && !messages.contains { $0.text?["type"] as? String == "left" })
             let samples = try SpeakerCase.samples(out.appendingPathComponent("7.wav"))

@@ -31,6 +31,10 @@ extension MediaScene {
             var played: [ChildProcess.Finished] = []
             for p in players { played.append(await p.finished()) }
             let (ran, ranWrong, ranOpus) = (await relay.finished(), await wrong.finished(), await opus.finished())
+            // Stopped here, not only in the defer's task: a test process that exits first would leave them running.
+            // The consumer has the relay's close (its files flushed) a moment after the relay ends.
+            try await Task.sleep(for: .seconds(1))
+            for c in [consumer, wrongConsumer, opusConsumer] { await c.stop() }
             #expect(played.allSatisfy { $0.status == 0 }, "\(played.map { $0.errText.suffix(800) })")
             #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
 
@@ -127,6 +131,9 @@ extension MediaScene {
                 try await Task.sleep(for: .seconds(1))
                 try await janus.restart()
                 let ran = await relay.finished()
+                // The consumer has the relay's close (its files flushed) a moment after the relay ends.
+                try await Task.sleep(for: .seconds(1))
+                await consumer.stop()
                 let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
                 print("relay: \(line)")
                 #expect(ran.status == 0, "relay exited \(ran.status): \(ran.errText.suffix(1500))")
@@ -169,7 +176,10 @@ extension MediaScene {
             try await Task.sleep(for: .seconds(5))
             relay.signal(SIGTERM)
             let ran = await relay.finished()
+            // The consumer has the relay's close (its files flushed) a moment after the relay ends.
+            try await Task.sleep(for: .seconds(1))
             player.signal(SIGKILL)
+            await consumer.stop()
             #expect(ran.status == 74, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
             #expect(ran.errText.contains("closed by the consumer; connecting again"), "\(ran.errText.suffix(1500))")
             let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("speaker streams to") }.map(String.init) ?? ""
