@@ -4,6 +4,7 @@
 #include "CReceiveLimit.h"
 #include <srtp2/srtp.h>
 #include <dlfcn.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,16 @@ static void load(void) {
         lib.missing = "a libsrtp2 function is missing";
         return;
     }
-    if (lib.init() != srtp_err_status_ok) { lib.missing = "srtp_init failed"; return; }
+    // srtp_init is not thread-safe: another user in this process (GStreamer's srtp plugin,
+    // loading on another thread) may be initialising libsrtp at this moment and make this call
+    // fail; once that is done a call finds it initialised.
+    srtp_err_status_t status = lib.init();
+    for (int i = 0; status != srtp_err_status_ok && i < 20; i++) {
+        struct timespec pause = { 0, 50 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        status = lib.init();
+    }
+    if (status != srtp_err_status_ok) { lib.missing = "srtp_init failed"; return; }
     Dl_info info;
     if (dladdr((void *)lib.create, &info) && info.dli_fname) snprintf(lib.path, sizeof lib.path, "%s", info.dli_fname);
     else snprintf(lib.path, sizeof lib.path, "libsrtp2.so.1");
