@@ -5,10 +5,7 @@ import Telemetry
 /// `sfubot relay --from URL`: a live source into the room as one publisher (Player's `.live`).
 extension RelayCommand {
     func runFrom(_ from: String) async throws {
-        SRTPPreload.run(connection.logger("sfubot.relay"))
-        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
-        defer { server?.stop() }
-        do {
+        try await relaying {
             let address = try LiveSourceAddress(from)
             let protection = try await key.sendingProtectionOffPool(display: display)
             let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
@@ -23,10 +20,6 @@ extension RelayCommand {
                       + "(longest gap \(String(format: "%.1f", c.longestGap)) s); \(video); frames handed to the publisher: audio \(c.audioFrames), "
                       + "video \(c.videoFrames), with no publisher to take them: \(c.unsent); publisher \(report.publisherID), rejoins: \(report.rejoins)")
             }
-        } catch let e as BotError {
-            CLIFailure(e).exit()
-        } catch let e as CLIFailure {
-            e.exit()
         }
     }
 }

@@ -9,10 +9,7 @@ import Telemetry
 /// never re-encoded.
 extension RelayCommand {
     func runToRoom(_ room: Int64, participant: String?) async throws {
-        SRTPPreload.run(connection.logger("sfubot.relay"))
-        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
-        defer { server?.stop() }
-        do {
+        try await relaying {
             let opening = try await key.protectionOffPool()
             let feed = try key.startFeed(opening, logger: connection.logger("sfubot.keys"))
             defer { withExtendedLifetime(feed) {} }
@@ -35,10 +32,6 @@ extension RelayCommand {
             if side?.participantSeen != true {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was bridged", code: .noInput)
             }
-        } catch let e as BotError {
-            CLIFailure(e).exit()
-        } catch let e as CLIFailure {
-            e.exit()
         }
     }
 

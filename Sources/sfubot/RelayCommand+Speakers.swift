@@ -5,10 +5,7 @@ import Telemetry
 /// `sfubot relay --to ws://…/{participant}`: each speaker's audio on a WebSocket of its own.
 extension RelayCommand {
     func runSpeakers(_ to: String) async throws {
-        SRTPPreload.run(connection.logger("sfubot.relay"))
-        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
-        defer { server?.stop() }
-        do {
+        try await relaying {
             let destination = try SpeakerStreamDestination(to)
             let audio = SpeakerStreamAudio(rawValue: wsAudio) ?? .pcm16k
             let protection = try key.protection()
@@ -36,10 +33,6 @@ extension RelayCommand {
                 throw CLIFailure("the speaker streams are incomplete: \(report.dropped + report.unsent) audio messages were not delivered "
                                  + "(\(report.dropped) dropped for a slow consumer, \(report.unsent) while a connection was down)", code: .incomplete)
             }
-        } catch let e as BotError {
-            CLIFailure(e).exit()
-        } catch let e as CLIFailure {
-            e.exit()
         }
     }
 }

@@ -115,10 +115,7 @@ struct RelayCommand: AsyncParsableCommand {
         if let toRoom { return try await runToRoom(toRoom, participant: participant) }
         if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
         let (to, participant) = (to ?? "", participant ?? "")
-        SRTPPreload.run(connection.logger("sfubot.relay"))
-        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
-        defer { server?.stop() }
-        do {
+        try await relaying {
             let destination = try RelayDestination(to)
             // HLS writes the call, decrypted, to disk: every file this process makes is 0600.
             if destination.kind == .hls { umask(0o077) }
@@ -143,6 +140,17 @@ struct RelayCommand: AsyncParsableCommand {
             if report.failures > 0, report.unsent > 0 {
                 throw CLIFailure("the relay is incomplete: \(report.unsent) opened frames were not sent while \(destination) was down", code: .incomplete)
             }
+        }
+    }
+
+    /// Around every direction of the relay: libsrtp preloaded, the metrics server for the run,
+    /// and a failure as its exit code.
+    func relaying(_ body: () async throws -> Void) async throws {
+        SRTPPreload.run(connection.logger("sfubot.relay"))
+        let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
+        defer { server?.stop() }
+        do {
+            try await body()
         } catch let e as BotError {
             CLIFailure(e).exit()
         } catch let e as CLIFailure {
