@@ -36,4 +36,17 @@ import Testing
         #expect(SpeakerStreamMessage.speaking(false).json == #"{"speaking":false,"type":"speaking"}"#)
         #expect(SpeakerStreamAudio(rawValue: "48k")?.sampleRate == 48000)
     }
+
+    @Test("a 4-byte Unicode id is one path segment out and in; listening serves the template's paths and its index only")
+    func unicodeIdsAndListeningPaths() throws {
+        let d = try SpeakerStreamDestination("ws://127.0.0.1:8765/speakers/{participant}?token=t")
+        let url = d.url(for: "🎙️Zoë")
+        #expect(url.hasPrefix("ws://127.0.0.1:8765/speakers/%F0%9F%8E%99") && url.hasSuffix("?token=t") && !url.dropFirst(5).contains("🎙"), "\(url)")
+        let path = String(url.dropFirst("ws://127.0.0.1:8765".count).prefix { $0 != "?" })
+        #expect(d.participant(inPath: path) == "🎙️Zoë", "the id a listening relay reads back from \(path)")
+        #expect(d.listenAddress?.host == "127.0.0.1" && d.listenAddress?.port == 8765)
+        #expect(d.indexPath == "/speakers")
+        #expect(d.participant(inPath: "/speakers") == nil && d.participant(inPath: "/speakers/a/b") == nil && d.participant(inPath: "/other/7") == nil)
+        #expect(try SpeakerStreamDestination("wss://h/{participant}").listenAddress == nil, "no certificate to serve wss")
+    }
 }
