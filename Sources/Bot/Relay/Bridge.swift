@@ -1,4 +1,4 @@
-public import FrameCrypto
+import FrameCrypto
 import Foundation
 
 /// `relay --to-room` without `--participant`: everyone publishing audio in the first room, each
