@@ -22,6 +22,7 @@ static struct {
     __typeof__(srtp_dealloc) *dealloc;
     __typeof__(srtp_crypto_policy_set_rtp_default) *policy;
     const char *missing;
+    int init_status;
     char path[512];
 } lib;
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
@@ -39,16 +40,10 @@ static void load(void) {
         lib.missing = "a libsrtp2 function is missing";
         return;
     }
-    // srtp_init is not thread-safe: another user in this process (GStreamer's srtp plugin,
-    // loading on another thread) may be initialising libsrtp at this moment and make this call
-    // fail; once that is done a call finds it initialised.
-    srtp_err_status_t status = lib.init();
-    for (int i = 0; status != srtp_err_status_ok && i < 20; i++) {
-        struct timespec pause = { 0, 50 * 1000 * 1000 };
-        nanosleep(&pause, NULL);
-        status = lib.init();
-    }
-    if (status != srtp_err_status_ok) { lib.missing = "srtp_init failed"; return; }
+    // A second srtp_init in a process fails (bad_param: its debug module is loaded already),
+    // and GStreamer's srtp plugin calls it when it loads: a failure here is that, or a library
+    // that cannot work, and then srtp_create refuses every key (sfb_limit_srtp_new says both).
+    lib.init_status = lib.init();
     Dl_info info;
     if (dladdr((void *)lib.create, &info) && info.dli_fname) snprintf(lib.path, sizeof lib.path, "%s", info.dli_fname);
     else snprintf(lib.path, sizeof lib.path, "libsrtp2.so.1");
@@ -74,7 +69,11 @@ SfbLimitSRTP *sfb_limit_srtp_new(const uint8_t *key, int inbound, const char **w
     policy.key = material;
     SfbLimitSRTP *s = calloc(1, sizeof *s);
     if (!s) { *why = "out of memory"; return NULL; }
-    if (lib.create(&s->session, &policy) != srtp_err_status_ok) { free(s); *why = "libsrtp refused the key"; return NULL; }
+    if (lib.create(&s->session, &policy) != srtp_err_status_ok) {
+        free(s);
+        *why = lib.init_status ? "libsrtp refused the key (and srtp_init had failed: the library is not usable)" : "libsrtp refused the key";
+        return NULL;
+    }
     memset(material, 0, sizeof material);
     return s;
 }
