@@ -19,6 +19,13 @@ struct RelayCommand: AsyncParsableCommand {
             The participant leaving and coming back goes on in the same stream. Ctrl-C, SIGTERM or \
             --duration end the stream cleanly and print the counters. docs/relay.md has the limits.
 
+            Without --participant, --to rtmp://…, srt://… or hls:DIR relays the whole room, encoded once: \
+            --layout grid (default: everyone publishing video in a grid, each picture keeping its aspect ratio on \
+            black) or --layout speaker (the active speaker's picture fills the frame: the loudest decoded audio, \
+            another taking over after being louder for 1 s), everyone's audio mixed; H.264 constrained baseline \
+            (a keyframe every 2 s) at --size (default 1280x720) and 25 fps, AAC. Joins, leaves and gaps change the \
+            picture, never the stream; nothing is sent before a first frame opened.
+
             With --to ws://host:port/path/{participant} (or wss://): each speaker's audio, live, for transcription: \
             one WebSocket connection per participant publishing audio (or only --participant), a JSON "start" \
             message, then binary PCM (s16le mono, 16 kHz, or --ws-audio 48k|opus), "muted"/"speaking" messages, and \
@@ -48,8 +55,14 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A live source to publish into the room, sealed: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
     var from: String?
 
-    @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\"); with --to ws://…, only them (default: everyone).", valueName: "id"))
+    @Option(help: ArgumentHelp("With --to, the participant to relay: their feed id, or the user id of their display (\"<userId>:<Name>\") (default: the whole room, composed: --layout); with --to ws://…, only them (default: everyone).", valueName: "id"))
     var participant: String?
+
+    @Option(help: ArgumentHelp("Without --participant, to rtmp/srt/hls: grid (everyone publishing video) or speaker (the active speaker fills the frame); the audio of everyone mixed.", valueName: "grid|speaker"))
+    var layout: String?
+
+    @Option(help: ArgumentHelp("With the whole room (no --participant): the picture's size (default 1280x720; even numbers up to 1920x1080).", valueName: "WxH"))
+    var size: String?
 
     @Option(name: .customLong("ws-audio"), help: ArgumentHelp("With --to ws://…: PCM at 16k (speech recognisers) or 48k (Opus's own rate), or opus (the packets as sent, one per message).", valueName: "16k|48k|opus"))
     var wsAudio = "16k"
@@ -86,6 +99,7 @@ struct RelayCommand: AsyncParsableCommand {
         guard [to != nil, from != nil, toRoom != nil].filter({ $0 }).count == 1 else {
             throw ValidationError("give exactly one of --to URL (out of the room), --from URL (into it) or --to-room ID (into another room)")
         }
+        try validateComposite()
         if toRoom != nil {
             if let participant, participant.isEmpty { throw ValidationError("--participant: give a feed id or a user id (or leave it out: everyone)") }
             guard toKeyHex != nil || toKeyFile != nil else { throw ValidationError("--to-room: give the other room's key, --to-key-hex or --to-key-file") }
@@ -106,15 +120,21 @@ struct RelayCommand: AsyncParsableCommand {
             return
         }
         if wsListen { throw ValidationError("--ws-listen goes with --to ws://host:port/path/{participant}") }
-        do { _ = try RelayDestination(to ?? "") } catch { throw ValidationError("\(error)") }
-        guard let participant, !participant.isEmpty else { throw ValidationError("--participant: give a feed id or a user id") }
+        let destination: RelayDestination
+        do { destination = try RelayDestination(to ?? "") } catch { throw ValidationError("\(error)") }
+        // No --participant: the whole room, composed (rtmp, srt, hls).
+        if participant == nil, destination.kind == .rtp || destination.kind == .srtp {
+            throw ValidationError("--to \(destination.kind.rawValue)://… sends one participant as they sent it: give --participant (the whole room, composed, goes to rtmp://, srt:// or hls:)")
+        }
+        if let participant, participant.isEmpty { throw ValidationError("--participant: give a feed id or a user id (or leave it out: the whole room)") }
     }
 
     func run() async throws {
         if let from { return try await runFrom(from) }
         if let toRoom { return try await runToRoom(toRoom, participant: participant) }
         if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
-        let (to, participant) = (to ?? "", participant ?? "")
+        guard let participant else { return try await runComposite(to ?? "") }
+        let to = to ?? ""
         try await relaying {
             let destination = try RelayDestination(to)
             // HLS writes the call, decrypted, to disk: every file this process makes is 0600.

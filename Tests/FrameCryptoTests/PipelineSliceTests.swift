@@ -46,7 +46,7 @@ import Testing
 
     @Test func sendingPipelinesEncodeOneSlicePerPictureThatLibWebRTCReadsAfterSealing() async throws {
         let encoders = try Self.encoders()
-        #expect(encoders.map(\.file) == ["live-source.pipeline", "load-source-video.pipeline", "play-av.pipeline", "play-test-pattern.pipeline"])
+        #expect(encoders.map(\.file) == ["live-source.pipeline", "load-source-video.pipeline", "play-av.pipeline", "play-test-pattern.pipeline", "relay-composite.pipeline"])
         let frames = VideoFrameTests()
         for (file, element) in encoders {
             // A child process awaited: a test blocked in `waitUntilExit` on the pool stalls every other.

@@ -26,7 +26,9 @@ final class RelayGraph: Sendable {
             parts.append(try library.description("relay-\(destination.kind.rawValue)", values))
             // hlssink2 takes each track on a pad of its name; the muxers find theirs by caps.
             let pad = { (track: String) in destination.kind == .hls ? track : "" }
-            if tracks.audio { parts += [try library.description("relay-aac-audio", values), "audio_out. ! mux.\(pad("audio"))"] }
+            // The composite's audio is PCM, mixed: encoded here once (relay-pcm-audio).
+            let audio = tracks.pcmAudio ? "relay-pcm-audio" : "relay-aac-audio"
+            if tracks.audio { parts += [try library.description(audio, values), "audio_out. ! mux.\(pad("audio"))"] }
             if tracks.video { parts += [try library.description("relay-h264-video", values), "video_out. ! mux.\(pad("video"))"] }
         case .rtp, .srtp:
             let name = destination.kind == .srtp ? "relay-srtp" : "relay-rtp"
@@ -45,7 +47,7 @@ final class RelayGraph: Sendable {
         }
     }
 
-    /// One opened Opus frame; false if the graph did not take it.
+    /// One opened Opus frame (or the composite's mixed PCM); false if the graph did not take it.
     func pushAudio(_ frame: UnsafeRawBufferPointer) -> Bool {
         audio?.push(frame, pts: Self.noTime) ?? false
     }
@@ -91,4 +93,6 @@ final class RelayGraph: Sendable {
 struct RelayTracks: Sendable, Equatable {
     var audio: Bool
     var video: Bool
+    /// The audio is PCM (48 kHz stereo S16LE: the composite's mix), not Opus.
+    var pcmAudio = false
 }

@@ -5,8 +5,9 @@ import Logging
 import Locking
 import Synchronization
 
-/// Where a relay's opened frames go: the live destination (`RelayOutput`) or a speaker
-/// stream (`SpeakerChannel`). Called on the input branches' streaming threads.
+/// Where a relay's opened frames go: the live destination (`RelayOutput`), a speaker stream
+/// (`SpeakerChannel`) or a participant's slot in the composite (`CompositeSlot`). Called on the
+/// input branches' streaming threads.
 protocol RelayFrameSink: Sendable {
     /// An opened audio frame as the branch ends: Opus (`relay-audio-in`) or PCM (`speaker-audio`).
     func pushAudio(_ frame: UnsafeRawBufferPointer)
@@ -44,7 +45,7 @@ final class RelayInput: Sendable {
     }
 
     let audio: FrameStats
-    let video = FrameStats()
+    let video: FrameStats
     private let times = FrameTimes()
     private let state = Locked(Map())
     /// Where keyframe requests go (a recvonly peer's RTCP PLI does not reliably reach the publisher).
@@ -54,10 +55,13 @@ final class RelayInput: Sendable {
     private let config: BotConfig
     private let log: Logger
 
-    /// `audioStats`: shared when several inputs add up to one report (speaker streams).
-    init(output: any RelayFrameSink, branches: Branches = Branches(), audioStats: FrameStats = FrameStats(), config: BotConfig, logger: Logger) {
+    /// `audioStats`, `videoStats`: shared when several inputs add up to one report (speaker
+    /// streams, the composite).
+    init(output: any RelayFrameSink, branches: Branches = Branches(), audioStats: FrameStats = FrameStats(), videoStats: FrameStats = FrameStats(),
+         config: BotConfig, logger: Logger) {
         self.output = output
         audio = audioStats
+        video = videoStats
         self.branches = branches
         self.config = config
         log = logger
