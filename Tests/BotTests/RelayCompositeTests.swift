@@ -79,31 +79,31 @@ extension MediaScene {
             #expect(RelayCase.counters(ranWrong.outText).dropped > 300, "\(ranWrong.outText)")
         }
 
-        @Test("--layout speaker: Ann's picture fills the frame while she speaks; Bob, whose tone starts later, takes it over once, for good")
+        @Test("--layout speaker, over SRT: Ann's picture fills the frame while she speaks; Bob, whose tone starts later, takes it over once, for good")
         func activeSpeakerTakesTheFrame() async throws {
             let dir = try Scene.tempDirectory("relay-composite-speaker")
             let ann = try await CompositeCase.publisherFile("red", tone: 440, from: 0.5, to: 7, seconds: 22, in: dir)
             let bob = try await CompositeCase.publisherFile("blue", tone: 660, from: 9, seconds: 22, in: dir)
-            let port = try RelayServers.freePort()
-            let nginx = try await RelayServers.nginxRTMP(port: port, in: dir)
+            let (port, readPort) = (try RelayServers.freePort(), try RelayServers.freePort())
+            let server = try await RelayServers.srt(port: port, readPort: readPort)
             let room = try await Scene.createRoom()
-            let url = "rtmp://127.0.0.1:\(port)/live/speaker"
-            let relay = try CompositeCase.relay(to: url, room: room, seconds: 24, ["--layout", "speaker", "--size", "960x540"])
+            let relay = try CompositeCase.relay(to: "srt://127.0.0.1:\(port)", room: room, seconds: 24, ["--layout", "speaker", "--size", "960x540"])
             try await Task.sleep(for: .seconds(1))
             var players = [try CompositeCase.play(ann, as: "7:Ann", room: room)]
-            let got = dir.appendingPathComponent("got.flv")
-            async let read = RelayCase.readBack(url, seconds: 18, to: got)
+            let got = dir.appendingPathComponent("got.ts")
+            async let read = RelayCase.readBack("srt://127.0.0.1:\(readPort)", seconds: 18, to: got)
             try await Task.sleep(for: .seconds(1.5))
             players.append(try CompositeCase.play(bob, as: "8:Bob", room: room))
             let wasRead = await read
             let ran = await relay.finished()
             for p in players { p.signal(SIGKILL) }
-            await nginx.stop()
+            await server.stop()
 
-            #expect(wasRead, "nothing came back from nginx: \(ran.errText.suffix(1500))")
+            #expect(wasRead, "nothing came back from srt-live-transmit: \(ran.errText.suffix(1500))")
             #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
             let streams = try await RelayCase.probe(got)
-            #expect(streams.video.map { $0.width == 960 && $0.height == 540 } == true, "\(String(describing: streams.video))")
+            #expect(streams.video.map { $0.codec == "h264" && $0.width == 960 && $0.height == 540 } == true, "\(String(describing: streams.video))")
+            #expect(streams.audio?.codec == "aac", "\(String(describing: streams.audio))")
             // The centre's colour over time, runs of one colour: red (Ann), then blue (Bob), once.
             let pictures = try await CompositeCase.pictures(got)
             var runs: [CompositeCase.Colour] = []
