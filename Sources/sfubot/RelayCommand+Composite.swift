@@ -43,7 +43,7 @@ extension RelayCommand {
             print("composed \(report.participants) participant(s), \(relay.layout.rawValue) layout, \(format), encoded once"
                   + (relay.layout == .speaker ? "; speaker changes: \(report.speakerChanges)" : ""))
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
-                  + "not sent while the destination was down: \(report.unsent); "
+                  + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
                   + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
             if report.participants == 0 {
                 throw CLIFailure("nobody published in room \(connection.room): nothing was relayed", code: .noInput)

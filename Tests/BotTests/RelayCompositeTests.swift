@@ -49,6 +49,9 @@ extension MediaScene {
             #expect(ran.outText.contains("composed 2 participant(s)"), "\(ran.outText)")
             let c = RelayCase.counters(ran.outText)
             #expect(c.outputs == 1 && c.failures == 0 && c.dropped == 0 && c.relayedVideo > 400, "one connection throughout: \(ran.outText)")
+            // The output's start asked the encoder for a keyframe (its own come every 50 pictures).
+            let waited = ran.outText.firstMatch(of: /video before the output's first keyframe: ([0-9]+)/).flatMap { Int($0.1) }
+            #expect(waited.map { $0 <= 10 } == true, "pictures before the first keyframe: \(ran.outText)")
 
             let streams = try await RelayCase.probe(got)
             let video = try #require(streams.video, "no video in what came back")
@@ -113,6 +116,40 @@ extension MediaScene {
             let line = ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("composed") }.map(String.init) ?? ""
             print("relay: \(line)")
             #expect(line.contains("speaker layout, 960x540 at 25 fps"), "\(ran.outText)")
+        }
+
+        @Test("a gap (all of a Janus's media cut for 3 s): the same stream goes on, Ann's picture held through it, silence, then her tone again")
+        func aGapHoldsThePictureAndIsSilent() async throws {
+            let dir = try Scene.tempDirectory("relay-composite-gap")
+            let ann = try await CompositeCase.publisherFile("red", tone: 440, seconds: 24, in: dir)
+            let port = try RelayServers.freePort()
+            let nginx = try await RelayServers.nginxRTMP(port: port, in: dir)
+            let (url, got) = ("rtmp://127.0.0.1:\(port)/live/gap", dir.appendingPathComponent("got.flv"))
+            let (wasRead, ran, drop) = try await OwnJanus.with(port: 8262, in: dir, rtpPorts: 15200...15299) { janus in
+                let room = try await Scene.createPermanentRoom(janus.url)
+                let relay = try SfubotProcess.start(["relay", "--janus", janus.url, "--room", "\(room)", "--key-hex", RelayCase.key, "--to", url, "--duration", "20"])
+                try await Task.sleep(for: .seconds(1))
+                let player = try SfubotProcess.start(["play", ann.path, "--janus", janus.url, "--room", "\(room)", "--key-hex", RelayCase.key, "--display", "7:Ann"])
+                defer { player.signal(SIGKILL) }
+                async let read = RelayCase.readBack(url, seconds: 15, to: got)
+                try await Task.sleep(for: .seconds(6))
+                let drop = try await Faults.dropUDP(ports: janus.rtpPorts, for: .seconds(3))
+                return (await read, await relay.finished(), drop)
+            }
+            await nginx.stop()
+            #expect(wasRead, "nothing came back from nginx: \(ran.errText.suffix(1500))")
+            #expect(drop.packets > 100, "media was flowing and was cut: \(drop.packets) packets")
+            #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
+            let c = RelayCase.counters(ran.outText)
+            #expect(c.outputs == 1 && c.failures == 0, "one connection throughout: \(ran.outText)")
+            #expect(try await RelayCase.probe(got).duration >= 13, "the stream went on through the gap")
+            // Ann fills the frame from her first picture to the end: held, never black, in the gap.
+            let pictures = try await CompositeCase.pictures(got).drop { $0.centre != .red }
+            #expect(pictures.count >= 24 && pictures.allSatisfy { $0.centre == .red && $0.left == .red }, "\(pictures.map(\.centre.rawValue))")
+            // Her tone, then silent seconds (the gap), then her tone again.
+            let tones = CompositeCase.tones(try await RelayCase.audioSamples(got), [440])
+            let silent = tones.indices.filter { tones[$0].isEmpty }
+            #expect(silent.count >= 2 && tones.prefix(silent.first ?? 0).contains([440]) && tones.suffix(3).allSatisfy { $0 == [440] }, "\(tones)")
         }
     }
 }

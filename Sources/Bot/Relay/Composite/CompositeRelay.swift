@@ -42,6 +42,8 @@ public struct CompositeRelay: Sendable {
         public var videoSent: Int
         /// Handed over while the destination was down, and held back while paused.
         public var unsent: Int
+        /// Encoded pictures before an output's first keyframe (each try asks the encoder for one).
+        public var beforeKeyFrame: Int
         public var paused: Int
         /// Outputs started, and destination failures.
         public var attempts: Int

@@ -172,7 +172,7 @@ actor CompositeRoom: RoomFollower {
         return CompositeRelay.Report(
             audio: audioStats.snapshot, video: videoStats.snapshot, participants: participants,
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
-            unsent: counts?.unsent.value ?? 0, paused: counts?.paused.value ?? 0,
+            unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
             opened: mixer?.started ?? false, speakerChanges: mixer?.speakerChanges ?? 0, rejoins: status.snapshot.comebacks)
     }
