@@ -103,14 +103,14 @@ final class RelayOutput: RelayFrameSink {
                     try RelayGraph(destination: destination, tracks: tracks, library: library, number: n)
                 }
             } catch {
-                if await !waitAfterFailure("\(error)", &backoff) { return }
+                if await !waitAfterFailure("\(error)", &backoff, afterHolding: false) { return }
                 continue
             }
             let started = ContinuousClock.now
             forwardBus(of: graph)
             current.withLock { $0 = graph }
             counts.attempts.increment()
-            status.set(.sending, destination: destination.description)
+            status.outputUp(destination: destination.description)
             log.info("connecting to \(destination) (try \(number))")
             keyFrames.withLock { $0 }?.request()
             let outcome = await follow(graph)
@@ -122,8 +122,9 @@ final class RelayOutput: RelayFrameSink {
             case .failed(let why):
                 await graph.pipeline.stop()
                 // A destination that held for a while starts its backoff over.
-                if started.duration(to: .now) > .seconds(10) { backoff.reset() }
-                if await !waitAfterFailure(why, &backoff) { return }
+                let held = started.duration(to: .now) > RelayStatus.held
+                if held { backoff.reset() }
+                if await !waitAfterFailure(why, &backoff, afterHolding: held) { return }
             }
         }
     }
@@ -164,11 +165,11 @@ final class RelayOutput: RelayFrameSink {
 
     /// Says why the destination failed, waits the backoff's next delay (a stop cuts it short);
     /// false if the relay is stopping.
-    private func waitAfterFailure(_ why: String, _ backoff: inout Backoff) async -> Bool {
+    private func waitAfterFailure(_ why: String, _ backoff: inout Backoff, afterHolding: Bool) async -> Bool {
         let wait = backoff.nextDelay()
         counts.failures.increment()
         metrics.failures.increment()
-        status.set(.retrying, destination: destination.description, error: why)
+        status.destinationFailed(why, destination: destination.description, afterHolding: afterHolding)
         log.warning("\(destination) failed: \(why); trying again in \(String(format: "%.1f", wait.seconds)) s (the call goes on)")
         let events = self.events.continuation
         let timer = Task {
