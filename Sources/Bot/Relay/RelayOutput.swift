@@ -21,6 +21,7 @@ final class RelayOutput: RelayFrameSink {
 
     let destination: RelayDestination
     let counts = RelayCounts()
+    let delays = RelayDelays()
     let metrics = RelayMetrics()
     let status: RelayStatus
     /// While paused, opened frames are held back (counted) and the stream stays open.
@@ -98,9 +99,9 @@ final class RelayOutput: RelayFrameSink {
             number += 1
             let graph: RelayGraph
             do {
-                let (destination, tracks, library, n) = (self.destination, self.tracks, self.library, number)
+                let (destination, tracks, library, n, delays) = (self.destination, self.tracks, self.library, number, self.delays)
                 graph = try await OffPool.run { () throws(BotError) -> RelayGraph in
-                    try RelayGraph(destination: destination, tracks: tracks, library: library, number: n)
+                    try RelayGraph(destination: destination, tracks: tracks, library: library, number: n, delays: delays)
                 }
             } catch {
                 if await !waitAfterFailure("\(error)", &backoff, afterHolding: false) { return }
