@@ -67,9 +67,11 @@ struct JobPreparation: Sendable {
         for (i, k) in (spec.keys ?? []).enumerated() {
             do { own[k.participant, default: [:]][k.index] = try KeyMaterial(hex: k.key) } catch { throw .field("keys[\(i)].key", "not key material: \(error)") }
         }
-        // A playback seals as the participant its display names (PQSRTC: the track's owner).
+        // A playback (or a live source in) seals as the participant its display names (PQSRTC:
+        // the track's owner).
         let display = spec.display ?? "0:sfubot"
-        let sender = spec.kind == .playback ? choice.participantIDs.id(display: display, feedID: nil) : ""
+        let publishes = spec.kind == .playback || spec.from != nil
+        let sender = publishes ? choice.participantIDs.id(display: display, feedID: nil) : ""
         do { return try choice.protection(shared: shared, own: own, sender: sender) } catch {
             throw .field(spec.keys == nil ? "key" : "keys", "\(spec.frameFormat.rawValue) key refused: \(error)")
         }

@@ -20,4 +20,17 @@ extension Fields {
         }
         return (to, participant)
     }
+
+    /// `from`: a live source into the room (`sfubot relay --from`), or nil for a relay out.
+    func relaySource() throws(RequestProblem) -> String? {
+        guard let from = try string("from") else { return nil }
+        guard !from.isEmpty, from.utf8.count <= JobSpec.maxFieldBytes, !from.utf8.contains(0) else {
+            throw .field("from", "must be a URL of at most \(JobSpec.maxFieldBytes) bytes")
+        }
+        do { _ = try LiveSourceAddress(from) } catch { throw .field("from", error.description) }
+        for other in ["to", "participant"] where try string(other) != nil {
+            throw .field(other, "a relay takes from (a live source into the room) or to (the room out), not both; from publishes a participant of its own")
+        }
+        return from
+    }
 }

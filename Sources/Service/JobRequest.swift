@@ -63,6 +63,9 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var to: String? = nil
     /// Relay: the participant relayed (a feed id, or the user id of an ECall display).
     public var participant: String? = nil
+    /// Relay in: the live source published into the room (`rtmp://`, `srt://`, `rtp://`),
+    /// allowed by `--relay-allow`; then `to` and `participant` are nil.
+    public var from: String? = nil
 
     /// One participant's key at one index, as a request gives it: `{"participant", "index", "key"}`.
     public struct ParticipantKey: Codable, Sendable, Equatable {
@@ -101,7 +104,7 @@ extension JobSpec {
         let allowed: Set<String> = switch kind {
         case .recording: ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
         case .playback: ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
-        case .relay: ["room", "janus", "key", "to", "participant", "display", "durationSeconds", "format", "keys"]
+        case .relay: ["room", "janus", "key", "to", "from", "participant", "display", "durationSeconds", "format", "keys"]
         }
         if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
             throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
@@ -123,7 +126,7 @@ extension JobSpec {
         case .playback:
             spec.file = try fields.path("file", required: true)
         case .relay:
-            (spec.to, spec.participant) = try fields.relay()
+            if let from = try fields.relaySource() { spec.from = from } else { (spec.to, spec.participant) = try fields.relay() }
         }
         return spec
     }
