@@ -9,6 +9,13 @@ import Foundation
 extension JobManager {
     /// A relay's destination must be one `--relay-allow` names: the only job whose output
     /// leaves the machine, so nothing unless the operator said so.
+    /// A bridge's other room is on a Janus the operator allows (`--janus`, `--janus-allow`), as
+    /// a job's own room is.
+    static func checkToRoom(_ spec: JobSpec, _ allowed: JanusAllowList) throws(RequestProblem) {
+        guard let janus = spec.toRoom?.janus, !allowed.allows(janus) else { return }
+        throw RequestProblem(status: 403, message: "toRoom.janus: \(janus) is not a Janus this service may use: the operator allows \(allowed.urls.joined(separator: ", ")) (--janus-allow)")
+    }
+
     static func checkRelay(_ spec: JobSpec, _ allowed: RelayAllowList) throws(RequestProblem) {
         // A source is read by this machine (an address the operator may not want it to reach,
         // and media the call did not invite): allowed as destinations are.
@@ -30,6 +37,9 @@ extension JobManager {
 
     func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?, pause: JobPause,
                   keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
+        if let toRoom = spec.toRoom {
+            return bridgeJob(id: id, spec: spec, toRoom: toRoom, config: config, created: created, resumes: resumes, duration: duration, keys: keys)
+        }
         if let from = spec.from {
             return try liveSourceJob(id: id, spec: spec, from: from, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)
         }

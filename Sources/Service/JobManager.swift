@@ -110,6 +110,7 @@ actor JobManager: Service {
             throw .field("janus", "\(janus) is not a Janus this service may use: the operator allows \(config.janusAllowed.urls.joined(separator: ", ")) (--janus-allow)")
         }
         try Self.checkRelay(spec, config.relayAllowed)
+        try Self.checkToRoom(spec, config.janusAllowed)
         let roots = config.roots
         let paths = try JobPaths(spec, roots: roots)
         let claims = paths.claims(roots)
