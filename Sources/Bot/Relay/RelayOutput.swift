@@ -34,6 +34,9 @@ final class RelayOutput: RelayFrameSink {
     /// The video input's keyframe requests: a new graph asks the sender for one at once.
     let keyFrames = Locked<KeyFrameRequests?>(nil)
     private let backoff: Backoff
+    /// Set while paused: the video after a resume starts at a keyframe (the player would show
+    /// the frames after it as damage until the next one).
+    private let resumeAtKeyFrame = Atomic<Bool>(false)
 
     init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, status: RelayStatus, pauses: RecordingPauses = RecordingPauses(), logger: Logger,
          backoff: Backoff = Backoff(initial: .milliseconds(500), cap: .seconds(10))) {
@@ -63,8 +66,18 @@ final class RelayOutput: RelayFrameSink {
 
     @discardableResult
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
-        if heldBack() { return .refused }
-        let result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
+        if heldBack() {
+            resumeAtKeyFrame.store(true, ordering: .relaxed)
+            return .refused
+        }
+        // Resumed: nothing until a keyframe, which `.waitingForKeyFrame` makes the input ask for.
+        let result: RelayGraph.PushResult
+        if resumeAtKeyFrame.load(ordering: .relaxed), !isKey {
+            result = .waitingForKeyFrame
+        } else {
+            resumeAtKeyFrame.store(false, ordering: .relaxed)
+            result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
+        }
         switch result {
         case .sent:
             counts.videoSent.increment()
