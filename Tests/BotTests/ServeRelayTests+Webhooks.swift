@@ -11,26 +11,15 @@ extension MediaScene.ServeRelayTests {
     func relayWebhooks() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
         let dir = try Scene.tempDirectory("serve-relay-webhooks")
-        let secret = dir.appendingPathComponent("whsec"), log = dir.appendingPathComponent("received.jsonl")
-        _ = FileManager.default.createFile(atPath: secret.path, contents: Data(("whsec_" + Data(repeating: 5, count: 32).base64EncodedString()).utf8),
-                                           attributes: [.posixPermissions: 0o600])
-        let receiverPort = try RelayServers.freePort()
-        let receiver = try await LocalServer.python("webhook_receiver.py", ["\(receiverPort)", secret.path, log.path], port: receiverPort)
+        let receiver = try await WebhookReceiver.start(port: try RelayServers.freePort(), in: dir, seed: 5)
         let source = try await RelayCase.source(in: dir)
         let port = try RelayServers.freePort()
         let room = try await Scene.createRoom()
         let publisher = try RelayCase.publisher(source, room: room)
         defer { publisher.signal(SIGKILL) }
-        let serve = try await ServeProcess.start(port: 18657, in: dir, extra: [
-            "--relay-allow", "rtmp://127.0.0.1:\(port)/live",
-            "--webhook-url", "http://127.0.0.1:\(receiverPort)/hooks", "--webhook-secret-file", secret.path,
-        ])
+        let serve = try await ServeProcess.start(port: 18657, in: dir, extra: ["--relay-allow", "rtmp://127.0.0.1:\(port)/live"] + receiver.flags)
         defer { serve.process.signal(SIGKILL) }
-        func events(_ type: String) -> [[String: Any]] {
-            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
-                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                .filter { $0["type"] as? String == type }
-        }
+        func events(_ type: String) -> [[String: Any]] { receiver.events(type: type) }
         let stream = "secret-\(UUID().uuidString.prefix(8))"
         let created = try await serve.request("POST", "/v1/relays", json: ["room": room, "key": ["hex": RelayCase.key], "participant": "7",
                                                                            "to": "rtmp://127.0.0.1:\(port)/live/\(stream)"])
@@ -54,7 +43,7 @@ extension MediaScene.ServeRelayTests {
         #expect(await eventually(within: 20) { !events("relay.ended").isEmpty }, "relay.ended")
         let ended = try #require(events("relay.ended").first?["data"] as? [String: Any])
         #expect(ended["outages"] as? Int == 1 && (ended["reason"] as? String ?? "").contains("not sent"), "\(ended)")
-        let all = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        let all = (try? String(contentsOf: receiver.received, encoding: .utf8)) ?? ""
         #expect(!all.contains(stream), "the stream name is a secret")
         print("serve relay webhooks: reconnecting \"\(outage["reason"] ?? "?")\", started after it, ended \"\(ended["reason"] ?? "?")\"")
         await nginx.stop()
