@@ -61,3 +61,40 @@ extension MediaScene.ServeRelayTests {
         print("serve relay into another room: \(audio.frames.opened) audio frames at \(f) Hz in room B as '\(audio.display)'; with A's key: \(total)")
     }
 }
+
+extension MediaScene.ServeRelayTests {
+    /// The bridge into an SFrame room (RFC 9605; audio: SFrame seals whole frames, which
+    /// libwebrtc's H.264 packetizer cannot send): a recorder there with the SFrame key records
+    /// the tone, everyone bridged (no `participant`).
+    @Test("a relay job into an SFrame room, everyone: the tone recorded there with the SFrame key")
+    func relayJobIntoAnSFrameRoom() async throws {
+        let dir = try Scene.tempDirectory("serve-relay-bridge-sframe")
+        let tone = try await Audio.tone(440, seconds: 30, in: dir)
+        let (roomA, roomB) = (try await Scene.createRoom(), try await Scene.createRoom())
+        let material = String(repeating: "5d", count: 16)
+        let out = dir.appendingPathComponent("b")
+        let recorder = try SfubotProcess.start(["record", "--janus", Scene.janusURL!, "--room", "\(roomB)", "--frame-format", "sframe",
+                                                "--key-hex", material, "--out", out.path])
+        defer { recorder.signal(SIGKILL) }
+        let publisher = try SfubotProcess.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(roomA)", "--key-hex", RelayCase.key,
+                                                 "--display", "7:Ann"])
+        defer { publisher.signal(SIGKILL) }
+        let serve = try await ServeProcess.start(port: 18660, in: dir)
+        defer { serve.process.signal(SIGKILL) }
+        let created = try await serve.request("POST", "/v1/relays", json: ["room": roomA, "key": ["hex": RelayCase.key],
+                                                                           "toRoom": ["room": roomB, "key": ["hex": material], "format": ["frame": "sframe"]]])
+        let id = try #require(try created.json()["id"] as? String, "\(created.text)")
+        _ = try await serve.waitFor("/v1/relays/\(id)", within: .seconds(30)) { $0["relayPhase"] as? String == "sending" }
+        try await Task.sleep(for: .seconds(8))
+        let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
+        #expect(final["state"] as? String == "done", "\(final)")
+        recorder.signal(SIGTERM)
+        let ran = await recorder.finished()
+        #expect(ran.status == 0, "recorder exited \(ran.status): \(ran.errText.suffix(1500))")
+        let manifest = try RecordingManifest.read(from: out)
+        let audio = try #require(manifest.feeds.first { $0.kind == "audio" }, "\(manifest.feeds)")
+        #expect(audio.display == "7:Ann" && audio.frames.opened > 150 && audio.frames.droppedTotal == 0, "\(audio.display) \(audio.frames)")
+        let samples = try await Audio.decode(out.appendingPathComponent(audio.file))
+        #expect(abs((Audio.dominantFrequency(samples) ?? 0) - 440) <= 9, "the tone in the SFrame room")
+    }
+}
