@@ -14,9 +14,10 @@ extension JobManager {
         }
     }
 
-    /// Each second: the gauges, and `job.reconnecting` for outages not yet announced.
+    /// Each second: the gauges, `job.reconnecting` for outages not yet announced, `relay.*`.
     func everySecond() {
         publishGauges()
         announceReconnects()
+        announceRelays()
     }
 }

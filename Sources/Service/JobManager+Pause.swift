@@ -6,8 +6,11 @@ extension JobManager {
     func setPaused(_ id: String, _ paused: Bool) async throws(RequestProblem) -> JobStatus {
         if let cluster { return try await clusterSetPaused(id, paused, cluster) }
         guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        guard job.isActive, !job.stopRequested, let pause = job.pause else {
+        guard job.isActive, !job.stopRequested else {
             throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")")
+        }
+        guard let pause = job.pause else {
+            throw RequestProblem(status: 409, message: "job \(id) cannot be paused: a bridge into another room has no pause (DELETE ends it)")
         }
         if pause.set(paused: paused) {
             log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")

@@ -9,7 +9,24 @@ import Foundation
 extension JobManager {
     /// A relay's destination must be one `--relay-allow` names: the only job whose output
     /// leaves the machine, so nothing unless the operator said so.
+    /// A bridge's other room is on a Janus the operator allows (`--janus`, `--janus-allow`), as
+    /// a job's own room is.
+    static func checkToRoom(_ spec: JobSpec, _ allowed: JanusAllowList) throws(RequestProblem) {
+        guard let janus = spec.toRoom?.janus, !allowed.allows(janus) else { return }
+        throw RequestProblem(status: 403, message: "toRoom.janus: \(janus) is not a Janus this service may use: the operator allows \(allowed.urls.joined(separator: ", ")) (--janus-allow)")
+    }
+
     static func checkRelay(_ spec: JobSpec, _ allowed: RelayAllowList) throws(RequestProblem) {
+        // A source is read by this machine (an address the operator may not want it to reach,
+        // and media the call did not invite): allowed as destinations are.
+        if spec.kind == .relay, let from = spec.from {
+            guard allowed.allows(from) else {
+                let shown = (try? LiveSourceAddress(from))?.description ?? "the source"
+                let allows = allowed.urls.isEmpty ? "none" : allowed.urls.joined(separator: ", ")
+                throw RequestProblem(status: 403, message: "from: \(shown) is not a source this service may read: the operator allows \(allows) (--relay-allow)")
+            }
+            return
+        }
         guard spec.kind == .relay, let to = spec.to else { return }
         guard allowed.allows(to) else {
             let shown = (try? RelayTarget(to))?.description ?? "the destination"
@@ -20,6 +37,12 @@ extension JobManager {
 
     func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?, pause: JobPause,
                   keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
+        if let toRoom = spec.toRoom {
+            return bridgeJob(id: id, spec: spec, toRoom: toRoom, config: config, created: created, resumes: resumes, duration: duration, keys: keys)
+        }
+        if let from = spec.from {
+            return try liveSourceJob(id: id, spec: spec, from: from, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)
+        }
         guard let to = spec.to else { throw RequestProblem(status: 500, message: "job \(id): a relay without to") }
         let target: RelayTarget
         do { target = try RelayTarget(to) } catch { throw .field("to", error.description) }
@@ -45,6 +68,24 @@ extension JobManager {
             if report.failures > 0, report.unsent > 0 {
                 throw .relayIncomplete("\(report.unsent) opened frames were not sent while \(destination) was down (\(report.failures) destination failures)")
             }
+        } }
+        return job
+    }
+
+    /// A live source into the room (`from`), as `sfubot relay --from` does: one publisher, every
+    /// frame sealed; a source that drops and comes back goes on in the same publisher.
+    private func liveSourceJob(id: String, spec: JobSpec, from: String, config: BotConfig, created: Date, resumes: Int, duration: Duration?,
+                               pause: JobPause, keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
+        let address: LiveSourceAddress
+        do { address = try LiveSourceAddress(from) } catch { throw .field("from", error.description) }
+        var configured = Player(config: config, source: .live(address), duration: duration)
+        if case .playback(let pauses) = pause { configured.pauses = pauses }
+        let player = configured
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: player.status, sent: (player.stats, player.videoStats),
+                      pause: pause, keys: keys)
+        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: from, with: address.description) }
+        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+            _ = try await player.run()
         } }
         return job
     }

@@ -110,6 +110,7 @@ actor JobManager: Service {
             throw .field("janus", "\(janus) is not a Janus this service may use: the operator allows \(config.janusAllowed.urls.joined(separator: ", ")) (--janus-allow)")
         }
         try Self.checkRelay(spec, config.relayAllowed)
+        try Self.checkToRoom(spec, config.janusAllowed)
         let roots = config.roots
         let paths = try JobPaths(spec, roots: roots)
         let claims = paths.claims(roots)
@@ -190,7 +191,8 @@ actor JobManager: Service {
     func launch(id: String, spec: JobSpec, protection: FrameProtection, media: HeldFile?, outputs: HeldOutputs?, created: Date, resumes: Int,
                 startAt: Double? = nil,
                 pauses: [RecordingManifest.Pause]? = nil, takeover: ChainTakeover? = nil) throws(RequestProblem) -> Job {
-        let pause = JobPause(spec.kind, resuming: pauses)
+        // A live source in (`from`) is a player: paused, it holds the source back.
+        let pause = JobPause(spec.kind == .relay && spec.from != nil ? .playback : spec.kind, resuming: pauses)
         let botConfig = botConfig(for: spec, id: id, protection: protection)
         let remaining = spec.durationSeconds.map { created.addingTimeInterval($0).timeIntervalSinceNow }
         if let remaining, remaining <= 0, resumes > 0 {

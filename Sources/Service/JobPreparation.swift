@@ -22,6 +22,8 @@ struct JobPreparation: Sendable {
     /// again after a restart, whose folder holds its earlier files.
     init(_ spec: JobSpec, paths: JobPaths, roots: Roots, fresh: Bool) throws(RequestProblem) {
         protection = try Self.protection(spec, paths: paths, roots: roots)
+        // A bridge's other key is checked now: a bad one is the request's error, not the job's.
+        if let toRoom = spec.toRoom { _ = try Self.sendingProtection(toRoom, display: spec.display ?? "0:sfubot") }
         media = try paths.file.map { file throws(RequestProblem) in HeldFile(try RootFiles.openRegular(file, in: roots.media, field: "file")) }
         if let out = paths.out {
             let root = roots.output
@@ -67,9 +69,11 @@ struct JobPreparation: Sendable {
         for (i, k) in (spec.keys ?? []).enumerated() {
             do { own[k.participant, default: [:]][k.index] = try KeyMaterial(hex: k.key) } catch { throw .field("keys[\(i)].key", "not key material: \(error)") }
         }
-        // A playback seals as the participant its display names (PQSRTC: the track's owner).
+        // A playback (or a live source in) seals as the participant its display names (PQSRTC:
+        // the track's owner).
         let display = spec.display ?? "0:sfubot"
-        let sender = spec.kind == .playback ? choice.participantIDs.id(display: display, feedID: nil) : ""
+        let publishes = spec.kind == .playback || spec.from != nil
+        let sender = publishes ? choice.participantIDs.id(display: display, feedID: nil) : ""
         do { return try choice.protection(shared: shared, own: own, sender: sender) } catch {
             throw .field(spec.keys == nil ? "key" : "keys", "\(spec.frameFormat.rawValue) key refused: \(error)")
         }
@@ -97,4 +101,26 @@ final class HeldFile: Sendable {
     /// A path that opens this very file again (the kernel's link to the open descriptor),
     /// whatever now sits at the name it was opened by.
     var path: String { "/proc/self/fd/\(fd)" }
+}
+
+extension JobPreparation {
+    /// What a bridge seals with in the other room (`toRoom`), as the participant `display`
+    /// names (FrameCryptor and SFrame: that sender's key). Derives keys: call it off the pool.
+    static func sendingProtection(_ to: JobSpec.ToRoom, display: String) throws(RequestProblem) -> FrameProtection {
+        let format = to.format ?? FrameFormatSettings()
+        let shared: KeyMaterial
+        switch to.key {
+        case .none: return .none
+        case .file: throw .field("toRoom.key", "give the other room's key as {\"hex\": \"…\"}")
+        case .hex(let hex) where !format.frame.namesItsKey:
+            do { return .e2ee(KeyRing(current: try CallKey(hex: hex))) } catch { throw .field("toRoom.key.hex", "not a call key: \(error)") }
+        case .hex(let hex):
+            do { shared = try KeyMaterial(hex: hex) } catch { throw .field("toRoom.key.hex", "not key material: \(error)") }
+        }
+        let choice: FrameFormatChoice
+        do { choice = try format.checked(naming: { "toRoom.format.\($0.rawValue)" }) } catch { throw RequestProblem(status: 400, message: error.message) }
+        do { return try choice.protection(shared: shared, own: [:], sender: choice.participantIDs.id(display: display, feedID: nil)) } catch {
+            throw .field("toRoom.key", "\(format.frame.rawValue) key refused: \(error)")
+        }
+    }
 }

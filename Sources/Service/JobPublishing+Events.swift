@@ -46,11 +46,15 @@ struct JobEvent: Encodable, Sendable {
     /// `job.reconnecting`: when the outage began, and its number in this run of the job.
     var since: Date?
     var outage: Int?
+    /// `relay.*`: the destination as GET shows it (no stream name, token or key), and at the
+    /// end the outages it had.
+    var to: String?
+    var outages: Int?
 
     init(job: String, kind: String, room: Int64, resumes: Int? = nil, reason: String? = nil, files: [FileEvent]? = nil, missing: [String]? = nil,
-         since: Date? = nil, outage: Int? = nil) {
+         since: Date? = nil, outage: Int? = nil, to: String? = nil, outages: Int? = nil) {
         (self.job, self.kind, self.room, self.resumes, self.reason, self.files, self.missing) = (job, kind, room, resumes, reason, files, missing)
-        (self.since, self.outage) = (since, outage)
+        (self.since, self.outage, self.to, self.outages) = (since, outage, to, outages)
     }
 }
 

@@ -119,5 +119,9 @@ extension JobManager {
         guard let publishing = config.publishing else { return }
         let failed = outcome.state == .failed ? outcome.error ?? "failed" : nil
         publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, directory: job.spec.out)
+        if let relay = job.relay?.snapshot {
+            publishing.relayEnded(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, resumes: job.resumes, to: job.shownDestination,
+                                  status: relay, failed: failed)
+        }
     }
 }

@@ -21,6 +21,8 @@ public final class JobPublishing: Sendable {
     let mergedDirectory: URL
     /// `job.reconnecting` announced so far, by job (JobPublishing+Reconnects).
     let reconnects = Tally([String: ReconnectWatch]())
+    /// `relay.started` / `relay.reconnecting` announced so far, by job (JobPublishing+Relays).
+    let relays = Tally([String: RelayWatch]())
     let logger: Logger
     /// With `--database`: the uploads' table, which replaces `batches` and `progress`
     /// (JobPublishing+Cluster).

@@ -63,6 +63,20 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var to: String? = nil
     /// Relay: the participant relayed (a feed id, or the user id of an ECall display).
     public var participant: String? = nil
+    /// Relay in: the live source published into the room (`rtmp://`, `srt://`, `rtp://`),
+    /// allowed by `--relay-allow`; then `to` and `participant` are nil.
+    public var from: String? = nil
+    /// Relay into another room (`sfubot relay --to-room`): `participant` (nil: everyone publishing
+    /// audio) published there, each frame sealed again with that room's key and format.
+    public var toRoom: ToRoom? = nil
+
+    /// The other room of a bridge: its id, Janus (nil: the job's), key and frame format.
+    public struct ToRoom: Codable, Sendable, Equatable {
+        public var room: Int64
+        public var janus: String?
+        public var key: Key
+        public var format: FrameFormatSettings?
+    }
 
     /// One participant's key at one index, as a request gives it: `{"participant", "index", "key"}`.
     public struct ParticipantKey: Codable, Sendable, Equatable {
@@ -101,7 +115,7 @@ extension JobSpec {
         let allowed: Set<String> = switch kind {
         case .recording: ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
         case .playback: ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
-        case .relay: ["room", "janus", "key", "to", "participant", "display", "durationSeconds", "format", "keys"]
+        case .relay: ["room", "janus", "key", "to", "from", "toRoom", "participant", "display", "durationSeconds", "format", "keys"]
         }
         if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
             throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
@@ -123,7 +137,13 @@ extension JobSpec {
         case .playback:
             spec.file = try fields.path("file", required: true)
         case .relay:
-            (spec.to, spec.participant) = try fields.relay()
+            if let from = try fields.relaySource() {
+                spec.from = from
+            } else if let toRoom = try fields.toRoom(key: spec.key) {
+                (spec.toRoom, spec.participant) = (toRoom, try fields.participant())
+            } else {
+                (spec.to, spec.participant) = try fields.relay()
+            }
         }
         return spec
     }

@@ -46,6 +46,10 @@ public struct JobStatus: Codable, Sendable {
     public var to: String?
     /// Relay: the participant relayed.
     public var participant: String?
+    /// Relay in: the live source, without what may be secret (its stream name, a passphrase).
+    public var from: String?
+    /// Relay into another room: that room (its key is never shown).
+    public var toRoom: Int64?
     /// Relay: `waiting` (for the participant), `sending`, `retrying` (its destination failed), `done`.
     public var relayPhase: String?
     /// With `--storage`: the recording's files on their way to the store, as the instance that
@@ -148,6 +152,8 @@ public struct JobStatus: Codable, Sendable {
             files = live.feeds.map { dir.appendingPathComponent($0.file).path } + (spec.mix.map { [$0] } ?? [])
             candidatePair = live.candidatePair
         }
+        from = spec.from.flatMap { try? LiveSourceAddress($0) }?.description
+        toRoom = spec.toRoom?.room
         if let sent = job.sent {
             let a = sent.audio.snapshot, v = sent.video.snapshot
             frames = Sent(audioSealed: a.sealed, videoSealed: v.sealed, sealFailed: a.sealFailed + v.sealFailed)

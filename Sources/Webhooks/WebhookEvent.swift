@@ -13,6 +13,10 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     /// Carries the reason.
     case jobFailed = "job.failed"
     case uploadFailed = "upload.failed"
+    /// A relay's destination: taking the stream (again, after an outage), failing, and the end.
+    case relayStarted = "relay.started"
+    case relayReconnecting = "relay.reconnecting"
+    case relayEnded = "relay.ended"
 }
 
 /// One event in the outbox: its id (the `webhook-id`, the same on every try, for the receiver

@@ -153,6 +153,9 @@ struct RelayCommand: AsyncParsableCommand {
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
                   + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
+            if let d = report.outputDelay {
+                print(String(format: "output delay (handed to the output graph → its network sink): p50 %.0f ms, p95 %.0f ms over %d buffers", d.p50 * 1000, d.p95 * 1000, d.count))
+            }
             if !report.participantSeen {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
             }

@@ -43,4 +43,28 @@ import TestSupport
         await loop.value
         #expect(stopped.duration(to: .now) < .seconds(2), "not after the 60 s backoff")
     }
+
+    /// After a pause, video goes on at a keyframe: the frames between the resume and the next
+    /// keyframe are held (`.waitingForKeyFrame`, which makes the input ask the sender for one),
+    /// or a player shows them as damage.
+    @Test func afterAResumeVideoWaitsForAKeyFrame() async throws {
+        let port = try RelayServers.freePort(span: 2)   // plain RTP: nothing needs to listen
+        let pauses = RecordingPauses()
+        let output = RelayOutput(destination: try RelayDestination("rtp://127.0.0.1:\(port)"), tracks: .init(audio: false, video: true),
+                                 library: try PipelineLibrary(), status: RelayStatus(), pauses: pauses, logger: Scene.logger)
+        let loop = Task.detached { await output.run() }
+        #expect(await eventually(within: 20) { output.counts.attempts.value >= 1 })
+        // An IDR and a non-IDR slice (Annex-B); their content does not matter to the output.
+        let key: [UInt8] = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0x00], delta: [UInt8] = [0, 0, 0, 1, 0x41, 0x9a, 0x02, 0x00]
+        func push(_ au: [UInt8]) -> RelayGraph.PushResult { au.withUnsafeBytes { output.pushVideo($0, isKey: au[4] == 0x65) } }
+        #expect(await eventually(within: 10) { push(key) == .sent })
+        #expect(push(delta) == .sent)
+        #expect(pauses.pause())
+        #expect(push(delta) == .refused && output.counts.paused.value == 1)
+        #expect(pauses.resume())
+        #expect(push(delta) == .waitingForKeyFrame && push(delta) == .waitingForKeyFrame)
+        #expect(push(key) == .sent && push(delta) == .sent)
+        output.stop()
+        await loop.value
+    }
 }

@@ -120,4 +120,13 @@ enum RelayCase {
         return (number(after: "audio frames "), number(after: "video frames "), dropped,
                 number(after: "destination failures: "), number(after: "outputs started: "))
     }
+
+    /// The relay's `output delay …` line: p50 and p95 in ms and the buffers measured; nil if
+    /// it printed none. Printed by the tests that read it: a figure, not a bound.
+    static func outputDelay(_ out: String) -> (p50: Int, p95: Int, buffers: Int)? {
+        guard let line = out.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("output delay") }),
+              let m = String(line).firstMatch(of: /p50 (\d+) ms, p95 (\d+) ms over (\d+) buffers/),
+              let p50 = Int(m.1), let p95 = Int(m.2), let buffers = Int(m.3) else { return nil }
+        return (p50, p95, buffers)
+    }
 }

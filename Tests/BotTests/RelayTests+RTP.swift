@@ -40,6 +40,10 @@ extension MediaScene.RelayTests {
         }
         let c = RelayCase.counters(ran.outText)
         #expect(c.dropped == 0 && c.relayedAudio > 250 && c.relayedVideo > 60, "\(ran.outText)")
+        // Every RTP packet reaches a udpsink: at least one buffer per frame relayed.
+        let delay = try #require(RelayCase.outputDelay(ran.outText), "no output delay line: \(ran.outText)")
+        #expect(delay.buffers >= c.relayedAudio + c.relayedVideo, "\(delay)")
+        print("relay output delay to rtp: p50 \(delay.p50) ms, p95 \(delay.p95) ms over \(delay.buffers) buffers")
     }
 
     /// SRTP out: ffmpeg, given the key in an SDP's a=crypto line (RFC 4568), reads the

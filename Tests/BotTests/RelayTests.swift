@@ -61,6 +61,12 @@ extension MediaScene {
             #expect(abs(f - 440) <= 440 * 0.02, "dominant \(f) Hz")
             let c = RelayCase.counters(ran.outText)
             #expect(c.dropped == 0 && c.relayedAudio > 250 && c.relayedVideo > 60 && c.failures == 0, "\(ran.outText)")
+            // Measured where the sink takes single buffers: FLV (mpegtsmux hands srtsink lists).
+            if got.pathExtension == "flv" {
+                let delay = try #require(RelayCase.outputDelay(ran.outText), "no output delay line: \(ran.outText)")
+                #expect(delay.buffers > 100, "\(delay)")
+                print("relay output delay to rtmp: p50 \(delay.p50) ms, p95 \(delay.p95) ms over \(delay.buffers) buffers")
+            }
         }
     }
 }

@@ -67,6 +67,10 @@ extension MediaScene {
             let framesRelayed = try await serve.metric("sfubot_relay_frames_total", matching: "result=\"sent\"")
             let bytes = try await serve.metric("sfubot_relay_bytes_total")
             #expect(opened > 100 && framesRelayed > 100 && bytes > 10_000, "frames opened \(opened), relayed \(framesRelayed), bytes \(bytes)")
+            // The output delay's histogram, as the dashboard reads it: one count per buffer at the sink.
+            let delays = try await serve.metric("sfubot_relay_output_delay_seconds_count")
+            let slow = try await serve.metric("sfubot_relay_output_delay_seconds_bucket", matching: "le=\"+Inf\"")
+            #expect(delays > 100 && slow == delays, "output delay histogram: \(delays) buffers, +Inf bucket \(slow)")
         }
 
         @Test("a speaker-stream job (to ws://…/{participant}, no participant): Ann's tone reaches the consumer, the token never shows, paused it sends nothing, DELETE ends it done",

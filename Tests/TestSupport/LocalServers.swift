@@ -91,10 +91,14 @@ public struct WebhookReceiver: Sendable {
     public var flags: [String] { ["--webhook-url", "http://127.0.0.1:\(server.port)/hooks", "--webhook-secret-file", secret.path] }
 
     /// The events accepted so far with webhook id `id` (each `{"id", "type", "data", …}`).
-    public func events(id: String) -> [[String: Any]] {
+    public func events(id: String) -> [[String: Any]] { all.filter { $0["id"] as? String == id } }
+
+    /// The events accepted so far of type `type` (`relay.started`…), in the order they came.
+    public func events(type: String) -> [[String: Any]] { all.filter { $0["type"] as? String == type } }
+
+    private var all: [[String: Any]] {
         ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            .filter { $0["id"] as? String == id }
     }
 
     public func stop() async { await server.stop() }

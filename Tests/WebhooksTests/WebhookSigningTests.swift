@@ -34,6 +34,7 @@ import Webhooks
         #expect(try WebhookEvent(.jobStarted, data: Finished(job: "x")).id.hasPrefix("msg_"))
         #expect(throws: WebhookError.self) { try WebhookEvent(.jobStarted, data: Finished(job: "x"), id: "../etc") }
         #expect(WebhookEventType.allCases.map(\.rawValue) == ["job.started", "job.reconnecting", "job.failed_over", "job.paused",
-                                                             "job.resumed", "job.finished", "job.failed", "upload.failed"])
+                                                             "job.resumed", "job.finished", "job.failed", "upload.failed",
+                                                             "relay.started", "relay.reconnecting", "relay.ended"])
     }
 }

@@ -15,6 +15,8 @@ public struct Bridge: Sendable {
     public let duration: Duration?
     public var leaveGrace: Duration = .seconds(15)
     public let status = RelayStatus()
+    /// Only this participant (a feed id or an ECall user id); nil: everyone publishing audio.
+    public var only: String?
 
     public init(from: BotConfig, to: BotConfig, duration: Duration?, protection: @escaping @Sendable (String) async throws(BotError) -> FrameProtection) {
         self.from = from

@@ -51,7 +51,7 @@ actor BridgeRoom: RoomFollower {
     func relayLogged(_ list: [RoomPublisher]) async {
         for p in list where p.streams.contains(where: { $0.type == "audio" }) {
             let id = Self.id(of: p)
-            guard bridged[id] == nil else { continue }
+            guard bridged[id] == nil, bridge.only.map({ $0 == id || $0 == String(p.id) }) ?? true else { continue }
             let protection: FrameProtection
             do { protection = try await bridge.protection(p.display) } catch {
                 log.error("cannot bridge participant \(id): \(error)")

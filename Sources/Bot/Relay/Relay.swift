@@ -45,6 +45,8 @@ public struct Relay: Sendable {
         public var participantSeen: Bool
         /// Times it lost Janus and was back in the room.
         public var rejoins: Int
+        /// How long the output graph held what it was handed (nil: nothing reached a sink).
+        public var outputDelay: RelayDelays.Summary?
     }
 
     /// Relays until `duration` elapses, the task is cancelled, or the room is destroyed; then

@@ -14,9 +14,11 @@ final class RelayGraph: Sendable {
     private let video: AppSource?
     /// Video is fed from its first keyframe on (a muxer or player cannot start elsewhere).
     private let videoStarted = Atomic<Bool>(false)
+    /// On the network sinks' pads: how long each buffer was in the graph.
+    private let delayProbes: [PadProbe]
 
     /// Builds and starts the graph; blocks while a sink connects (srtsink): call off the pool.
-    init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, number: Int) throws(BotError) {
+    init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, number: Int, delays: RelayDelays) throws(BotError) {
         self.number = number
         let values = destination.pipelineValues
         var parts: [String] = []
@@ -39,6 +41,7 @@ final class RelayGraph: Sendable {
             pipeline = try Pipeline(description: parts.joined(separator: " "))
             audio = tracks.audio ? try AppSource(named: "audio", in: pipeline) : nil
             video = tracks.video ? try AppSource(named: "video", in: pipeline) : nil
+            delayProbes = try Self.observeDelays(pipeline, delays)
         } catch { throw .media(error) }
         bus = pipeline.bus.messages()
         do { try pipeline.setState(.playing) } catch {
@@ -83,6 +86,21 @@ final class RelayGraph: Sendable {
         guard info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
             throw .output("hls:\(path) may be read by others: the segments are the call, decrypted; give a folder only you can read (chmod 700)")
         }
+    }
+
+    /// The network sinks (`sink`, or RTP's `audio_sink`/`video_sink`; HLS has none: its segments
+    /// wait for their end anyway): each buffer's running time is its push (the appsrc's
+    /// do-timestamp), so now minus it is how long the graph held it.
+    private static func observeDelays(_ pipeline: Pipeline, _ delays: RelayDelays) throws(GStreamerError) -> [PadProbe] {
+        var probes: [PadProbe] = []
+        for name in ["sink", "audio_sink", "video_sink"] {
+            guard let sink = try? pipeline.element(named: name) else { continue }
+            probes.append(try sink.staticPad("sink").addRunningTimeObserver { [weak pipeline] _, running, _ in
+                guard let running, let now = pipeline?.runningTime else { return }
+                delays.record(nanoseconds: Int64(now) - Int64(running))
+            })
+        }
+        return probes
     }
 
     /// GST_CLOCK_TIME_NONE: the appsrc stamps each frame with its arrival (do-timestamp).

@@ -21,6 +21,7 @@ final class RelayOutput: RelayFrameSink {
 
     let destination: RelayDestination
     let counts = RelayCounts()
+    let delays = RelayDelays()
     let metrics = RelayMetrics()
     let status: RelayStatus
     /// While paused, opened frames are held back (counted) and the stream stays open.
@@ -33,6 +34,9 @@ final class RelayOutput: RelayFrameSink {
     /// The video input's keyframe requests: a new graph asks the sender for one at once.
     let keyFrames = Locked<KeyFrameRequests?>(nil)
     private let backoff: Backoff
+    /// Set while paused: the video after a resume starts at a keyframe (the player would show
+    /// the frames after it as damage until the next one).
+    private let resumeAtKeyFrame = Atomic<Bool>(false)
 
     init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, status: RelayStatus, pauses: RecordingPauses = RecordingPauses(), logger: Logger,
          backoff: Backoff = Backoff(initial: .milliseconds(500), cap: .seconds(10))) {
@@ -62,8 +66,18 @@ final class RelayOutput: RelayFrameSink {
 
     @discardableResult
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
-        if heldBack() { return .refused }
-        let result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
+        if heldBack() {
+            resumeAtKeyFrame.store(true, ordering: .relaxed)
+            return .refused
+        }
+        // Resumed: nothing until a keyframe, which `.waitingForKeyFrame` makes the input ask for.
+        let result: RelayGraph.PushResult
+        if resumeAtKeyFrame.load(ordering: .relaxed), !isKey {
+            result = .waitingForKeyFrame
+        } else {
+            resumeAtKeyFrame.store(false, ordering: .relaxed)
+            result = current.withLock { $0?.pushVideo(au, isKey: isKey) } ?? .refused
+        }
         switch result {
         case .sent:
             counts.videoSent.increment()
@@ -98,19 +112,19 @@ final class RelayOutput: RelayFrameSink {
             number += 1
             let graph: RelayGraph
             do {
-                let (destination, tracks, library, n) = (self.destination, self.tracks, self.library, number)
+                let (destination, tracks, library, n, delays) = (self.destination, self.tracks, self.library, number, self.delays)
                 graph = try await OffPool.run { () throws(BotError) -> RelayGraph in
-                    try RelayGraph(destination: destination, tracks: tracks, library: library, number: n)
+                    try RelayGraph(destination: destination, tracks: tracks, library: library, number: n, delays: delays)
                 }
             } catch {
-                if await !waitAfterFailure("\(error)", &backoff) { return }
+                if await !waitAfterFailure("\(error)", &backoff, afterHolding: false) { return }
                 continue
             }
             let started = ContinuousClock.now
             forwardBus(of: graph)
             current.withLock { $0 = graph }
             counts.attempts.increment()
-            status.set(.sending, destination: destination.description)
+            status.outputUp(destination: destination.description)
             log.info("connecting to \(destination) (try \(number))")
             keyFrames.withLock { $0 }?.request()
             let outcome = await follow(graph)
@@ -122,8 +136,9 @@ final class RelayOutput: RelayFrameSink {
             case .failed(let why):
                 await graph.pipeline.stop()
                 // A destination that held for a while starts its backoff over.
-                if started.duration(to: .now) > .seconds(10) { backoff.reset() }
-                if await !waitAfterFailure(why, &backoff) { return }
+                let held = started.duration(to: .now) > RelayStatus.held
+                if held { backoff.reset() }
+                if await !waitAfterFailure(why, &backoff, afterHolding: held) { return }
             }
         }
     }
@@ -164,11 +179,11 @@ final class RelayOutput: RelayFrameSink {
 
     /// Says why the destination failed, waits the backoff's next delay (a stop cuts it short);
     /// false if the relay is stopping.
-    private func waitAfterFailure(_ why: String, _ backoff: inout Backoff) async -> Bool {
+    private func waitAfterFailure(_ why: String, _ backoff: inout Backoff, afterHolding: Bool) async -> Bool {
         let wait = backoff.nextDelay()
         counts.failures.increment()
         metrics.failures.increment()
-        status.set(.retrying, destination: destination.description, error: why)
+        status.destinationFailed(why, destination: destination.description, afterHolding: afterHolding)
         log.warning("\(destination) failed: \(why); trying again in \(String(format: "%.1f", wait.seconds)) s (the call goes on)")
         let events = self.events.continuation
         let timer = Task {

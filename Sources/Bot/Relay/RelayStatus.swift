@@ -23,7 +23,19 @@ public final class RelayStatus: Sendable {
         public var lastErrorTime: Date?
         /// Times the relay lost Janus and was back in the room.
         public var comebacks = 0
+        /// Since when the destination has taken frames without failing (nil while retrying):
+        /// serve's `relay.started` once that held a few seconds.
+        public var sendingSince: Date?
+        /// Outages of the destination: the first failure, and each failure of an output that
+        /// had held for `RelayStatus.held` (a retry that fails again is the same outage).
+        public var outages = 0
+        /// When the last outage began, and why.
+        public var outageSince: Date?
+        public var outageReason: String?
     }
+
+    /// An output that ran this long and then failed is a new outage (and its backoff starts over).
+    public static let held: Duration = .seconds(10)
 
     private let value = Locked(Snapshot())
 
@@ -32,6 +44,23 @@ public final class RelayStatus: Sendable {
     public var snapshot: Snapshot { value.withLock { $0 } }
 
     func cameBack() { value.withLock { $0.comebacks += 1 } }
+
+    /// An output is up: frames go to the destination.
+    func outputUp(destination: String) {
+        set(.sending, destination: destination)
+        value.withLock { s in if s.sendingSince == nil { s.sendingSince = Date() } }
+    }
+
+    /// The destination failed; `afterHolding`: the output had run for `held` (or none had
+    /// failed yet), so this begins an outage.
+    func destinationFailed(_ why: String, destination: String?, afterHolding: Bool) {
+        set(.retrying, destination: destination, error: why)
+        value.withLock { s in
+            s.sendingSince = nil
+            guard afterHolding || s.outages == 0 else { return }
+            (s.outages, s.outageSince, s.outageReason) = (s.outages + 1, Date(), why)
+        }
+    }
 
     func set(_ phase: Phase, destination: String? = nil, error: String? = nil) {
         value.withLock { s in

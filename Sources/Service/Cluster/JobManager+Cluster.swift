@@ -140,6 +140,7 @@ extension JobManager {
                 throw RequestProblem(status: 403, message: "janus: \(janus) is not a Janus this instance may use (--janus-allow)")
             }
             try Self.checkRelay(row.spec, config.relayAllowed)
+            try Self.checkToRoom(row.spec, config.janusAllowed)
             let paths = try JobPaths(row.spec, roots: roots)
             reserved[row.id] = paths.claims(roots)
             defer { reserved[row.id] = nil }

@@ -17,7 +17,7 @@ struct PublishingOptions: ParsableArguments {
     @Option(help: ArgumentHelp("A 0600 file of AWS_ACCESS_KEY_ID=..., AWS_SECRET_ACCESS_KEY=... (AWS_SESSION_TOKEN=...) lines, or an AWS credentials file (its [default] profile); instead of the environment.", valueName: "file"))
     var s3CredentialsFile: String?
 
-    @Option(help: ArgumentHelp("POST Standard Webhooks to this URL: job.started, job.finished (files, sizes, SHA-256, object URLs), job.failed (reason), upload.failed; retried with backoff for up to a day, through an outbox in --state-dir (with --database, in the database: delivered by any live instance, in order per job). Needs --webhook-secret-file.", valueName: "url"))
+    @Option(help: ArgumentHelp("POST Standard Webhooks to this URL: job.started, job.finished (files, sizes, SHA-256, object URLs), job.failed (reason), upload.failed, relay.started/reconnecting/ended; retried with backoff for up to a day, through an outbox in --state-dir (with --database, in the database: delivered by any live instance, in order per job). Needs --webhook-secret-file.", valueName: "url"))
     var webhookURL: String?
 
     @Option(help: ArgumentHelp("A 0600 file holding the webhook signing secret, whsec_<base64 of 24-64 random bytes>.", valueName: "file"))

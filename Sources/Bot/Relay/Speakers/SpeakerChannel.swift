@@ -30,6 +30,8 @@ final class SpeakerChannel: RelayFrameSink {
     private let origin: ContinuousClock.Instant
     private let metrics: RelayMetrics
     private let pauses: RecordingPauses
+    /// The relay's: each connection that opens is the destination up, each that fails a failure.
+    private let status: RelayStatus
     private let log: Logger
     private let state = Locked(State())
     private let stop = AsyncStream.makeStream(of: Void.self)
@@ -55,7 +57,7 @@ final class SpeakerChannel: RelayFrameSink {
     }
 
     init(_ who: Who, destination: SpeakerStreamDestination, audio: SpeakerStreamAudio, origin: ContinuousClock.Instant,
-         counts: SpeakerCounts, metrics: RelayMetrics, pauses: RecordingPauses, listening: Bool = false, logger: Logger) {
+         counts: SpeakerCounts, metrics: RelayMetrics, pauses: RecordingPauses, status: RelayStatus, listening: Bool = false, logger: Logger) {
         self.who = who
         url = destination.url(for: who.id)
         shown = destination.description
@@ -64,6 +66,7 @@ final class SpeakerChannel: RelayFrameSink {
         self.counts = counts
         self.metrics = metrics
         self.pauses = pauses
+        self.status = status
         self.listening = listening
         log = logger
     }
@@ -149,11 +152,13 @@ final class SpeakerChannel: RelayFrameSink {
             } catch {
                 counts.failures.increment()
                 metrics.failures.increment()
+                status.destinationFailed("\(who.id)'s connection: \(error.reason)", destination: shown, afterHolding: false)
                 log.warning("speaker stream of \(who.id) to \(shown): \(error.reason); trying again (the call goes on)")
                 if await !pause(backoff.nextDelay()) { return }
                 continue
             }
             counts.connections.increment()
+            status.outputUp(destination: shown)
             log.info("speaker stream of participant \(who.id) '\(who.display)' open to \(shown)")
             let opened = ContinuousClock.now
             state.withLock { s in (s.socket, s.started, s.speaking, s.muted) = (socket, false, false, false) }
@@ -164,7 +169,9 @@ final class SpeakerChannel: RelayFrameSink {
             if isLeaving { return }
             counts.failures.increment()
             metrics.failures.increment()
-            if opened.duration(to: .now) > .seconds(10) { backoff.reset() }
+            let held = opened.duration(to: .now) > RelayStatus.held
+            status.destinationFailed("\(who.id)'s connection closed by the consumer", destination: shown, afterHolding: held)
+            if held { backoff.reset() }
             let wait = backoff.nextDelay()
             log.warning("speaker stream of \(who.id) to \(shown) closed by the consumer; connecting again in \(String(format: "%.1f", wait.seconds)) s")
             if await !pause(wait) { return }
@@ -186,6 +193,7 @@ final class SpeakerChannel: RelayFrameSink {
             }
             previous?.close()
             counts.connections.increment()
+            status.outputUp(destination: shown)
             log.info("speaker stream of participant \(who.id) '\(who.display)': a consumer connected")
             Task { [self] in
                 let drain = Task { for await _ in socket.incoming {} }

@@ -130,7 +130,7 @@ actor SpeakerRoom: RoomFollower {
 
     private func makeSpeaker(_ p: RoomPublisher, id: String) -> Speaker {
         let channel = SpeakerChannel(.init(id: id, display: p.displayName), destination: destination, audio: audio, origin: origin,
-                                     counts: counts, metrics: metrics, pauses: pauses, listening: listen, logger: log)
+                                     counts: counts, metrics: metrics, pauses: pauses, status: status, listening: listen, logger: log)
         counts.speakers.increment()
         let branch = audio.isPCM ? "speaker-audio" : "speaker-opus"
         let input = RelayInput(output: channel, branches: .init(audio: branch, audioValues: ["rate": String(audio.sampleRate)], video: false),
