@@ -52,7 +52,10 @@ extension JobManager {
             return speakerJob(id: id, spec: spec, to: speakers, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)
         case .destination(let d): destination = d
         }
-        guard let participant = spec.participant else { throw RequestProblem(status: 500, message: "job \(id): a relay without participant") }
+        guard let participant = spec.participant else {
+            return try compositeJob(id: id, spec: spec, destination: destination, config: config, created: created, resumes: resumes,
+                                    duration: duration, pause: pause, keys: keys)
+        }
         var configured = Relay(config: config, destination: destination, participant: participant, duration: duration)
         if case .relay(let pauses) = pause { configured.pauses = pauses }
         let relay = configured
@@ -67,6 +70,30 @@ extension JobManager {
             // destination has failed, what it missed is.
             if report.failures > 0, report.unsent > 0 {
                 throw .relayIncomplete("\(report.unsent) opened frames were not sent while \(destination) was down (\(report.failures) destination failures)")
+            }
+        } }
+        return job
+    }
+
+    /// The whole room in one picture (`sfubot relay --to` without `--participant`): `layout`,
+    /// everyone's audio mixed, encoded once.
+    private func compositeJob(id: String, spec: JobSpec, destination: RelayDestination, config: BotConfig, created: Date, resumes: Int,
+                              duration: Duration?, pause: JobPause, keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
+        let format: CompositeFormat
+        do { format = try spec.size.map { s throws(BotError) in try CompositeFormat(size: s) } ?? CompositeFormat() } catch { throw .field("size", "\(error)") }
+        var configured = CompositeRelay(config: config, destination: destination, layout: CompositeLayout(rawValue: spec.layout ?? "grid") ?? .grid,
+                                        format: format, duration: duration)
+        if case .relay(let pauses) = pause { configured.pauses = pauses }
+        let relay = configured
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
+        let to = spec.to ?? ""
+        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
+        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+            let report = try await relay.run()
+            if report.participants == 0 { throw .relayIncomplete("nobody published in room \(spec.room): nothing was relayed") }
+            if !report.opened { throw .relayIncomplete("no frame opened (a wrong key?): nothing was sent to \(destination)") }
+            if report.failures > 0, report.unsent > 0 {
+                throw .relayIncomplete("\(report.unsent) frames of the composite were not sent while \(destination) was down (\(report.failures) destination failures)")
             }
         } }
         return job

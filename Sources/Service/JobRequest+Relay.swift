@@ -13,10 +13,24 @@ extension Fields {
         let target: RelayTarget
         do { target = try RelayTarget(to) } catch { throw .field("to", error.description.replacingOccurrences(of: "--to ", with: "")) }
         let participant = try self.participant()
-        if case .destination = target, participant == nil {
-            throw .field("participant", "required: the participant to relay, a feed id or the user id of an ECall display (1 to 64 bytes)")
+        // Without a participant: the whole room, composed (rtmp, srt); rtp carries one as sent.
+        if case .destination(let d) = target, participant == nil, d.kind != .rtmp, d.kind != .srt {
+            throw .field("participant", "required with \(d.kind.rawValue)://: the participant to relay, a feed id or the user id of an ECall display (1 to 64 bytes); the whole room, composed, goes to rtmp:// or srt://")
         }
         return (to, participant)
+    }
+
+    /// `layout` (grid, speaker) and `size` (`WxH`): only for the whole room, composed (no participant).
+    func composite(participant: String?) throws(RequestProblem) -> (layout: String?, size: String?) {
+        let (layout, size) = (try string("layout"), try string("size"))
+        if participant != nil, layout != nil || size != nil {
+            throw .field(layout != nil ? "layout" : "size", "composes the whole room: give it without participant")
+        }
+        if let layout, CompositeLayout(rawValue: layout) == nil { throw .field("layout", "grid or speaker") }
+        if let size {
+            do { _ = try CompositeFormat(size: size) } catch { throw .field("size", "\(error)".replacingOccurrences(of: "--size ", with: "")) }
+        }
+        return (layout, size)
     }
 
     /// `participant`, optional: a feed id or the user id of an ECall display.

@@ -66,6 +66,10 @@ public struct JobSpec: Codable, Sendable, Equatable {
     /// Relay in: the live source published into the room (`rtmp://`, `srt://`, `rtp://`),
     /// allowed by `--relay-allow`; then `to` and `participant` are nil.
     public var from: String? = nil
+    /// Relay out without `participant` (to rtmp/srt): the whole room composed, `grid` or `speaker`
+    /// (nil: grid), at `size` (`WxH`; nil: 1280x720).
+    public var layout: String? = nil
+    public var size: String? = nil
     /// Relay into another room (`sfubot relay --to-room`): `participant` (nil: everyone publishing
     /// audio) published there, each frame sealed again with that room's key and format.
     public var toRoom: ToRoom? = nil
@@ -115,7 +119,7 @@ extension JobSpec {
         let allowed: Set<String> = switch kind {
         case .recording: ["room", "janus", "key", "out", "mix", "durationSeconds", "display", "format", "keys"]
         case .playback: ["room", "janus", "key", "file", "display", "loop", "durationSeconds", "format", "keys"]
-        case .relay: ["room", "janus", "key", "to", "from", "toRoom", "participant", "display", "durationSeconds", "format", "keys"]
+        case .relay: ["room", "janus", "key", "to", "from", "toRoom", "participant", "layout", "size", "display", "durationSeconds", "format", "keys"]
         }
         if let unknown = object.keys.filter({ !allowed.contains($0) }).sorted().first {
             throw .field(unknown, "unknown field; \(kind.rawValue)s take \(allowed.sorted().joined(separator: ", "))")
@@ -143,6 +147,7 @@ extension JobSpec {
                 (spec.toRoom, spec.participant) = (toRoom, try fields.participant())
             } else {
                 (spec.to, spec.participant) = try fields.relay()
+                (spec.layout, spec.size) = try fields.composite(participant: spec.participant)
             }
         }
         return spec

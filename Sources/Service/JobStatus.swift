@@ -50,6 +50,8 @@ public struct JobStatus: Codable, Sendable {
     public var from: String?
     /// Relay into another room: that room (its key is never shown).
     public var toRoom: Int64?
+    /// Relay of the whole room, composed: `grid` or `speaker`.
+    public var layout: String?
     /// Relay: `waiting` (for the participant), `sending`, `retrying` (its destination failed), `done`.
     public var relayPhase: String?
     /// With `--storage`: the recording's files on their way to the store, as the instance that
@@ -154,6 +156,7 @@ public struct JobStatus: Codable, Sendable {
         }
         from = spec.from.flatMap { try? LiveSourceAddress($0) }?.description
         toRoom = spec.toRoom?.room
+        if spec.participant == nil, case .destination? = spec.to.flatMap({ try? RelayTarget($0) }) { layout = spec.layout ?? "grid" }
         if let sent = job.sent {
             let a = sent.audio.snapshot, v = sent.video.snapshot
             frames = Sent(audioSealed: a.sealed, videoSealed: v.sealed, sealFailed: a.sealFailed + v.sealFailed)
