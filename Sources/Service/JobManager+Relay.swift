@@ -59,9 +59,8 @@ extension JobManager {
         var configured = Relay(config: config, destination: destination, participant: participant, duration: duration)
         if case .relay(let pauses) = pause { configured.pauses = pauses }
         let relay = configured
-        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
-        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
-        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+        return startRelay(id, spec, created: created, resumes: resumes, pause: pause, keys: keys, status: relay.status, shown: destination.description) {
+            () async throws(BotError) in
             let report = try await relay.run()
             // Nothing relayed, or frames that opened and never reached the destination: the
             // job says so (a clean `done` only when the stream got everything).
@@ -71,7 +70,16 @@ extension JobManager {
             if report.failures > 0, report.unsent > 0 {
                 throw .relayIncomplete("\(report.unsent) opened frames were not sent while \(destination) was down (\(report.failures) destination failures)")
             }
-        } }
+        }
+    }
+
+    /// A relay out's job around `run`: its status shown by GET, errors naming the destination
+    /// without its secret parts (`shown`), never as the request wrote it.
+    private func startRelay(_ id: String, _ spec: JobSpec, created: Date, resumes: Int, pause: JobPause, keys: (any IndexedKeying)?, status: RelayStatus,
+                            shown: String, _ run: @escaping @Sendable () async throws(BotError) -> Void) -> Job {
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: status)
+        let to = spec.to ?? ""
+        job.start { await Self.outcome(of: job, show: { $0.replacingOccurrences(of: to, with: shown) }, run) }
         return job
     }
 
@@ -85,18 +93,15 @@ extension JobManager {
                                         format: format, duration: duration)
         if case .relay(let pauses) = pause { configured.pauses = pauses }
         let relay = configured
-        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
-        let to = spec.to ?? ""
-        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
-        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+        return startRelay(id, spec, created: created, resumes: resumes, pause: pause, keys: keys, status: relay.status, shown: destination.description) {
+            () async throws(BotError) in
             let report = try await relay.run()
             if report.participants == 0 { throw .relayIncomplete("nobody published in room \(spec.room): nothing was relayed") }
             if !report.opened { throw .relayIncomplete("no frame opened (a wrong key?): nothing was sent to \(destination)") }
             if report.failures > 0, report.unsent > 0 {
                 throw .relayIncomplete("\(report.unsent) frames of the composite were not sent while \(destination) was down (\(report.failures) destination failures)")
             }
-        } }
-        return job
+        }
     }
 
     /// A live source into the room (`from`), as `sfubot relay --from` does: one publisher, every
@@ -124,10 +129,8 @@ extension JobManager {
         var configured = SpeakerRelay(config: config, destination: destination, participant: spec.participant, duration: duration)
         if case .relay(let pauses) = pause { configured.pauses = pauses }
         let relay = configured
-        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: relay.status)
-        let to = spec.to ?? ""
-        let show: @Sendable (String) -> String = { $0.replacingOccurrences(of: to, with: destination.description) }
-        job.start { await Self.outcome(of: job, show: show) { () async throws(BotError) in
+        return startRelay(id, spec, created: created, resumes: resumes, pause: pause, keys: keys, status: relay.status, shown: destination.description) {
+            () async throws(BotError) in
             let report = try await relay.run()
             if report.speakers == 0 {
                 let who = spec.participant.map { "participant \($0) never published audio" } ?? "nobody published audio"
@@ -138,7 +141,6 @@ extension JobManager {
             if report.dropped > 0 || (report.failures > 0 && report.unsent > 0) {
                 throw .relayIncomplete("\(report.dropped + report.unsent) audio messages were not delivered (\(report.dropped) dropped for a slow consumer, \(report.unsent) while a connection was down)")
             }
-        } }
-        return job
+        }
     }
 }

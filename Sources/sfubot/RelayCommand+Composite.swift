@@ -25,19 +25,12 @@ extension RelayCommand {
     }
 
     func runComposite(_ to: String) async throws {
-        try await relaying {
-            let destination = try RelayDestination(to)
-            // HLS writes the call, decrypted, to disk: every file this process makes is 0600.
-            if destination.kind == .hls { umask(0o077) }
-            let protection = try key.protection()
-            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
-            defer { withExtendedLifetime(feed) {} }
-            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.relay")
+        try await relayingOut(to) { destination, config in
             let format = try size.map { s throws(BotError) in try CompositeFormat(size: s) } ?? CompositeFormat()
             let relay = CompositeRelay(config: config, destination: destination, layout: CompositeLayout(rawValue: layout ?? "grid") ?? .grid,
                                        format: format, duration: try OptionCheck.seconds(duration, "--duration"))
             let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
-            let encrypted = protection.isEncrypted
+            let encrypted = config.protection.isEncrypted
             print("audio \(Counters.line(report.audio, sending: false, encrypted: encrypted))")
             print("video \(Counters.line(report.video, sending: false, encrypted: encrypted))")
             print("composed \(report.participants) participant(s), \(relay.layout.rawValue) layout, \(format), encoded once"

@@ -135,18 +135,11 @@ struct RelayCommand: AsyncParsableCommand {
         if let to, (try? SpeakerStreamDestination(to)) != nil { return try await runSpeakers(to) }
         guard let participant else { return try await runComposite(to ?? "") }
         let to = to ?? ""
-        try await relaying {
-            let destination = try RelayDestination(to)
-            // HLS writes the call, decrypted, to disk: every file this process makes is 0600.
-            if destination.kind == .hls { umask(0o077) }
-            let protection = try key.protection()
-            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
-            defer { withExtendedLifetime(feed) {} }
-            let config = try connection.botConfig(display: display, protection: protection, label: "sfubot.relay")
+        try await relayingOut(to) { destination, config in
             let relay = Relay(config: config, destination: destination, participant: participant,
                               duration: try OptionCheck.seconds(duration, "--duration"))
             let report = try await runCancellableOnSignals(grace: .seconds(15)) { () async throws(BotError) in try await relay.run() }
-            let encrypted = protection.isEncrypted
+            let encrypted = config.protection.isEncrypted
             print("audio \(Counters.line(report.audio, sending: false, encrypted: encrypted))")
             print("video \(Counters.line(report.video, sending: false, encrypted: encrypted))")
             // Handed to the output graph: an output that failed later lost what it still held.
@@ -163,6 +156,20 @@ struct RelayCommand: AsyncParsableCommand {
             if report.failures > 0, report.unsent > 0 {
                 throw CLIFailure("the relay is incomplete: \(report.unsent) opened frames were not sent while \(destination) was down", code: .incomplete)
             }
+        }
+    }
+
+    /// Out of the room to `to` (one participant or the composite): the destination, the room's
+    /// keys (a key feed for as long as `body` runs) and its config.
+    func relayingOut(_ to: String, _ body: (RelayDestination, BotConfig) async throws -> Void) async throws {
+        try await relaying {
+            let destination = try RelayDestination(to)
+            // HLS writes the call, decrypted, to disk: every file this process makes is 0600.
+            if destination.kind == .hls { umask(0o077) }
+            let protection = try key.protection()
+            let feed = try key.startFeed(protection, logger: connection.logger("sfubot.keys"))
+            defer { withExtendedLifetime(feed) {} }
+            try await body(destination, try connection.botConfig(display: display, protection: protection, label: "sfubot.relay"))
         }
     }
 

@@ -39,12 +39,9 @@ actor BridgeRoom: RoomFollower {
     static func id(of p: RoomPublisher) -> String { p.display.contains(":") ? p.userID : String(p.id) }
 
     func start() async throws {
-        let session = try await config.connector(log)
-        self.session = session
-        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
-        self.roster = roster
+        let present = try await joinRoom()
         status.set(.sending, destination: "room \(bridge.to.room)")
-        await relayLogged(await roster.current)
+        await relayLogged(present)
     }
 
     /// Each participant publishing audio who is not bridged yet starts being bridged.

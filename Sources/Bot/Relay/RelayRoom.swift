@@ -67,11 +67,7 @@ actor RelayRoom {
     }
 
     func start() async throws {
-        let session = try await config.connector(log)
-        self.session = session
-        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
-        self.roster = roster
-        let present = await roster.current
+        let present = try await joinRoom()
         if !present.contains(where: matches) { log.info("in room \(config.room); waiting for participant \(participant)") }
         try await relay(present)
     }

@@ -13,7 +13,8 @@ protocol RoomFollower: Actor {
     nonisolated var config: BotConfig { get }
     nonisolated var log: Logger { get }
     nonisolated var status: RelayStatus { get }
-    var roster: RoomRoster? { get }
+    var session: JanusSession? { get set }
+    var roster: RoomRoster? { get set }
     /// Where the current PeerConnections' media loss is told (one sink per session followed).
     var lostSink: AsyncStream<BotError>.Continuation? { get set }
     /// Joins the room (a new session) and subscribes to whom it follows that is there.
@@ -37,6 +38,15 @@ func relayLogger(_ config: BotConfig) -> Logger {
 }
 
 extension RoomFollower {
+    /// A new session and the room joined with it, as every `start()` begins; who is there now.
+    func joinRoom() async throws -> [RoomPublisher] {
+        let session = try await config.connector(log)
+        self.session = session
+        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
+        self.roster = roster
+        return await roster.current
+    }
+
     /// Joins, follows until `duration`, cancellation or the room's end, then finishes
     /// (uncancelled) whatever happened; a stop is not an error.
     func followToEnd(for duration: Duration?) async throws(BotError) {

@@ -59,11 +59,7 @@ actor CompositeRoom: RoomFollower {
     static func id(of p: RoomPublisher) -> String { p.display.contains(":") ? p.userID : String(p.id) }
 
     func start() async throws {
-        let session = try await config.connector(log)
-        self.session = session
-        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
-        self.roster = roster
-        let present = await roster.current
+        let present = try await joinRoom()
         let absent = members.keys.filter { id in !present.contains { Self.id(of: $0) == id } }
         if !absent.isEmpty {
             Task { [weak self] in

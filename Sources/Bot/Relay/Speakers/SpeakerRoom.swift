@@ -78,11 +78,7 @@ actor SpeakerRoom: RoomFollower {
     }
 
     func start() async throws {
-        let session = try await config.connector(log)
-        self.session = session
-        let roster = try await RoomRoster.join(session: session, room: config.room, display: config.display, logger: log)
-        self.roster = roster
-        let present = await roster.current
+        let present = try await joinRoom()
         // Who is missing after a rejoin may be rejoining too: they are waited for a while.
         let absent = speakers.keys.filter { id in !present.contains { Self.id(of: $0) == id } }
         if !absent.isEmpty {
