@@ -23,7 +23,7 @@ struct ClusterWebhookDelivery: Sendable {
         let claimed = try await store.claimWebhooks(session: session, limit: batch, hold: hold)
         for event in claimed {
             if Task.isCancelled {
-                try? await store.unclaim(event)
+                await unclaim(event)
                 continue
             }
             let outcome = await outbox.post(id: event.id, type: event.type, body: event.body)
@@ -33,7 +33,7 @@ struct ClusterWebhookDelivery: Sendable {
             case .retry(let why), .giveUp(let why):
                 // A shutdown cut it short: not the receiver's failure; free for the others.
                 if Task.isCancelled {
-                    try? await store.unclaim(event)
+                    await unclaim(event)
                     continue
                 }
                 let attempts = event.attempts + 1
@@ -43,6 +43,14 @@ struct ClusterWebhookDelivery: Sendable {
             }
         }
         return claimed.count
+    }
+
+    /// Frees a claimed event for the others. In a task of its own: this one is cancelled, and
+    /// a query made from a cancelled task fails at once, which left the event held for `hold`
+    /// (ClusterWebhookTests saw a shutdown's event wait 60 s).
+    private func unclaim(_ event: ClusterStore.OutboxEvent) async {
+        let store = self.store
+        await Task { try? await store.unclaim(event) }.value
     }
 
     /// Rounds until cancelled: at once while there was work, else every `idle`; the table's

@@ -1,0 +1,38 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@testable import Service
+import Logging
+import Webhooks
+
+extension ClusterWebhookTests {
+    /// A delivery cancelled mid-post (an instance shutting down) frees its claim at once, for
+    /// the other instances: the query that frees it runs in a task of its own, since one made
+    /// from the cancelled task fails. The receiver takes the connection and never answers.
+    @Test("a delivery cancelled while its post hangs frees the event's claim at once, not after the claim's hold")
+    func cancelledDeliveryUnclaims() async throws {
+        try await ClusterStoreTests.withServer(port: 15465) { pg in
+            let port = try RelayServers.freePort()
+            // Listening, never accepting: the POST connects (the backlog) and waits for an answer.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian),
+                                      sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            #expect(bound == 0 && listen(fd, 8) == 0, "errno \(errno)")
+            let s = try await Self.scene(pg, "cancel", port: port)
+            defer { s.close() }
+            try await s.a.enqueue(Self.event(.jobStarted, "rec-1", "rec-1.started.0"), job: "rec-1")
+            let b = try s.delivery(s.b)
+            let running = Task { await b.run(session: { 2 }, idle: .milliseconds(50), log: .init(label: "test")) }
+            let claimed = await eventually(within: 10) { (try? await s.t.sql("SELECT claimed_by IS NOT NULL FROM webhook_events")) == "t" }
+            #expect(claimed, "the event was claimed and its post is under way")
+            try await Task.sleep(for: .milliseconds(300))
+            running.cancel()
+            await running.value
+            let freed = try await s.t.sql("SELECT claimed_by IS NULL AND delivered IS NULL FROM webhook_events")
+            #expect(freed == "t", "claimed by nobody once the delivery was cancelled, not held for its 60 s")
+        }
+    }
+}
