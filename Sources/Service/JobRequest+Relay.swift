@@ -43,9 +43,9 @@ extension Fields {
     }
 
     /// `toRoom`: `{"room", "key", "format", "janus"}`, the other room of a bridge, or nil. Its
-    /// key is hex (or none when the job's is none: an encrypted call is never bridged into a
-    /// room without encryption).
-    func toRoom(key: JobSpec.Key) throws(RequestProblem) -> JobSpec.ToRoom? {
+    /// key is hex (or none when the job's room is not encrypted either: an encrypted call, by
+    /// its key or by keys per participant, is never bridged into a room without encryption).
+    func toRoom(encrypted: Bool) throws(RequestProblem) -> JobSpec.ToRoom? {
         guard let value = object["toRoom"], value != .null else { return nil }
         guard case .object(let o) = value else { throw .field("toRoom", "must be an object {\"room\", \"key\", \"format\", \"janus\"}") }
         if let unknown = o.keys.filter({ !["room", "key", "format", "janus"].contains($0) }).sorted().first {
@@ -60,7 +60,7 @@ extension Fields {
         } catch { throw RequestProblem(status: error.status, message: "toRoom.\(error.message)") }
         switch toRoom.key {
         case .file: throw .field("toRoom.key", "give the other room's key as {\"hex\": \"…\"}")
-        case .none where key != .none:
+        case .none where encrypted:
             throw .field("toRoom.key", "required: the call is encrypted, and is never bridged into a room without a key")
         default: return toRoom
         }

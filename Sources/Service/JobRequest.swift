@@ -143,7 +143,7 @@ extension JobSpec {
         case .relay:
             if let from = try fields.relaySource() {
                 spec.from = from
-            } else if let toRoom = try fields.toRoom(key: spec.key) {
+            } else if let toRoom = try fields.toRoom(encrypted: spec.key != .none || spec.frameFormat.namesItsKey) {
                 (spec.toRoom, spec.participant) = (toRoom, try fields.participant())
             } else {
                 (spec.to, spec.participant) = try fields.relay()
