@@ -8,6 +8,9 @@ public enum BusMessage: Sendable, CustomStringConvertible {
     case segmentDone(source: String)
     case stateChanged(source: String, from: String, to: String)
     case element(source: String, name: String)
+    /// An element (or an aggregator's pad) dropped data: its running totals, in `format`'s
+    /// units ("default" is samples for audio, frames for video).
+    case qos(source: String, format: String, processed: UInt64, dropped: UInt64)
     case other(type: String, source: String)
 
     public var description: String {
@@ -18,6 +21,7 @@ public enum BusMessage: Sendable, CustomStringConvertible {
         case .segmentDone(let s): "segment done from \(s)"
         case .stateChanged(let s, let a, let b): "\(s): \(a) → \(b)"
         case .element(let s, let n): "element message \(n) from \(s)"
+        case .qos(let s, let f, let p, let d): "QoS from \(s): \(d) dropped, \(p) processed (\(f))"
         case .other(let t, let s): "\(t) from \(s)"
         }
     }
@@ -66,6 +70,11 @@ public final class Bus: @unchecked Sendable {
         case GST_MESSAGE_ELEMENT:
             let name = gst_message_get_structure(m).map { String(cString: gst_structure_get_name($0)) } ?? "?"
             return .element(source: source, name: name)
+        case GST_MESSAGE_QOS:
+            var format = GST_FORMAT_UNDEFINED
+            var processed: guint64 = 0, dropped: guint64 = 0
+            gst_message_parse_qos_stats(m, &format, &processed, &dropped)
+            return .qos(source: source, format: String(cString: gst_format_get_name(format)), processed: UInt64(processed), dropped: UInt64(dropped))
         default:
             return .other(type: String(cString: gst_message_type_get_name(m.pointee.type)), source: source)
         }

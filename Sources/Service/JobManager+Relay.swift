@@ -98,9 +98,7 @@ extension JobManager {
             let report = try await relay.run()
             if report.participants == 0 { throw .relayIncomplete("nobody published in room \(spec.room): nothing was relayed") }
             if !report.opened { throw .relayIncomplete("no frame opened (a wrong key?): nothing was sent to \(destination)") }
-            if report.failures > 0, report.unsent > 0 {
-                throw .relayIncomplete("\(report.unsent) frames of the composite were not sent while \(destination) was down (\(report.failures) destination failures)")
-            }
+            if let lost = report.incomplete { throw .relayIncomplete("to \(destination): \(lost)") }
         }
     }
 

@@ -38,13 +38,13 @@ extension RelayCommand {
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
                   + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
+            print("composite losses: participants' audio dropped as late by the mixer: \(report.lateAudioMilliseconds) ms; "
+                  + "pictures not made at \(format.fps) fps: \(report.picturesMissing) of \(report.picturesExpected)")
             if report.participants == 0 {
                 throw CLIFailure("nobody published in room \(connection.room): nothing was relayed", code: .noInput)
             }
             if !report.opened { print("no frame opened (wrong key?): nothing was sent to \(destination)") }
-            if report.failures > 0, report.unsent > 0 {
-                throw CLIFailure("the relay is incomplete: \(report.unsent) frames of the composite were not sent while \(destination) was down", code: .incomplete)
-            }
+            if let lost = report.incomplete { throw CLIFailure("the relay to \(destination) is incomplete: \(lost)", code: .incomplete) }
         }
     }
 }

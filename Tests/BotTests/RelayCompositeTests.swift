@@ -43,6 +43,7 @@ extension MediaScene {
                 print(String(format: "composite relay CPU, 2 participants, grid 1280x720 at 25 fps: %.0f %% of one core (%.2f s of CPU in %.1f s)",
                              (cpu1 - cpu0) / wall * 100, cpu1 - cpu0, wall))
             }
+            print(ran.outText.split(whereSeparator: \.isNewline).first { $0.hasPrefix("composite losses") } ?? "no losses line")
             #expect(wasRead, "nothing came back from nginx: \(ran.errText.suffix(1500))")
             #expect(ran.status == 0, "relay exited \(ran.status): \(ran.outText) \(ran.errText.suffix(1500))")
             #expect(bobRan.status == 0, "Bob's play: \(bobRan.errText.suffix(800))")

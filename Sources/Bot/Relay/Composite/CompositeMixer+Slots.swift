@@ -26,6 +26,9 @@ extension CompositeMixer {
                     }]
                 }
                 made.append((audio, audioMixer))
+                // What the mixer drops of their audio as late is posted, and counted.
+                try audio.pad.set("qos-messages", "true")
+                losses.watch(audioPad: audio.pad.name)
                 let picture = video ? try branch("relay-composite-video", source: "video", name: "slot\(n)-video", mixer: compositor) { _ in [] } : nil
                 if let picture {
                     made.append((picture, compositor))
@@ -34,7 +37,8 @@ extension CompositeMixer {
                     try picture.pad.set("alpha", "0")
                     try picture.pad.set("zorder", String(n))
                 }
-                let slot = CompositeSlot(number: n, participant: participant, display: display, audio: audio, video: picture) { [weak self] in
+                let slot = CompositeSlot(number: n, participant: participant, display: display, audio: audio, video: picture,
+                                         runningTime: { [pipeline] in pipeline.runningTime }) { [weak self] in
                     self?.opened()
                 }
                 state.withLock { s in

@@ -31,6 +31,8 @@ final class CompositeMixer: Sendable {
     let audioMixer: Element
     /// The encoder's keyframe requests (at most one a second).
     let keyFrames: KeyFrameRequests
+    /// Audio the mixer dropped as late, pictures not made at the rate.
+    let losses: CompositeLosses
     private let probes: [PadProbe]
     /// The slots, the active speaker and the layout, under one lock: slots come and go on the
     /// room's actor (off the pool), levels arrive on the slots' streaming threads.
@@ -71,6 +73,8 @@ final class CompositeMixer: Sendable {
     private init(pipeline: Pipeline, format: CompositeFormat, layout: CompositeLayout, output: RelayOutput, library: PipelineLibrary,
                  logger: Logger) throws(BotError) {
         (self.pipeline, self.format, self.layout, self.output, self.library, log) = (pipeline, format, layout, output, library, logger)
+        let losses = CompositeLosses(fps: format.fps)
+        self.losses = losses
         do {
             compositor = try pipeline.element(named: "vmix")
             audioMixer = try pipeline.element(named: "amix")
@@ -79,6 +83,7 @@ final class CompositeMixer: Sendable {
             (self.keyFrames, self.sending, self.ended) = (keyFrames, sending, ended)
             probes = [
                 try pipeline.element(named: "video_out").staticPad("sink").addBufferObserver { au in
+                    losses.madePicture()
                     guard sending.isSet, !ended.isSet else { return }
                     // A new try at the destination waits for a keyframe: the encoder makes one now.
                     if output.pushVideo(au, isKey: AnnexB.containsIDR(au)) == .waitingForKeyFrame { keyFrames.request() }
@@ -126,14 +131,19 @@ final class CompositeMixer: Sendable {
     }
 
     /// The pipeline's errors, logged. One slot's decoder failing leaves the others; the
-    /// composite's own elements failing leave a stalled stream, said at error level.
+    /// composite's own elements failing leave a stalled stream, said at error level. A warning
+    /// is said once (an aggregator repeats its own at every latency query); the mixer's QoS
+    /// messages are its late audio, counted.
     private func forwardBus() {
-        let bus = pipeline.bus.messages(), log = self.log
+        let bus = pipeline.bus.messages(), log = self.log, losses = self.losses
         Task {
+            var warned: Set<String> = []
             for await message in bus {
                 switch message {
                 case .error(let source, let text, _): log.error("composite: \(source): \(text)")
-                case .warning(let source, let text, _): log.debug("composite warning from \(source): \(text)")
+                case .warning(let source, let text, let debug):
+                    if warned.insert(source + text).inserted { log.warning("composite warning from \(source): \(text) \(debug ?? "")") }
+                case .qos(let source, _, _, let dropped): losses.qos(source: source, dropped: dropped)
                 default: break
                 }
             }

@@ -53,6 +53,24 @@ public struct CompositeRelay: Sendable {
         /// How often the speaker's frame went to someone else (`--layout speaker`).
         public var speakerChanges: Int
         public var rejoins: Int
+        /// Participants' audio the mixer dropped for coming later than its latency (a starved
+        /// machine): a loss. Pictures the rate asked for that were not made: a lower rate.
+        public var lateAudioMilliseconds: Int
+        public var picturesMissing: Int
+        public var picturesExpected: Int
+
+        /// Why the relay did not carry everything it opened, or nil: the destination down while
+        /// frames were handed over, or audio the mixer dropped.
+        public var incomplete: String? { Self.incomplete(unsent: unsent, failures: failures, lateAudioMilliseconds: lateAudioMilliseconds) }
+
+        static func incomplete(unsent: Int, failures: Int, lateAudioMilliseconds: Int) -> String? {
+            var lost: [String] = []
+            if failures > 0, unsent > 0 { lost.append("\(unsent) frames of the composite were not sent while the destination was down (\(failures) destination failures)") }
+            if lateAudioMilliseconds > 0 {
+                lost.append("the mixer dropped \(lateAudioMilliseconds) ms of participants' audio that came too late (the machine is short of CPU)")
+            }
+            return lost.isEmpty ? nil : lost.joined(separator: "; ")
+        }
     }
 
     /// Relays until `duration` elapses, the task is cancelled, or the room is destroyed; then

@@ -165,11 +165,13 @@ actor CompositeRoom: RoomFollower {
 
     var report: CompositeRelay.Report {
         let counts = mixer?.output.counts
+        let pictures = mixer?.losses.picturesMissing() ?? (missing: 0, expected: 0)
         return CompositeRelay.Report(
             audio: audioStats.snapshot, video: videoStats.snapshot, participants: participants,
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
             unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
-            opened: mixer?.started ?? false, speakerChanges: mixer?.speakerChanges ?? 0, rejoins: status.snapshot.comebacks)
+            opened: mixer?.started ?? false, speakerChanges: mixer?.speakerChanges ?? 0, rejoins: status.snapshot.comebacks,
+            lateAudioMilliseconds: mixer?.losses.lateAudioMilliseconds ?? 0, picturesMissing: pictures.missing, picturesExpected: pictures.expected)
     }
 }

@@ -17,6 +17,9 @@ final class CompositeSlot: RelayFrameSink {
     private let opened: @Sendable () -> Void
     /// Video is decoded from a keyframe on: a decoder given a P-frame first shows garbage.
     private let videoStarted = Atomic<Bool>(false)
+    /// The composite pipeline's running time now, and where the audio goes on it.
+    private let runningTime: @Sendable () -> UInt64?
+    private let timeline = Locked(SlotTimeline())
 
     /// A decoding branch and the mixer pad it feeds; `probes` live as long as the slot.
     struct Branch: Sendable {
@@ -26,7 +29,9 @@ final class CompositeSlot: RelayFrameSink {
         let probes: [PadProbe]
     }
 
-    init(number: Int, participant: String, display: String, audio: Branch, video: Branch?, opened: @escaping @Sendable () -> Void) {
+    init(number: Int, participant: String, display: String, audio: Branch, video: Branch?, runningTime: @escaping @Sendable () -> UInt64?,
+         opened: @escaping @Sendable () -> Void) {
+        self.runningTime = runningTime
         self.number = number
         self.participant = participant
         self.display = display
@@ -37,8 +42,10 @@ final class CompositeSlot: RelayFrameSink {
 
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
         opened()
-        // Arrival time (do-timestamp); a full queue drops its oldest (the mixer is live).
-        audio.source.push(frame, pts: UInt64.max)
+        guard let now = runningTime() else { return }
+        let pts = timeline.withLock { $0.place(arrival: now, duration: SlotTimeline.opusDuration(frame)) }
+        // A full queue drops its oldest (the mixer is live).
+        audio.source.push(frame, pts: pts)
     }
 
     @discardableResult
