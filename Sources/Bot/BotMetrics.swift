@@ -115,6 +115,9 @@ package struct RelayMetrics: Sendable {
     let videoUnsent = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "unsent")])
     /// A speaker stream's consumer had no room for it (its send queue full).
     let audioDropped = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "dropped")])
+    /// Taken by an output and dropped there: the destination slower than the stream.
+    let audioDroppedInOutput = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "audio"), ("result", "dropped_in_output")])
+    let videoDroppedInOutput = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "dropped_in_output")])
     /// Video before an output's first keyframe.
     let beforeKeyFrame = CoreMetrics.Counter(label: "sfubot_relay_frames_total", dimensions: [("kind", "video"), ("result", "before_keyframe")])
     /// Held back while the relay is paused.

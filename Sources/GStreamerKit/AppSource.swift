@@ -33,6 +33,12 @@ public final class AppSource: @unchecked Sendable {
         return gst_app_src_push_buffer(appsrc, buffer) == GST_FLOW_OK
     }
 
+    /// Buffers waiting in the element's queue now (pushed, not yet taken by its thread).
+    public var queuedBuffers: Int { Int(gst_app_src_get_current_level_buffers(appsrc)) }
+
+    /// The element's source pad: what leaves its queue.
+    public func sourcePad() throws(GStreamerError) -> Pad { try element.staticPad("src") }
+
     /// No more buffers: downstream finishes its file when every source has said so.
     public func endOfStream() { _ = gst_app_src_end_of_stream(appsrc) }
 }

@@ -65,11 +65,7 @@ extension JobManager {
             // Nothing relayed, or frames that opened and never reached the destination: the
             // job says so (a clean `done` only when the stream got everything).
             if !report.participantSeen { throw .relayIncomplete("participant \(participant) never published in room \(spec.room): nothing was relayed") }
-            // Frames opened before the first output was up are its start, not a loss; once the
-            // destination has failed, what it missed is.
-            if report.failures > 0, report.unsent > 0 {
-                throw .relayIncomplete("\(report.unsent) opened frames were not sent while \(destination) was down (\(report.failures) destination failures)")
-            }
+            if let lost = report.incomplete { throw .relayIncomplete("to \(destination): \(lost)") }
         }
     }
 

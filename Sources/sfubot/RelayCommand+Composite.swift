@@ -37,7 +37,8 @@ extension RelayCommand {
                   + (relay.layout == .speaker ? "; speaker changes: \(report.speakerChanges)" : ""))
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
-                  + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
+                  + "outputs started: \(report.attempts), destination failures: \(report.failures); "
+                  + "dropped in the output (the destination too slow): \(report.droppedInOutput); rejoins: \(report.rejoins)")
             print("composite losses: participants' audio dropped as late by the mixer: \(report.lateAudioMilliseconds) ms; "
                   + "pictures not made at \(format.fps) fps: \(report.picturesMissing) of \(report.picturesExpected)")
             if report.participants == 0 {

@@ -145,17 +145,16 @@ struct RelayCommand: AsyncParsableCommand {
             // Handed to the output graph: an output that failed later lost what it still held.
             print("relayed to \(destination) (handed to the output): audio frames \(report.audioSent), video frames \(report.videoSent); "
                   + "not sent while the destination was down: \(report.unsent), video before the output's first keyframe: \(report.beforeKeyFrame); "
-                  + "outputs started: \(report.attempts), destination failures: \(report.failures); rejoins: \(report.rejoins)")
+                  + "outputs started: \(report.attempts), destination failures: \(report.failures); "
+                  + "dropped in the output (the destination too slow): \(report.droppedInOutput); rejoins: \(report.rejoins)")
             if let d = report.outputDelay {
                 print(String(format: "output delay (handed to the output graph → its network sink): p50 %.0f ms, p95 %.0f ms over %d buffers", d.p50 * 1000, d.p95 * 1000, d.count))
             }
             if !report.participantSeen {
                 throw CLIFailure("participant \(participant) never published in room \(connection.room): nothing was relayed", code: .noInput)
             }
-            // Opened frames the destination never got once it had failed: the stream has a hole.
-            if report.failures > 0, report.unsent > 0 {
-                throw CLIFailure("the relay is incomplete: \(report.unsent) opened frames were not sent while \(destination) was down", code: .incomplete)
-            }
+            // Opened frames the destination never got: the stream has a hole.
+            if let lost = report.incomplete { throw CLIFailure("the relay to \(destination) is incomplete: \(lost)", code: .incomplete) }
         }
     }
 

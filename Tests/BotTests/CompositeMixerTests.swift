@@ -52,7 +52,7 @@ import TestSupport
         await mixer.finish()
         try? FileManager.default.removeItem(at: dir)
         #expect(counted, "a 700 ms stall of the slot's thread, and no late audio counted")
-        let lost = CompositeRelay.Report.incomplete(unsent: 0, failures: 0, lateAudioMilliseconds: mixer.losses.lateAudioMilliseconds)
+        let lost = RelayLosses.describe(unsent: 0, failures: 0, droppedInOutput: 0, lateAudioMilliseconds: mixer.losses.lateAudioMilliseconds)
         #expect(lost?.contains("ms of participants' audio") == true, "\(lost ?? "complete")")
     }
 

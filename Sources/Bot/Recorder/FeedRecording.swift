@@ -270,7 +270,7 @@ final class KeyFrameRequests: Sendable {
 /// A count bumped from streaming threads.
 final class Counter: Sendable {
     private let count = Atomic<Int>(0)
-    func increment() { count.add(1, ordering: .relaxed) }
+    func increment(by n: Int = 1) { count.add(n, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
 }
 

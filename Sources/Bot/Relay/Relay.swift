@@ -47,6 +47,12 @@ public struct Relay: Sendable {
         public var rejoins: Int
         /// How long the output graph held what it was handed (nil: nothing reached a sink).
         public var outputDelay: RelayDelays.Summary?
+        /// Handed to an output and dropped there (the destination slower than the stream).
+        public var droppedInOutput: Int
+
+        /// What the destination did not get of what opened, or nil: frames that came while it
+        /// was down (once it had failed: before, they are its start), or dropped in the output.
+        public var incomplete: String? { RelayLosses.describe(unsent: unsent, failures: failures, droppedInOutput: droppedInOutput) }
     }
 
     /// Relays until `duration` elapses, the task is cancelled, or the room is destroyed; then

@@ -16,6 +16,9 @@ final class RelayGraph: Sendable {
     private let videoStarted = Atomic<Bool>(false)
     /// On the network sinks' pads: how long each buffer was in the graph.
     private let delayProbes: [PadProbe]
+    /// What the appsrcs took and what they dropped (a slow destination).
+    private let audioFlow: OutputFlow?
+    private let videoFlow: OutputFlow?
 
     /// Builds and starts the graph; blocks while a sink connects (srtsink): call off the pool.
     init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, number: Int, delays: RelayDelays) throws(BotError) {
@@ -42,6 +45,8 @@ final class RelayGraph: Sendable {
             audio = tracks.audio ? try AppSource(named: "audio", in: pipeline) : nil
             video = tracks.video ? try AppSource(named: "video", in: pipeline) : nil
             delayProbes = try Self.observeDelays(pipeline, delays)
+            if let audio { audioFlow = try OutputFlow(audio) } else { audioFlow = nil }
+            if let video { videoFlow = try OutputFlow(video) } else { videoFlow = nil }
         } catch { throw .media(error) }
         bus = pipeline.bus.messages()
         do { try pipeline.setState(.playing) } catch {
@@ -52,7 +57,9 @@ final class RelayGraph: Sendable {
 
     /// One opened Opus frame (or the composite's mixed PCM); false if the graph did not take it.
     func pushAudio(_ frame: UnsafeRawBufferPointer) -> Bool {
-        audio?.push(frame, pts: Self.noTime) ?? false
+        guard let audio, audio.push(frame, pts: Self.noTime) else { return false }
+        audioFlow?.took()
+        return true
     }
 
     /// One opened access unit (Annex-B). `.waitingForKeyFrame` until the first keyframe.
@@ -62,7 +69,15 @@ final class RelayGraph: Sendable {
             guard isKey else { return .waitingForKeyFrame }
             videoStarted.store(true, ordering: .releasing)
         }
-        return video.push(au, pts: Self.noTime, delta: !isKey) ? .sent : .refused
+        guard video.push(au, pts: Self.noTime, delta: !isKey) else { return .refused }
+        videoFlow?.took()
+        return .sent
+    }
+
+    /// Frames the appsrcs dropped since the last look (one caller at a time): the destination
+    /// slower than the stream, or a queue thrown away when the graph stopped.
+    func newlyDropped() -> (audio: Int, video: Int) {
+        (audioFlow?.newlyDropped() ?? 0, videoFlow?.newlyDropped() ?? 0)
     }
 
     enum PushResult { case sent, waitingForKeyFrame, refused }

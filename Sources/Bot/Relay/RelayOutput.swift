@@ -127,20 +127,41 @@ final class RelayOutput: RelayFrameSink {
             status.outputUp(destination: destination.description)
             log.info("connecting to \(destination) (try \(number))")
             keyFrames.withLock { $0 }?.request()
+            // A slow destination shows as frames its queue drops: counted and said each second.
+            let sampler = Task { [weak self] in
+                while (try? await Task.sleep(for: .seconds(1))) != nil { self?.account(graph) }
+            }
             let outcome = await follow(graph)
             current.withLock { $0 = nil }
+            sampler.cancel()
+            _ = await sampler.value
             switch outcome {
             case .stopped:
                 await graph.pipeline.stop()
+                account(graph)
                 return
             case .failed(let why):
                 await graph.pipeline.stop()
+                account(graph)
                 // A destination that held for a while starts its backoff over.
                 let held = started.duration(to: .now) > RelayStatus.held
                 if held { backoff.reset() }
                 if await !waitAfterFailure(why, &backoff, afterHolding: held) { return }
             }
         }
+    }
+
+    /// Frames `graph`'s queues dropped since the last look: counted (a loss: the relay ends
+    /// incomplete), and said in the status and the log.
+    private func account(_ graph: RelayGraph) {
+        let (audio, video) = graph.newlyDropped()
+        guard audio + video > 0 else { return }
+        counts.droppedInOutput.increment(by: audio + video)
+        metrics.audioDroppedInOutput.increment(by: Int64(audio))
+        metrics.videoDroppedInOutput.increment(by: Int64(video))
+        let why = "\(destination) takes the stream slower than it comes: \(counts.droppedInOutput.value) frames dropped in the output so far"
+        status.set(status.snapshot.phase, error: why)
+        log.warning("\(why) (\(audio) audio, \(video) video in the last second)")
     }
 
     /// Ends the loop: the stream is closed cleanly and `run` returns.

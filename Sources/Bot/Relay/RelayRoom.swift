@@ -164,6 +164,7 @@ actor RelayRoom {
             audioSent: counts?.audioSent.value ?? 0, videoSent: counts?.videoSent.value ?? 0,
             unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
-            participantSeen: input != nil, rejoins: status.snapshot.comebacks, outputDelay: output?.delays.summary)
+            participantSeen: input != nil, rejoins: status.snapshot.comebacks, outputDelay: output?.delays.summary,
+            droppedInOutput: counts?.droppedInOutput.value ?? 0)
     }
 }

@@ -85,4 +85,7 @@ final class RelayCounts: Sendable {
     /// Output graphs started, and failures (a start that failed, or a running output that did).
     let attempts = Counter()
     let failures = Counter()
+    /// Frames an output took and dropped: the destination slower than the stream (its queue
+    /// full), or its queue thrown away when it failed.
+    let droppedInOutput = Counter()
 }

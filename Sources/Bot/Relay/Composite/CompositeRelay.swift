@@ -58,18 +58,13 @@ public struct CompositeRelay: Sendable {
         public var lateAudioMilliseconds: Int
         public var picturesMissing: Int
         public var picturesExpected: Int
+        /// Handed to the output and dropped there (the destination slower than the stream).
+        public var droppedInOutput: Int
 
         /// Why the relay did not carry everything it opened, or nil: the destination down while
         /// frames were handed over, or audio the mixer dropped.
-        public var incomplete: String? { Self.incomplete(unsent: unsent, failures: failures, lateAudioMilliseconds: lateAudioMilliseconds) }
-
-        static func incomplete(unsent: Int, failures: Int, lateAudioMilliseconds: Int) -> String? {
-            var lost: [String] = []
-            if failures > 0, unsent > 0 { lost.append("\(unsent) frames of the composite were not sent while the destination was down (\(failures) destination failures)") }
-            if lateAudioMilliseconds > 0 {
-                lost.append("the mixer dropped \(lateAudioMilliseconds) ms of participants' audio that came too late (the machine is short of CPU)")
-            }
-            return lost.isEmpty ? nil : lost.joined(separator: "; ")
+        public var incomplete: String? {
+            RelayLosses.describe(unsent: unsent, failures: failures, droppedInOutput: droppedInOutput, lateAudioMilliseconds: lateAudioMilliseconds)
         }
     }
 

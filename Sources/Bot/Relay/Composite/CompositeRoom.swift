@@ -172,6 +172,7 @@ actor CompositeRoom: RoomFollower {
             unsent: counts?.unsent.value ?? 0, beforeKeyFrame: counts?.beforeKeyFrame.value ?? 0, paused: counts?.paused.value ?? 0,
             attempts: counts?.attempts.value ?? 0, failures: counts?.failures.value ?? 0,
             opened: mixer?.started ?? false, speakerChanges: mixer?.speakerChanges ?? 0, rejoins: status.snapshot.comebacks,
-            lateAudioMilliseconds: mixer?.losses.lateAudioMilliseconds ?? 0, picturesMissing: pictures.missing, picturesExpected: pictures.expected)
+            lateAudioMilliseconds: mixer?.losses.lateAudioMilliseconds ?? 0, picturesMissing: pictures.missing, picturesExpected: pictures.expected,
+            droppedInOutput: counts?.droppedInOutput.value ?? 0)
     }
 }
