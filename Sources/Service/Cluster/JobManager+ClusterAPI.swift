@@ -99,9 +99,7 @@ extension JobManager {
     func clusterSetPaused(_ id: String, _ paused: Bool, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
         if let job = jobs[id], job.isActive, !fenced.contains(id), let pause = job.pause {
             if pause.set(paused: paused) {
-                log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
-                persist(job)
-                config.publishing?.paused(job: id, kind: job.spec.kind.rawValue, room: job.spec.room, paused: paused, pause: pause.all.count)
+                pauseApplied(job, paused, pause)
                 // Answered once in the database, where a next owner reads it.
                 do {
                     try await store.publish(JobStatus(job))
@@ -199,7 +197,11 @@ extension JobManager {
     /// folders given up, its disk gone for good (ClusterStore+Abandon); the recording's merged
     /// manifest and `job.finished` go out at once, naming them. Answers the recording.
     func abandonUploads(_ id: String, _ body: Data) async throws(RequestProblem) -> JobStatus {
-        guard let cluster, let publishing = config.publishing, publishing.location != nil else {
+        try await store.abandonUploads(id, body: body, in: self)
+    }
+
+    func clusterAbandon(_ id: String, _ body: Data, _ cluster: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        guard let publishing = config.publishing, publishing.location != nil else {
             throw RequestProblem(status: 409, message: "no recording waits for an owner's folder without --database and --storage")
         }
         let (owner, reason) = try Self.abandonRequest(body)
