@@ -49,6 +49,8 @@ extension JobManager {
             guard let keys = job.keys else { throw Self.notIndexed(id, job.spec) }
             return keys
         }
+        // Ended here (its end is known here before the database has it): not another's to take.
+        if let job = jobs[id], job.spec.kind == kind, !fenced.contains(id) { throw Self.ended(id) }
         throw await store.refuseKeys(id, kind: kind, in: self)
     }
 

@@ -154,11 +154,6 @@ actor JobManager: Service {
         try await store.status(of: id, in: self)
     }
 
-    /// Stops a job and answers with its final state (also for a job that had ended).
-    func stop(_ id: String) async throws(RequestProblem) -> JobStatus {
-        try await store.stop(id, in: self)
-    }
-
     private static func newID(_ kind: JobSpec.Kind) -> String {
         (kind == .recording ? "rec-" : kind == .playback ? "play-" : "relay-") + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
     }

@@ -26,10 +26,16 @@ protocol JobStoreBackend: Sendable {
     func admit(_ new: Admission, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
 
     func status(of id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
-    /// A DELETE (`askStop` to its owner, or `settleStop` when nobody runs it): its final state.
-    func stop(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
-    /// Pause or resume (`pause`, `resume`): its state once the change is kept.
-    func setPaused(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
+    /// A DELETE of a job running here, before its files are finished (`askStop`, kept where a
+    /// restart reads it, or nothing where the owner's end is what counts).
+    func stopping(_ job: Job, in manager: isolated JobManager)
+    /// A DELETE of a job that does not run here (another's: `askStop` passed on; nobody's:
+    /// `settleStop`; ended: unchanged): its final state.
+    func stopElsewhere(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
+    /// A pause or resume applied to a job running here, kept before it is answered.
+    func pauseKept(_ job: Job, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem)
+    /// Pause or resume of a job that does not run here: its state once its owner applied it.
+    func setPausedElsewhere(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus
     /// Why a job that does not run here takes no key now (404 or 409 naming where to send it).
     func refuseKeys(_ id: String, kind: JobSpec.Kind, in manager: isolated JobManager) async -> RequestProblem
     /// A recording's folders of `owner` given up (`POST …/uploads/abandon`).

@@ -87,34 +87,27 @@ struct LocalJobStore: JobStoreBackend {
         return JobStatus(job, uploads: manager.config.publishing?.uploads(of: id))
     }
 
-    func stop(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
+    /// `askStop` (its owner is this instance): `stopping` on disk before its files are finished,
+    /// so a crash meanwhile does not undo the stop (the next start settles it).
+    func stopping(_ job: Job, in manager: isolated JobManager) {
+        guard case .apply(let step) = job.decided(.stop), step.transition == .askStop else { return }
+        writer?.save(JobStore.Record(job, state: step.to))
+    }
+
+    /// Alone, a job not running here has ended (`unchanged`).
+    func stopElsewhere(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
         guard let job = manager.jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        // `askStop` told to its owner, this instance; an ended job is `unchanged`.
-        if case .apply(let step) = lifecycle.decide(.stop, job.lifecycle(owner: Self.instance), at: .now), step.tell != nil {
-            log.info("stopping job \(id) (asked)")
-            // `stopping` on disk before its files are finished: a crash meanwhile does not undo the stop.
-            writer?.save(JobStore.Record(job, state: step.to))
-            await job.stop()
-        }
         return JobStatus(job)
     }
 
-    func setPaused(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
-        guard let job = manager.jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        let decision = lifecycle.decide(paused ? .pause : .resume, job.lifecycle(owner: Self.instance), at: .now)
-        // Ended or stopping: refused.
-        if case .refused = decision {
-            throw RequestProblem(status: 409, message: "job \(id) has ended: it cannot be \(paused ? "paused" : "resumed")")
-        }
-        guard let pause = job.pause else {
-            throw RequestProblem(status: 409, message: "job \(id) cannot be paused: a bridge into another room has no pause (DELETE ends it)")
-        }
-        if case .apply = decision, pause.set(paused: paused) {
-            manager.pauseApplied(job, paused, pause)
-            // Answered once on disk: a crash right after must not undo what was answered.
-            await writer?.flush()
-        }
-        return JobStatus(job)
+    /// Answered once on disk: a crash right after must not undo what was answered.
+    func pauseKept(_ job: Job, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) {
+        await writer?.flush()
+    }
+
+    func setPausedElsewhere(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
+        guard manager.jobs[id] != nil else { throw RequestProblem(status: 404, message: "no job \(id)") }
+        throw JobManager.cannotPause(id, paused)
     }
 
     func refuseKeys(_ id: String, kind: JobSpec.Kind, in manager: isolated JobManager) async -> RequestProblem {
@@ -159,9 +152,12 @@ extension Job {
         return pause?.isPaused == true ? .paused : .running
     }
 
-    /// This job as the lifecycle sees it on the instance running it.
-    func lifecycle(owner: String) -> LocalJobStore.Lifecycle.Job {
-        .init(state: lifecycleState, owner: owner, outcome: outcome.map { $0.state == .failed ? .failed : .done })
+    /// `event` decided for this job by the instance running it (its owner), with the reducer
+    /// the stores apply: the same refusals and no-ops alone and in a cluster.
+    func decided(_ event: LocalJobStore.Lifecycle.Event) -> LocalJobStore.Lifecycle.Decision {
+        let here = LocalJobStore.instance
+        let job = LocalJobStore.Lifecycle.Job(state: lifecycleState, owner: here, outcome: outcome.map { $0.state == .failed ? .failed : .done })
+        return LocalJobStore.Lifecycle(instance: here, grace: .zero).decide(event, job, at: .now)
     }
 }
 

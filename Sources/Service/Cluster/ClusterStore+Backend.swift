@@ -45,11 +45,23 @@ extension ClusterStore: JobStoreBackend {
         try await manager.clusterStatus(id, self)
     }
 
-    func stop(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
+    /// Nothing: the owner's end is what counts, written when its files are finished (a stop
+    /// through another instance is `askStop`, `stopElsewhere`).
+    func stopping(_ job: Job, in manager: isolated JobManager) {}
+
+    func stopElsewhere(_ id: String, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
         try await manager.clusterStop(id, self)
     }
 
-    func setPaused(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
+    /// Answered once in the database, where a next owner reads it.
+    func pauseKept(_ job: Job, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) {
+        do {
+            try await publish(JobStatus(job))
+            try await setPaused(job.id, paused)
+        } catch { throw JobManager.unreachable(error) }
+    }
+
+    func setPausedElsewhere(_ id: String, _ paused: Bool, in manager: isolated JobManager) async throws(RequestProblem) -> JobStatus {
         try await manager.clusterSetPaused(id, paused, self)
     }
 
