@@ -51,27 +51,16 @@ extension JobManager {
             guard let keys = job.keys else { throw Self.notIndexed(id, job.spec) }
             return keys
         }
-        if let cluster {
-            let row: ClusterStore.Row?
-            do { row = try await cluster.row(id) } catch { throw Self.unreachable(error) }
-            guard let row, row.spec.kind == kind else { throw RequestProblem(status: 404, message: "no \(kind.rawValue) \(id)") }
-            guard row.outcome == nil else { throw Self.ended(id) }
-            guard row.spec.frameFormat.namesItsKey else { throw Self.notIndexed(id, row.spec) }
-            if let owner = row.owner, owner != cluster.instance, !row.orphaned {
-                throw RequestProblem(status: 409, message: "job \(id) runs on instance \(owner), not this one (\(cluster.instance)): POST its keys to \(owner); keys are held only by the instance running the job and are never passed on")
-            }
-            throw RequestProblem(status: 409, message: "job \(id) is not running on any instance right now (being taken up): hand its keys to its next owner (GET shows owner) once it runs")
-        }
-        guard let job = jobs[id], job.spec.kind == kind else { throw RequestProblem(status: 404, message: "no \(kind.rawValue) \(id)") }
-        guard job.isActive, !job.stopRequested else { throw Self.ended(id) }
-        throw Self.notIndexed(id, job.spec)
+        // Ended here (its end is known here before the database has it): not another's to take.
+        if let job = jobs[id], job.spec.kind == kind, !fenced.contains(id) { throw Self.ended(id) }
+        throw await store.refuseKeys(id, kind: kind, in: self)
     }
 
-    private static func ended(_ id: String) -> RequestProblem {
+    static func ended(_ id: String) -> RequestProblem {
         RequestProblem(status: 409, message: "job \(id) has ended: it takes no keys")
     }
 
-    private static func notIndexed(_ id: String, _ spec: JobSpec) -> RequestProblem {
+    static func notIndexed(_ id: String, _ spec: JobSpec) -> RequestProblem {
         RequestProblem(status: 409, message: "job \(id) is in \(spec.frameFormat.rawValue) frames\(spec.key == .none ? " without encryption" : ""): its key is given when it starts; keys by index are handed in to format.frame framecryptor or sframe jobs")
     }
 }

@@ -11,19 +11,20 @@ import ServiceLifecycle
 /// Every job of the service: started, listed, stopped, persisted and, after a restart, taken
 /// up again. A service of its own in the group: at a graceful shutdown it stops every job
 /// (each finishes its files) before the process ends; jobs stopped that way stay "running" in
-/// the state folder, so the next start resumes them.
+/// the state folder, so the next start resumes them. Where jobs are kept, and how a request
+/// reaches the instance running one, is its store's (`JobStoreBackend`): one path for one
+/// instance and for a cluster.
 actor JobManager: Service {
     let config: ServeConfiguration
-    let store: JobStoreWriter?
+    /// The state folder (`LocalJobStore`) or, with `--database`, PostgreSQL (`ClusterStore`).
+    let store: any JobStoreBackend
     var jobs: [String: Job] = [:]
     var order: [String] = []
     /// Output paths of jobs being prepared (between their check and their start).
     var reserved: [String: [String]] = [:]
     var shuttingDown = false
     let log: Logger
-    /// With `--database` (Cluster/): the jobs' store instead of the state folder, the leases
-    /// held and the jobs fenced (stopped for want of a lease).
-    let cluster: ClusterStore?
+    /// With `--database` (Cluster/): the leases held and the jobs fenced (stopped for want of a lease).
     nonisolated let clusterOptions: ClusterOptions
     var fence: LeaseFence<ContinuousClock.Instant>
     var fenced: Set<String> = []
@@ -34,25 +35,25 @@ actor JobManager: Service {
     /// The session each held job was claimed under: its end stops them.
     var jobSessions: [String: Int64] = [:]
 
-    init(config: ServeConfiguration, cluster: ClusterStore? = nil) throws(ServeError) {
+    init(config: ServeConfiguration, store: any JobStoreBackend) {
         self.config = config
-        var log = config.logger
-        log[metadataKey: "component"] = "serve"
-        self.log = log
-        var cluster = cluster
-        cluster?.webhooks = config.publishing?.webhooks != nil
-        self.cluster = cluster
+        self.log = Self.logger(config)
+        self.store = store
         clusterOptions = config.cluster ?? ClusterOptions(database: "", instanceID: "single")
         fence = LeaseFence(lease: clusterOptions.lease, margin: clusterOptions.margin)
-        if let cluster { config.publishing?.use(cluster) }
-        store = cluster != nil ? nil : try config.stateDirectory.map { dir throws(ServeError) in JobStoreWriter(store: try JobStore(stateDirectory: dir), log: log) }
+    }
+
+    /// The service's logger (its stores log as it does).
+    static func logger(_ config: ServeConfiguration) -> Logger {
+        var log = config.logger
+        log[metadataKey: "component"] = "serve"
+        return log
     }
 
     // MARK: - Service
 
     func run() async throws {
-        await resumeStored()
-        let clusterLoops = cluster.map { store in Task { await self.runCluster(store) } }
+        let loops = await store.start(in: self)
         // Until the group shuts down gracefully; the job gauges meanwhile.
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [weak self] in
@@ -70,14 +71,10 @@ actor JobManager: Service {
             group.cancelAll()
         }
         let stopped = await stopAll()
-        if let cluster {
-            // Free for the other instances at once rather than when their leases run out.
-            do { try await cluster.release(stopped) } catch { log.warning("cluster: cannot release \(stopped.count) job(s); others take them when their leases end: \(error)") }
-        }
-        clusterLoops?.cancel()
-        await clusterLoops?.value
+        await store.shutdown(stopped: stopped, in: self)
+        loops?.cancel()
+        await loops?.value
         publishGauges()
-        await store?.flush()
     }
 
     /// Every running job stopped at once, each finishing its files; answers their ids.
@@ -102,9 +99,7 @@ actor JobManager: Service {
     func create(_ body: Data, kind: JobSpec.Kind) async throws(RequestProblem) -> JobStatus {
         guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
         // With --database a job waits for whichever instance has room.
-        guard cluster != nil || freeCapacity > 0 else {
-            throw RequestProblem(status: 429, message: "the service runs \(config.maxJobs) jobs (--max-jobs): try again once one has ended")
-        }
+        try store.checkRoom(in: self)
         let spec = try JobSpec.parse(body, kind: kind)
         if let janus = spec.janus, !config.janusAllowed.allows(janus) {
             throw .field("janus", "\(janus) is not a Janus this service may use: the operator allows \(config.janusAllowed.urls.joined(separator: ", ")) (--janus-allow)")
@@ -114,30 +109,23 @@ actor JobManager: Service {
         let roots = config.roots
         let paths = try JobPaths(spec, roots: roots)
         let claims = paths.claims(roots)
-        var others: [(String, Int64?, [String])] = []
-        if let cluster { others = try await clusterHeld(cluster) }
-        try checkClaims(claims, room: spec.room, others: others)
+        try checkClaims(claims, room: spec.room, others: try await store.held(in: self))
         let id = Self.newID(kind)
         reserved[id] = claims
         defer { reserved[id] = nil }
         let prepared = try await OffPool.run { () throws(RequestProblem) in try JobPreparation(spec, paths: paths, roots: roots, fresh: true) }
         do throws(RequestProblem) {
-            let canonical = paths.canonicalSpec(spec, roots: roots)
             if kind == .recording, let outputs = prepared.outputs {
                 // The recorder's own check of its folder and mix (through the folders the walk
                 // opened), off the pool too: an open can wait on a slow disk.
-                let check = Recorder(config: botConfig(for: canonical, id: id, protection: prepared.protection),
+                let check = Recorder(config: botConfig(for: paths.canonicalSpec(spec, roots: roots), id: id, protection: prepared.protection),
                                      folder: outputs.folder, mix: outputs.mix)
                 try await OffPool.run { () throws(RequestProblem) in
                     do { try check.checkOutputs() } catch { throw RequestProblem(status: 400, message: "out: \(error)") }
                 }
             }
             guard !shuttingDown else { throw RequestProblem(status: 503, message: "the service is shutting down") }
-            // Stored relative to the roots: the instance that takes it resolves them below its own.
-            if let cluster { return try await enqueue(id: id, spec: paths.rootRelativeSpec(spec), cluster) }
-            let job = try launch(id: id, spec: canonical, protection: prepared.protection, media: prepared.media, outputs: prepared.outputs,
-                                 created: Date(), resumes: 0)
-            return JobStatus(job)
+            return try await store.admit(Admission(id: id, spec: spec, paths: paths, prepared: prepared), in: self)
         } catch {
             prepared.discard()
             throw error
@@ -149,7 +137,7 @@ actor JobManager: Service {
 
     /// One recording per folder, and no folder inside another's: two would write the same
     /// manifest.json, or one would write among the other's files.
-    private func checkClaims(_ claims: [String], room: Int64, others: [(String, Int64?, [String])]) throws(RequestProblem) {
+    private func checkClaims(_ claims: [String], room: Int64, others: [HeldPaths]) throws(RequestProblem) {
         let held = jobs.values.filter(\.isActive).map { ($0.id, Optional($0.spec.room), [$0.spec.out, $0.spec.mix].compactMap { $0 }) }
             + reserved.map { ($0.key, Int64?.none, $0.value) } + others
         for claim in claims {
@@ -163,20 +151,7 @@ actor JobManager: Service {
     }
 
     func status(_ id: String) async throws(RequestProblem) -> JobStatus {
-        if let cluster { return try await clusterStatus(id, cluster) }
-        guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        return JobStatus(job, uploads: config.publishing?.uploads(of: id))
-    }
-
-    /// Stops a job and answers with its final state (also for a job that had ended).
-    func stop(_ id: String) async throws(RequestProblem) -> JobStatus {
-        if let cluster { return try await clusterStop(id, cluster) }
-        guard let job = jobs[id] else { throw RequestProblem(status: 404, message: "no job \(id)") }
-        if job.isActive {
-            log.info("stopping job \(id) (asked)")
-            await job.stop()
-        }
-        return JobStatus(job)
+        try await store.status(of: id, in: self)
     }
 
     private static func newID(_ kind: JobSpec.Kind) -> String {
@@ -267,7 +242,7 @@ actor JobManager: Service {
         }
     }
 
-    private func ended(_ job: Job) {
+    func ended(_ job: Job) {
         guard let outcome = job.outcome else { return }
         // Taken again here after a fence, the job has a later run: this one's end is not the job's.
         guard jobs[job.id] === job else {

@@ -14,6 +14,8 @@ struct JobStore: Sendable {
         var outcome: Job.Outcome?
         /// Its pauses, the last one open while it is paused (absent in records of older versions).
         var pauses: [RecordingManifest.Pause]? = nil
+        /// Its `JobLifecycle` state (`LocalJobStore`; absent in records of older versions).
+        var state: String? = nil
     }
 
     let folder: URL

@@ -20,7 +20,10 @@ public enum Serve {
         var database: ClusterDatabase?
         if let options = config.cluster { database = try await ClusterDatabase.open(options, logger: log) }
         defer { database?.close() }
-        let jobs = try JobManager(config: config, cluster: database?.store)
+        let store: any JobStoreBackend = if let database { database.store.serving(config) } else {
+            try LocalJobStore(stateDirectory: config.stateDirectory, log: JobManager.logger(config))
+        }
+        let jobs = JobManager(config: config, store: store)
         let routes = ServiceRoutes(config: config, jobs: jobs, readiness: Readiness(url: config.janus, options: config.janusOptions, logger: log))
         var quiet = log
         quiet.logLevel = max(log.logLevel, .notice)

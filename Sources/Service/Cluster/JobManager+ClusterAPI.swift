@@ -66,14 +66,9 @@ extension JobManager {
         return (statuses, found.more ? found.rows.last?.id : nil)
     }
 
-    /// DELETE: a job of this instance stops here; another's owner is told (NOTIFY) and the
-    /// answer waits for its outcome.
+    /// DELETE of a job not running here: its owner is told (NOTIFY) and the answer waits for
+    /// its outcome; one nobody runs is settled here.
     func clusterStop(_ id: String, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
-        if let job = jobs[id], job.isActive, !fenced.contains(id) {
-            log.info("stopping job \(id) (asked)")
-            await job.stop()
-            return try await clusterStatus(id, store)
-        }
         let asked: ClusterStore.StopAsked
         do { asked = try await store.requestStop(id, grace: clusterOptions.takeoverGrace) } catch { throw Self.unreachable(error) }
         switch asked {
@@ -94,22 +89,9 @@ extension JobManager {
         }
     }
 
-    /// Pause or resume: here if this instance runs the job, else its owner is told (NOTIFY)
-    /// and the answer is its state once the owner published the change (at most 5 s).
+    /// Pause or resume of a job not running here: its owner is told (NOTIFY) and the answer is
+    /// its state once the owner published the change (at most 5 s).
     func clusterSetPaused(_ id: String, _ paused: Bool, _ store: ClusterStore) async throws(RequestProblem) -> JobStatus {
-        if let job = jobs[id], job.isActive, !fenced.contains(id), let pause = job.pause {
-            if pause.set(paused: paused) {
-                log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")
-                persist(job)
-                config.publishing?.paused(job: id, kind: job.spec.kind.rawValue, room: job.spec.room, paused: paused, pause: pause.all.count)
-                // Answered once in the database, where a next owner reads it.
-                do {
-                    try await store.publish(JobStatus(job))
-                    try await store.setPaused(id, paused)
-                } catch { throw Self.unreachable(error) }
-            }
-            return JobStatus(job)
-        }
         let row: ClusterStore.Row?
         do { row = try await store.row(id) } catch { throw Self.unreachable(error) }
         guard let row else { throw RequestProblem(status: 404, message: "no job \(id)") }
@@ -199,7 +181,11 @@ extension JobManager {
     /// folders given up, its disk gone for good (ClusterStore+Abandon); the recording's merged
     /// manifest and `job.finished` go out at once, naming them. Answers the recording.
     func abandonUploads(_ id: String, _ body: Data) async throws(RequestProblem) -> JobStatus {
-        guard let cluster, let publishing = config.publishing, publishing.location != nil else {
+        try await store.abandonUploads(id, body: body, in: self)
+    }
+
+    func clusterAbandon(_ id: String, _ body: Data, _ cluster: ClusterStore) async throws(RequestProblem) -> JobStatus {
+        guard let publishing = config.publishing, publishing.location != nil else {
             throw RequestProblem(status: 409, message: "no recording waits for an owner's folder without --database and --storage")
         }
         let (owner, reason) = try Self.abandonRequest(body)
