@@ -45,8 +45,6 @@ extension JobManager {
 
     /// The key store of job `id` if it runs here; else why not (404, 409, 503).
     private func runningKeys(_ id: String, kind: JobSpec.Kind) async throws(RequestProblem) -> any IndexedKeying {
-        // Stopped here (a DELETE answered): ended, whatever the database says while it finishes.
-        if let job = jobs[id], job.spec.kind == kind, job.stopRequested, !fenced.contains(id) { throw Self.ended(id) }
         if let job = jobs[id], job.spec.kind == kind, job.isActive, !job.stopRequested, !fenced.contains(id) {
             guard let keys = job.keys else { throw Self.notIndexed(id, job.spec) }
             return keys
