@@ -150,6 +150,10 @@ public final class Pipeline: Bin, @unchecked Sendable {
         gst_element_set_base_time(pointer, gst_element_get_base_time(other.pointer))
     }
 
+    /// The clock time at which the pipeline's running time is 0 (ns): a running time plus it is a
+    /// time on the clock, comparable with another pipeline's on the same (system) clock.
+    public var baseTime: UInt64 { UInt64(gst_element_get_base_time(pointer)) }
+
     public var runningTime: UInt64? {
         let t = gst_element_get_current_running_time(pointer)
         return t == UInt.max ? nil : UInt64(t)

@@ -15,6 +15,18 @@ protocol RelayFrameSink: Sendable {
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult
     /// The video input's keyframe requests, for the sink to ask when it needs one.
     var keyFrames: Locked<KeyFrameRequests?> { get }
+    /// The same, with the time on the (system) clock the frame was captured for, as the
+    /// receiving pipeline's jitter buffer put it (lip-synced by RTCP across audio and video);
+    /// nil without one. Sinks that stamp frames on arrival ignore it (the defaults below).
+    func pushAudio(_ frame: UnsafeRawBufferPointer, clockTime: UInt64?)
+    @discardableResult
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool, clockTime: UInt64?) -> RelayGraph.PushResult
+}
+
+extension RelayFrameSink {
+    func pushAudio(_ frame: UnsafeRawBufferPointer, clockTime: UInt64?) { pushAudio(frame) }
+    @discardableResult
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool, clockTime: UInt64?) -> RelayGraph.PushResult { pushVideo(au, isKey: isKey) }
 }
 
 /// The relayed participant's tracks as they leave webrtcbin: per mid a branch that depayloads,
@@ -121,13 +133,16 @@ final class RelayInput: Sendable {
             output.keyFrames.withLock { $0 = requests }
             probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
                                                                    display: display, feedID: feed, onDrop: { _ in requests.request() }))
-            probes.append(out.addBufferObserver { au in
-                if output.pushVideo(au, isKey: AnnexB.containsIDR(au)) == .waitingForKeyFrame { requests.request() }
+            probes.append(out.addRunningTimeObserver { [weak pipeline] au, running, _ in
+                let at = running.flatMap { r in pipeline.map { r + $0.baseTime } }
+                if output.pushVideo(au, isKey: AnnexB.containsIDR(au), clockTime: at) == .waitingForKeyFrame { requests.request() }
             })
         } else {
             probes.append(try open.staticPad("src").attachReceiver(protection, AudioFormat.self, stats: audio, times: times,
                                                                    display: display, feedID: feed))
-            probes.append(out.addBufferObserver { output.pushAudio($0) })
+            probes.append(out.addRunningTimeObserver { [weak pipeline] frame, running, _ in
+                output.pushAudio(frame, clockTime: running.flatMap { r in pipeline.map { r + $0.baseTime } })
+            })
         }
         guard bin.syncStateWithParent() else { throw BotError.pipelineFailed("the relay branch for mid \(stream.mid) did not start") }
         try pad.link(to: try bin.staticPad("sink"))

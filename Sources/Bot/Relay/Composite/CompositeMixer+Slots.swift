@@ -38,7 +38,7 @@ extension CompositeMixer {
                     try picture.pad.set("zorder", String(n))
                 }
                 let slot = CompositeSlot(number: n, participant: participant, display: display, audio: audio, video: picture,
-                                         runningTime: { [pipeline] in pipeline.runningTime }) { [weak self] in
+                                         baseTime: { [pipeline] in pipeline.baseTime }, runningTime: { [pipeline] in pipeline.runningTime }) { [weak self] in
                     self?.opened()
                 }
                 state.withLock { s in

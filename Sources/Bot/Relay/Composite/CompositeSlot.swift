@@ -17,9 +17,14 @@ final class CompositeSlot: RelayFrameSink {
     private let opened: @Sendable () -> Void
     /// Video is decoded from a keyframe on: a decoder given a P-frame first shows garbage.
     private let videoStarted = Atomic<Bool>(false)
-    /// The composite pipeline's running time now, and where the audio goes on it.
+    /// The composite pipeline's base time (its running time's zero on the clock) and running
+    /// time now: a frame's clock time becomes a time on the composite's own timeline.
+    private let baseTime: @Sendable () -> UInt64
     private let runningTime: @Sendable () -> UInt64?
-    private let timeline = Locked(SlotTimeline())
+    /// A frame leaves the receiving jitter buffer its latency after the time it was captured
+    /// for (webrtcbin's default, 200 ms): stamped that much later here, an on-time frame is
+    /// stamped about when it comes, with the aggregators' whole latency left for decoding.
+    static let receiveLatency: UInt64 = 200_000_000
 
     /// A decoding branch and the mixer pad it feeds; `probes` live as long as the slot.
     struct Branch: Sendable {
@@ -29,9 +34,9 @@ final class CompositeSlot: RelayFrameSink {
         let probes: [PadProbe]
     }
 
-    init(number: Int, participant: String, display: String, audio: Branch, video: Branch?, runningTime: @escaping @Sendable () -> UInt64?,
-         opened: @escaping @Sendable () -> Void) {
-        self.runningTime = runningTime
+    init(number: Int, participant: String, display: String, audio: Branch, video: Branch?, baseTime: @escaping @Sendable () -> UInt64,
+         runningTime: @escaping @Sendable () -> UInt64?, opened: @escaping @Sendable () -> Void) {
+        (self.baseTime, self.runningTime) = (baseTime, runningTime)
         self.number = number
         self.participant = participant
         self.display = display
@@ -40,23 +45,37 @@ final class CompositeSlot: RelayFrameSink {
         self.opened = opened
     }
 
-    func pushAudio(_ frame: UnsafeRawBufferPointer) {
+    func pushAudio(_ frame: UnsafeRawBufferPointer) { pushAudio(frame, clockTime: nil) }
+
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult { pushVideo(au, isKey: isKey, clockTime: nil) }
+
+    func pushAudio(_ frame: UnsafeRawBufferPointer, clockTime: UInt64?) {
         opened()
-        guard let now = runningTime() else { return }
-        let pts = timeline.withLock { $0.place(arrival: now, duration: SlotTimeline.opusDuration(frame)) }
+        guard let pts = timestamp(clockTime) else { return }
         // A full queue drops its oldest (the mixer is live).
         audio.source.push(frame, pts: pts)
     }
 
     @discardableResult
-    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
+    func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool, clockTime: UInt64?) -> RelayGraph.PushResult {
         opened()
         guard let video else { return .refused }
         if !videoStarted.load(ordering: .acquiring) {
             guard isKey else { return .waitingForKeyFrame }
             videoStarted.store(true, ordering: .releasing)
         }
-        return video.source.push(au, pts: UInt64.max, delta: !isKey) ? .sent : .refused
+        guard let pts = timestamp(clockTime) else { return .refused }
+        return video.source.push(au, pts: pts, delta: !isKey) ? .sent : .refused
+    }
+
+    /// Where a frame goes on the composite's timeline: its capture time as the receiving side
+    /// put it, so audio and video stay as in sync as they were sent and jitter or a burst after
+    /// a stall does not move them; without one, its arrival. Frames of one participant keep
+    /// their spacing, so the mixer sees no discontinuity that was not in the call.
+    private func timestamp(_ clockTime: UInt64?) -> UInt64? {
+        let base = baseTime()
+        if let clockTime, clockTime + Self.receiveLatency > base { return clockTime + Self.receiveLatency - base }
+        return runningTime()
     }
 
     /// Their media comes on a new PeerConnection (a new feed): its video is decoded from its
