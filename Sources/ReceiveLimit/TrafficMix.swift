@@ -1,6 +1,6 @@
 public import FrameCrypto
 
-/// The traffic the receive limit receives: what `scripts/bench-record`'s publishers send at the
+/// The traffic the receive limit receives and the send limit sends: what `scripts/bench-record`'s publishers send at the
 /// `phone` preset, per publisher and second:
 /// - Opus audio: 50 packets, each one ECall audio frame of 100-160 bytes sealed (71-131 plain);
 /// - H.264 at 600 kbit/s and 15 fps: 15 access units of one slice, 4000-6000 bytes plain
@@ -19,19 +19,23 @@ public struct TrafficMix: Sendable {
     /// One second of one publisher's sealed frames; every publisher sends the same bytes.
     public let audio: [[UInt8]]
     public let video: [[UInt8]]
+    /// The same frames before sealing (the send limit seals them as it sends).
+    public let plainAudio: [[UInt8]]
+    public let plainVideo: [[UInt8]]
     /// When each frame of one second is sent, by publisher: (seconds, publisher, video?, frame index).
     let events: [(at: Double, publisher: Int, video: Bool, frame: Int)]
     public let publishers: Int
 
     public init(publishers: Int, key: CallKey) throws(FrameError) {
         self.publishers = publishers
-        var audio: [[UInt8]] = []
+        var audio: [[UInt8]] = [], plainAudio: [[UInt8]] = [], plainVideo: [[UInt8]] = []
         for i in 0..<Self.audioPerSecond {
             let plain = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 71 + (i * 13) % 61)
             var sealed = [UInt8](repeating: 0, count: plain.count + AudioFrame.overhead)
             let n = plain.withUnsafeBytes { p in sealed.withUnsafeMutableBytes { o in try? AudioFrame.seal(p, key: key, into: o) } }
             guard let n else { throw .sealFailed }
             audio.append(Array(sealed[..<n]))
+            plainAudio.append(plain)
         }
         var video: [[UInt8]] = []
         for i in 0..<Self.videoFramesPerSecond {
@@ -45,9 +49,11 @@ public struct TrafficMix: Sendable {
             let n = au.withUnsafeBytes { a in sealed.withUnsafeMutableBytes { o in try? VideoFrame.seal(a, key: key, into: o) } }
             guard let n else { throw .sealFailed }
             video.append(Array(sealed[..<n]))
+            plainVideo.append(au)
         }
         self.audio = audio
         self.video = video
+        (self.plainAudio, self.plainVideo) = (plainAudio, plainVideo)
         // Publishers start at spread phases, as bots joining one after another do.
         var events: [(at: Double, publisher: Int, video: Bool, frame: Int)] = []
         for p in 0..<publishers {
