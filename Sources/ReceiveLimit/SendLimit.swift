@@ -44,12 +44,15 @@ public enum SendLimit {
         public var sealFailures = 0, protectFailures = 0
         /// The sending thread's CPU seconds, from its first frame to its last sendmmsg.
         public var senderCPUSeconds = 0.0
+        /// The part of it in the kernel (the UDP send, on 127.0.0.1 the delivery to the sink too; sleeps and wake-ups).
+        public var senderKernelSeconds = 0.0
         /// libsrtp sessions, one per publisher.
         public var sessions = 0
         public var srtpLibrary = ""
         /// What the sink on 127.0.0.1 read, unprotected and opened (its CPU is not the measure).
         public var sink = ReceiveLimit.Report()
         public var microsecondsPerPacket: Double { packetsSent > 0 ? senderCPUSeconds * 1e6 / Double(packetsSent) : 0 }
+        public var kernelMicrosecondsPerPacket: Double { packetsSent > 0 ? senderKernelSeconds * 1e6 / Double(packetsSent) : 0 }
     }
 
     /// Runs the plan: blocks the calling thread (it is the sender) until it has sent and the
@@ -93,9 +96,9 @@ public enum SendLimit {
 
         let sender = Sender(mix: plan.mix, packets: plan.packets, speed: plan.speed, fd: sfd,
                             sessions: outbound.map { UnsafeSendable($0) }, sealKey: plan.sealKey)
-        let cpu0 = ReceiveLimit.threadCPUSeconds()
+        let cpu0 = ReceiveLimit.threadCPUSeconds(), kernel0 = sfb_limit_thread_kernel_seconds()
         let s = sender.run()
-        let cpu1 = ReceiveLimit.threadCPUSeconds()
+        let cpu1 = ReceiveLimit.threadCPUSeconds(), kernel1 = sfb_limit_thread_kernel_seconds()
         sent.withLock { $0 = s }
         // The sink ends once it has read every packet, or 200 ms after the last one came.
         while sunk.withLock({ $0 == nil }) { usleep(1000) }
@@ -109,6 +112,7 @@ public enum SendLimit {
         report.sealFailures = s.sealFailures
         report.protectFailures = s.protectFailures
         report.senderCPUSeconds = cpu1 - cpu0
+        report.senderKernelSeconds = kernel1 - kernel0
         report.sink = sunk.withLock { $0 }!
         report.sink.packetsSent = s.packets
         report.sink.framesSent = s.frames

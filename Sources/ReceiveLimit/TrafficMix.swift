@@ -25,9 +25,13 @@ public struct TrafficMix: Sendable {
     /// When each frame of one second is sent, by publisher: (seconds, publisher, video?, frame index).
     let events: [(at: Double, publisher: Int, video: Bool, frame: Int)]
     public let publishers: Int
+    public let inStep: Bool
 
-    public init(publishers: Int, key: CallKey) throws(FrameError) {
-        self.publishers = publishers
+    /// `inStep`: every publisher's frames at the same instants, as `sfubot load`'s publishers send
+    /// them (one shared encoder); otherwise spread over 20 ms, as publishers joining one after
+    /// another send them.
+    public init(publishers: Int, key: CallKey, inStep: Bool = false) throws(FrameError) {
+        (self.publishers, self.inStep) = (publishers, inStep)
         var audio: [[UInt8]] = [], plainAudio: [[UInt8]] = [], plainVideo: [[UInt8]] = []
         for i in 0..<Self.audioPerSecond {
             let plain = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 71 + (i * 13) % 61)
@@ -54,10 +58,10 @@ public struct TrafficMix: Sendable {
         self.audio = audio
         self.video = video
         (self.plainAudio, self.plainVideo) = (plainAudio, plainVideo)
-        // Publishers start at spread phases, as bots joining one after another do.
+        // Publishers start at spread phases, as bots joining one after another do (unless inStep).
         var events: [(at: Double, publisher: Int, video: Bool, frame: Int)] = []
         for p in 0..<publishers {
-            let phase = Double(p) / Double(max(publishers, 1)) * 0.02
+            let phase = inStep ? 0 : Double(p) / Double(max(publishers, 1)) * 0.02
             for i in 0..<Self.audioPerSecond { events.append((phase + Double(i) / Double(Self.audioPerSecond), p, false, i)) }
             for i in 0..<Self.videoFramesPerSecond { events.append((phase + Double(i) / Double(Self.videoFramesPerSecond), p, true, i)) }
         }
@@ -77,6 +81,7 @@ public struct TrafficMix: Sendable {
         return "\(publishers) A/V publishers at the phone preset: per publisher and second \(Self.audioPerSecond) audio packets "
             + "(sealed Opus frames of \(audio.map(\.count).min() ?? 0)-\(audio.map(\.count).max() ?? 0) B) and \(v) video packets "
             + "(\(Self.videoFramesPerSecond) sealed H.264 frames, ≤ \(Self.maxPayload) B payloads), \(all) packets, "
-            + "\(bytes * 8 / 1000) kbit/s of payload; \(all * publishers) packets/s in all"
+            + "\(bytes * 8 / 1000) kbit/s of payload; \(all * publishers) packets/s in all; "
+            + (inStep ? "the publishers' frames in step" : "the publishers' frames spread over 20 ms")
     }
 }

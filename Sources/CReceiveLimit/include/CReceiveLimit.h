@@ -39,6 +39,9 @@ int sfb_limit_sender_socket(uint16_t port);
 /// Sends `count` packets (`packets[i]`, `lengths[i]` bytes) with sendmmsg; how many went, -1 on error.
 int sfb_limit_send(int fd, uint8_t *const *packets, const int *lengths, int count);
 
+/// The calling thread's CPU seconds in the kernel so far (getrusage RUSAGE_THREAD).
+double sfb_limit_thread_kernel_seconds(void);
+
 /// What became of one received packet.
 typedef struct {
     int32_t offset;       // the RTP payload's first byte in its slot
