@@ -46,6 +46,14 @@ def send_vs_limit(p, window, joined):
               f"limit {m.group(1)}; target ≤ 2.0)")
     else:
         print(f"send vs limit: not measured (sfubot-bench send-limit exit {limit.returncode})")
+    # The same limit with every publisher's frames at its own instant: one wake-up and a small
+    # sendmmsg per frame instead of one per tick for all (what the batching is worth).
+    spread = subprocess.run([bench, "send-limit", "--publishers", str(joined), "--seconds", "10", "--rate", f"{rate:.0f}", "--phases", "spread"],
+                            capture_output=True, text=True)
+    m = re.search(r"^send limit: ([0-9.]+) µs per sent packet \(([0-9.]+) in the kernel", spread.stdout, re.M)
+    if m and float(m.group(1)) > 0 and spread.returncode == 0:
+        print(f"  the limit with the publishers' frames spread over 20 ms instead of in step: {m.group(1)} µs per sent packet "
+              f"({m.group(2)} in the kernel) → sfubot {us / float(m.group(1)):.1f}× that")
 
 
 audio_us = None
