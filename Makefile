@@ -92,6 +92,7 @@ bench-chromium: deps
 # coturn of its own (prints figures; scripts/bench-load says which).
 bench-load: deps
 	swift build -c release --product sfubot
+	swift build -c release --product sfubot-bench
 	scripts/in-netns scripts/bench-load
 
 # How many A/V participants one `sfubot record` records per core, and whether every frame sent

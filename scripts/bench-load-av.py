@@ -4,8 +4,13 @@ Per-packet figures are process CPU over RTP packets in the steady window. The sh
 encoder (one per process, x264 at the preset) is inside the publishers' CPU. "µs per video
 packet" takes the audio packets (50/s per publisher, 20 ms Opus) out at the audio-only run's
 µs per packet when that run is in the same output folder, else it is the A/V mix's figure.
+
+`send vs limit: R×`: the direct run's sfubot CPU per sent packet (its CPU in the steady window
+over the packets its publishers sent in it) over the send limit's (`sfubot-bench send-limit`,
+$SFUBOT_BENCH: seal, SRTP protect and sendmmsg alone, docs/performance.md), run after the runs
+for the same publishers at the same packet rate.
 """
-import json, os, sys
+import json, os, re, subprocess, sys
 
 out, P, SP, S, J, uptime = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 
@@ -16,6 +21,39 @@ def load(d):
 
 def janus(d):
     return float(open(f"{out}/{d}.janus-cores").read())
+
+
+def send_vs_limit(p, window, joined):
+    sent, received = p.get("packetsSent") or 0, p.get("packetsReceived") or 0
+    bench = os.environ.get("SFUBOT_BENCH")
+    if sent <= 0 or window <= 0 or joined <= 0 or not bench:
+        print(f"send vs limit: not measured ({'no SFUBOT_BENCH' if not bench else 'no packets sent in the steady window'})")
+        return
+    # The process's CPU in the window over the packets sent (µs per packet counts received ones too: RTCP).
+    us = p["cpuMicrosecondsPerPacket"] * (sent + received) / sent
+    rate = sent / window
+    limit = subprocess.run([bench, "send-limit", "--publishers", str(joined), "--seconds", "10", "--rate", f"{rate:.0f}"],
+                           capture_output=True, text=True)
+    lines = limit.stdout.splitlines()
+    for l in lines:
+        if not l.startswith("send limit:"):
+            print("  " + l)
+    line = next((l for l in lines if l.startswith("send limit:")), "")
+    print(line or f"send limit: none (sfubot-bench send-limit exit {limit.returncode}: {limit.stderr.strip()[-200:]})")
+    m = re.match(r"send limit: ([0-9.]+) µs", line)
+    if m and float(m.group(1)) > 0 and limit.returncode == 0:
+        print(f"send vs limit: {us / float(m.group(1)):.1f}× (sfubot {us:.1f} µs per sent packet at {rate:.0f} packets/s, "
+              f"limit {m.group(1)}; target ≤ 2.0)")
+    else:
+        print(f"send vs limit: not measured (sfubot-bench send-limit exit {limit.returncode})")
+    # The same limit with every publisher's frames at its own instant: one wake-up and a small
+    # sendmmsg per frame instead of one per tick for all (what the batching is worth).
+    spread = subprocess.run([bench, "send-limit", "--publishers", str(joined), "--seconds", "10", "--rate", f"{rate:.0f}", "--phases", "spread"],
+                            capture_output=True, text=True)
+    m = re.search(r"^send limit: ([0-9.]+) µs per sent packet \(([0-9.]+) in the kernel", spread.stdout, re.M)
+    if m and float(m.group(1)) > 0 and spread.returncode == 0:
+        print(f"  the limit with the publishers' frames spread over 20 ms instead of in step: {m.group(1)} µs per sent packet "
+              f"({m.group(2)} in the kernel) → sfubot {us / float(m.group(1)):.1f}× that")
 
 
 audio_us = None
@@ -44,11 +82,13 @@ for run, path in (("av-publishers", "direct"), ("av-publishers-webrtcbin", "webr
         video = f"{us_mix:.1f} µs per packet sent, audio and video mixed (no audio-only run to take audio out)"
     k = r["publishers"].get("keyframes") or {}
     print(f"{run}: {joined}/{P} joined; sfubot CPU {p['cpuCores']:.3f} cores → {joined / p['cpuCores']:.0f} A/V publishers per core "
-          f"(target ≥ 250, send path {path}); Janus {janus(run):.3f} cores")
+          f"(target ≥ 500, send path {path}); Janus {janus(run):.3f} cores")
     print(f"  {video}; {us_mix:.1f} µs per packet for the mix ({p.get('kernelMicrosecondsPerPacket') or float('nan'):.1f} in the kernel); "
           f"{sent} packets in {window:.0f} s, ≈{video_packets / max(1, joined) / window:.0f} video packets/s per publisher")
     print(f"  RSS {p['rssPerBotMB']:.2f} MB per bot; {p['threadsPerBot']:.1f} threads per bot"
           + (f"; keyframe requests {k['requests']}, answered {k['answered']}, IDRs {k['sent']}, slowest answer {k['slowestAnswerMs']:.0f} ms" if k else ""))
+    if path == "direct":
+        send_vs_limit(p, window, joined)
 
 b = load("av-base")["process"][0]
 for run, path in (("av-subscribers", "direct"), ("av-subscribers-webrtcbin", "webrtcbin")):

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -128,6 +129,12 @@ int sfb_limit_send(int fd, uint8_t *const *packets, const int *lengths, int coun
         sent += r;
     }
     return sent;
+}
+
+double sfb_limit_thread_kernel_seconds(void) {
+    struct rusage u;
+    if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
+    return (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
 // RFC 3550 §5.1: the payload after the header, CSRCs and extension, padding off; FALSE if malformed.

@@ -69,30 +69,15 @@ public enum ReceiveLimit {
         guard out >= 0 else { throw Failure(description: "cannot write \(plan.file): \(String(cString: strerror(errno)))") }
         defer { close(out) }
 
-        let sent = Locked<(done: Bool, packets: Int, frames: Int)?>(nil)
-        let sender = Sender(mix: plan.mix, packets: plan.packets, speed: plan.speed, fd: sfd, session: UnsafeSendable(outbound))
-        let thread = Thread { let r = sender.run(); sent.withLock { $0 = (true, r.packets, r.frames) } }
+        let sent = Locked<Sender.Sent?>(nil)
+        let sender = Sender(mix: plan.mix, packets: plan.packets, speed: plan.speed, fd: sfd, sessions: [UnsafeSendable(outbound)])
+        let thread = Thread { let r = sender.run(); sent.withLock { $0 = r } }
         thread.start()
 
         var report = Report()
         report.srtpLibrary = String(cString: library)
-        var receiver = Receiver(keys: KeyRing.Candidates(current: plan.openKey), fd: out)
-        defer { receiver.free() }
-        let slots = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(SFB_LIMIT_BATCH) * Int(SFB_LIMIT_SLOT), alignment: 16)
-        defer { slots.deallocate() }
-        let packets = UnsafeMutableBufferPointer<SfbLimitPacket>.allocate(capacity: Int(SFB_LIMIT_BATCH))
-        defer { packets.deallocate() }
         let cpu0 = threadCPUSeconds()
-        while true {
-            let n = Int(sfb_limit_receive(rfd, inbound, slots.baseAddress!.assumingMemoryBound(to: UInt8.self), packets.baseAddress!))
-            if n == 0 {
-                // A read timed out: done once the sender is and nothing more came for 200 ms.
-                if sent.withLock({ $0?.done == true }) { break } else { continue }
-            }
-            for i in 0..<n { receiver.take(packets[i], slot: slots.baseAddress! + i * Int(SFB_LIMIT_SLOT), report: &report) }
-            if let s = sent.withLock({ $0 }), report.packetsReceived >= s.packets { break }
-        }
-        receiver.flush(report: &report)
+        receiveAll(fd: rfd, session: inbound, keys: KeyRing.Candidates(current: plan.openKey), file: out, sent: sent, report: &report)
         let cpu1 = threadCPUSeconds()
         while sent.withLock({ $0 == nil }) { usleep(1000) }
         let s = sent.withLock { $0 }!
@@ -100,6 +85,27 @@ public enum ReceiveLimit {
         report.framesSent = s.frames
         report.receiverCPUSeconds = cpu1 - cpu0
         return report
+    }
+
+    /// The receiving loop: reads, unprotects, opens and writes until the sender is done and
+    /// every packet it sent was read, or nothing more came for 200 ms (the socket's timeout).
+    static func receiveAll(fd: Int32, session: OpaquePointer, keys: KeyRing.Candidates, file: Int32, sent: borrowing Locked<Sender.Sent?>, report: inout Report) {
+        var receiver = Receiver(keys: keys, fd: file)
+        defer { receiver.free() }
+        let slots = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(SFB_LIMIT_BATCH) * Int(SFB_LIMIT_SLOT), alignment: 16)
+        defer { slots.deallocate() }
+        let packets = UnsafeMutableBufferPointer<SfbLimitPacket>.allocate(capacity: Int(SFB_LIMIT_BATCH))
+        defer { packets.deallocate() }
+        while true {
+            let n = Int(sfb_limit_receive(fd, session, slots.baseAddress!.assumingMemoryBound(to: UInt8.self), packets.baseAddress!))
+            if n == 0 {
+                // A read timed out: done once the sender is and nothing more came for 200 ms.
+                if sent.withLock({ $0 != nil }) { break } else { continue }
+            }
+            for i in 0..<n { receiver.take(packets[i], slot: slots.baseAddress! + i * Int(SFB_LIMIT_SLOT), report: &report) }
+            if let s = sent.withLock({ $0 }), report.packetsReceived >= s.packets { break }
+        }
+        receiver.flush(report: &report)
     }
 
     static func threadCPUSeconds() -> Double {

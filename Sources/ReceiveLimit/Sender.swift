@@ -3,35 +3,47 @@ import Glibc
 #endif
 import CReceiveLimit
 import Foundation
+import FrameCrypto
 
-/// The sending thread: the mix's packets, SRTP-protected as they go, paced by the clock and
-/// sent with sendmmsg. Its CPU is not measured.
+/// A sending thread: the mix's packets, SRTP-protected as they go, paced by the clock and sent
+/// with sendmmsg. For the receive limit it sends the mix's frames sealed once in advance and
+/// its CPU is not measured; for the send limit (`sealKey`) it seals every frame as it sends it,
+/// protects each publisher's packets with that publisher's own session (one per PeerConnection,
+/// as sfubot's senders), and its CPU is the measure.
 final class Sender: Sendable {
     let mix: TrafficMix
     let packets: Int
     let speed: Double
     let fd: Int32
-    let session: UnsafeSendable<OpaquePointer>
+    /// One session for every publisher, or one per publisher (publisher p uses sessions[p % count]).
+    let sessions: [UnsafeSendable<OpaquePointer>]
+    let sealKey: CallKey?
 
-    init(mix: TrafficMix, packets: Int, speed: Double, fd: Int32, session: UnsafeSendable<OpaquePointer>) {
-        (self.mix, self.packets, self.speed, self.fd, self.session) = (mix, packets, speed, fd, session)
+    struct Sent { var packets = 0, frames = 0, plainBytes = 0, sealFailures = 0, protectFailures = 0 }
+
+    init(mix: TrafficMix, packets: Int, speed: Double, fd: Int32, sessions: [UnsafeSendable<OpaquePointer>], sealKey: CallKey? = nil) {
+        (self.mix, self.packets, self.speed, self.fd, self.sessions, self.sealKey) = (mix, packets, speed, fd, sessions, sealKey)
     }
 
     /// Sends until `packets` are sent, ending on a frame boundary; what was sent.
-    func run() -> (packets: Int, frames: Int) {
+    func run() -> Sent {
         let slot = Int(SFB_LIMIT_SLOT), batch = Int(SFB_LIMIT_BATCH)
         let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: batch * slot, alignment: 16)
         defer { buffers.deallocate() }
         var pointers: [UnsafeMutablePointer<UInt8>?] = (0..<batch).map { buffers.baseAddress!.advanced(by: $0 * slot).assumingMemoryBound(to: UInt8.self) }
         var lengths = [Int32](repeating: 0, count: batch)
-        var queued = 0, sent = 0, frames = 0
+        var queued = 0, out = Sent()
+        // Room for the largest frame sealed (the send limit seals into it).
+        let sealedRoom = (mix.plainVideo + mix.plainAudio).map(\.count).max()! + VideoFrame.sliceOverhead + AudioFrame.overhead
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: sealedRoom, alignment: 16)
+        defer { sealed.deallocate() }
         // Per publisher: audio and video sequence numbers (SSRCs 2p+1 and 2p+2).
         var seq = [UInt16](repeating: 0, count: 2 * mix.publishers)
         let start = ContinuousClock.now
         func flush() {
             guard queued > 0 else { return }
             let r = sfb_limit_send(fd, &pointers, &lengths, Int32(queued))
-            if r > 0 { sent += Int(r) }
+            if r > 0 { out.packets += Int(r) }
             queued = 0
         }
         var second = 0
@@ -49,31 +61,47 @@ final class Sender: Sendable {
                     }
                 }
                 let stream = 2 * e.publisher + (e.video ? 1 : 0)
-                let frame = e.video ? mix.video[e.frame] : mix.audio[e.frame]
+                let session = sessions[e.publisher % sessions.count].value
                 let rate = e.video ? 90_000.0 : 48_000.0
                 let timestamp = UInt32(truncatingIfNeeded: Int((Double(second) + e.at) * rate))
-                var at = 0
-                while at < frame.count {
-                    let n = min(TrafficMix.maxPayload, frame.count - at)
-                    let p = pointers[queued]!
-                    let last = at + n == frame.count
-                    header(p, marker: last, payloadType: e.video ? TrafficMix.videoPayloadType : TrafficMix.audioPayloadType,
-                           seq: seq[stream], timestamp: timestamp, ssrc: UInt32(stream + 1))
-                    seq[stream] &+= 1
-                    frame.withUnsafeBytes { (p + 12).update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self) + at, count: n) }
-                    let protected = sfb_limit_protect(session.value, p, Int32(12 + n))
-                    // A packet libsrtp refused is not sent (never in clear); the receiver counts the frame as lost.
-                    if protected > 0 { lengths[queued] = protected; queued += 1 }
-                    if queued == batch { flush() }
-                    at += n
+                // Cut into RTP packets, each protected and queued.
+                func packetize(_ frame: UnsafeRawBufferPointer) {
+                    var at = 0
+                    while at < frame.count {
+                        let n = min(TrafficMix.maxPayload, frame.count - at)
+                        let p = pointers[queued]!
+                        let last = at + n == frame.count
+                        header(p, marker: last, payloadType: e.video ? TrafficMix.videoPayloadType : TrafficMix.audioPayloadType,
+                               seq: seq[stream], timestamp: timestamp, ssrc: UInt32(stream + 1))
+                        seq[stream] &+= 1
+                        (p + 12).update(from: frame.baseAddress!.assumingMemoryBound(to: UInt8.self) + at, count: n)
+                        let protected = sfb_limit_protect(session, p, Int32(12 + n))
+                        // A packet libsrtp refused is not sent (never in clear); the receiver counts the frame as lost.
+                        if protected > 0 { lengths[queued] = protected; queued += 1 } else { out.protectFailures += 1 }
+                        if queued == batch { flush() }
+                        at += n
+                    }
                 }
-                frames += 1
-                if sent + queued >= packets { break outer }
+                if let sealKey {
+                    // The frame's ECall seal, fresh for every publisher and frame (its own nonce).
+                    let plain = e.video ? mix.plainVideo[e.frame] : mix.plainAudio[e.frame]
+                    let n = plain.withUnsafeBytes { p in
+                        e.video ? try? VideoFrame.seal(p, key: sealKey, into: sealed) : try? AudioFrame.seal(p, key: sealKey, into: sealed)
+                    }
+                    // A frame that did not seal is not sent (never in clear).
+                    guard let n else { out.sealFailures += 1; continue }
+                    out.plainBytes += plain.count
+                    packetize(UnsafeRawBufferPointer(rebasing: sealed[..<n]))
+                } else {
+                    (e.video ? mix.video[e.frame] : mix.audio[e.frame]).withUnsafeBytes { packetize($0) }
+                }
+                out.frames += 1
+                if out.packets + queued >= packets { break outer }
             }
             second += 1
         }
         flush()
-        return (sent, frames)
+        return out
     }
 
     private func header(_ p: UnsafeMutablePointer<UInt8>, marker: Bool, payloadType: UInt8, seq: UInt16, timestamp: UInt32, ssrc: UInt32) {

@@ -1,6 +1,6 @@
 public import FrameCrypto
 
-/// The traffic the receive limit receives: what `scripts/bench-record`'s publishers send at the
+/// The traffic the receive limit receives and the send limit sends: what `scripts/bench-record`'s publishers send at the
 /// `phone` preset, per publisher and second:
 /// - Opus audio: 50 packets, each one ECall audio frame of 100-160 bytes sealed (71-131 plain);
 /// - H.264 at 600 kbit/s and 15 fps: 15 access units of one slice, 4000-6000 bytes plain
@@ -19,19 +19,27 @@ public struct TrafficMix: Sendable {
     /// One second of one publisher's sealed frames; every publisher sends the same bytes.
     public let audio: [[UInt8]]
     public let video: [[UInt8]]
+    /// The same frames before sealing (the send limit seals them as it sends).
+    public let plainAudio: [[UInt8]]
+    public let plainVideo: [[UInt8]]
     /// When each frame of one second is sent, by publisher: (seconds, publisher, video?, frame index).
     let events: [(at: Double, publisher: Int, video: Bool, frame: Int)]
     public let publishers: Int
+    public let inStep: Bool
 
-    public init(publishers: Int, key: CallKey) throws(FrameError) {
-        self.publishers = publishers
-        var audio: [[UInt8]] = []
+    /// `inStep`: every publisher's frames at the same instants, as `sfubot load`'s publishers send
+    /// them (one shared encoder); otherwise spread over 20 ms, as publishers joining one after
+    /// another send them.
+    public init(publishers: Int, key: CallKey, inStep: Bool = false) throws(FrameError) {
+        (self.publishers, self.inStep) = (publishers, inStep)
+        var audio: [[UInt8]] = [], plainAudio: [[UInt8]] = [], plainVideo: [[UInt8]] = []
         for i in 0..<Self.audioPerSecond {
             let plain = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 71 + (i * 13) % 61)
             var sealed = [UInt8](repeating: 0, count: plain.count + AudioFrame.overhead)
             let n = plain.withUnsafeBytes { p in sealed.withUnsafeMutableBytes { o in try? AudioFrame.seal(p, key: key, into: o) } }
             guard let n else { throw .sealFailed }
             audio.append(Array(sealed[..<n]))
+            plainAudio.append(plain)
         }
         var video: [[UInt8]] = []
         for i in 0..<Self.videoFramesPerSecond {
@@ -45,13 +53,15 @@ public struct TrafficMix: Sendable {
             let n = au.withUnsafeBytes { a in sealed.withUnsafeMutableBytes { o in try? VideoFrame.seal(a, key: key, into: o) } }
             guard let n else { throw .sealFailed }
             video.append(Array(sealed[..<n]))
+            plainVideo.append(au)
         }
         self.audio = audio
         self.video = video
-        // Publishers start at spread phases, as bots joining one after another do.
+        (self.plainAudio, self.plainVideo) = (plainAudio, plainVideo)
+        // Publishers start at spread phases, as bots joining one after another do (unless inStep).
         var events: [(at: Double, publisher: Int, video: Bool, frame: Int)] = []
         for p in 0..<publishers {
-            let phase = Double(p) / Double(max(publishers, 1)) * 0.02
+            let phase = inStep ? 0 : Double(p) / Double(max(publishers, 1)) * 0.02
             for i in 0..<Self.audioPerSecond { events.append((phase + Double(i) / Double(Self.audioPerSecond), p, false, i)) }
             for i in 0..<Self.videoFramesPerSecond { events.append((phase + Double(i) / Double(Self.videoFramesPerSecond), p, true, i)) }
         }
@@ -71,6 +81,7 @@ public struct TrafficMix: Sendable {
         return "\(publishers) A/V publishers at the phone preset: per publisher and second \(Self.audioPerSecond) audio packets "
             + "(sealed Opus frames of \(audio.map(\.count).min() ?? 0)-\(audio.map(\.count).max() ?? 0) B) and \(v) video packets "
             + "(\(Self.videoFramesPerSecond) sealed H.264 frames, ≤ \(Self.maxPayload) B payloads), \(all) packets, "
-            + "\(bytes * 8 / 1000) kbit/s of payload; \(all * publishers) packets/s in all"
+            + "\(bytes * 8 / 1000) kbit/s of payload; \(all * publishers) packets/s in all; "
+            + (inStep ? "the publishers' frames in step" : "the publishers' frames spread over 20 ms")
     }
 }

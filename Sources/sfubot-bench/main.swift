@@ -50,6 +50,10 @@ let args = CommandLine.arguments
 if args.count >= 2, args[1] == "receive-limit" {
     exit(ReceiveLimitBench.run(args.dropFirst(2)))
 }
+// `sfubot-bench send-limit …`: only the send limit (SendLimitBench.swift).
+if args.count >= 2, args[1] == "send-limit" {
+    exit(SendLimitBench.run(args.dropFirst(2)))
+}
 if args.count == 2, args[1] == "--mjr" {
     MjrBench.run()
     exit(0)

@@ -1,8 +1,9 @@
 // The receive limit's C (sfubot-bench receive-limit, issue 42): what a minimal receiver of our
 // media does per packet besides the frame's AES-GCM: recvmmsg, libsrtp unprotect, find the RTP
 // payload. Kept apart from CDirectRTP, which serves the load bots inside webrtcbin; this one
-// owns its sockets and its own libsrtp sessions. It could go if the recorder's own receive
-// path (issue 42 item 1) became the minimal one.
+// owns its sockets and its own libsrtp sessions. The send limit (sfubot-bench send-limit) uses
+// its protect and sendmmsg. It could go if the recorder's own receive path (issue 42 item 1)
+// became the minimal receiver and the load publishers' send path the minimal sender.
 #ifndef CRECEIVELIMIT_H
 #define CRECEIVELIMIT_H
 #include <stdint.h>
@@ -37,6 +38,9 @@ int sfb_limit_sender_socket(uint16_t port);
 
 /// Sends `count` packets (`packets[i]`, `lengths[i]` bytes) with sendmmsg; how many went, -1 on error.
 int sfb_limit_send(int fd, uint8_t *const *packets, const int *lengths, int count);
+
+/// The calling thread's CPU seconds in the kernel so far (getrusage RUSAGE_THREAD).
+double sfb_limit_thread_kernel_seconds(void);
 
 /// What became of one received packet.
 typedef struct {
