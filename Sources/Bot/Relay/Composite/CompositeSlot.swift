@@ -21,10 +21,12 @@ final class CompositeSlot: RelayFrameSink {
     /// time now: a frame's clock time becomes a time on the composite's own timeline.
     private let baseTime: @Sendable () -> UInt64
     private let runningTime: @Sendable () -> UInt64?
-    /// A frame leaves the receiving jitter buffer its latency after the time it was captured
-    /// for (webrtcbin's default, 200 ms): stamped that much later here, an on-time frame is
-    /// stamped about when it comes, with the aggregators' whole latency left for decoding.
-    static let receiveLatency: UInt64 = 200_000_000
+    /// How much later than its capture time a frame of this participant goes on the composite's
+    /// timeline (ns): the longest delay seen so far (the receiving jitter buffer's 200 ms and
+    /// whatever the path added). One for audio and video, so they stay as in sync as they were
+    /// sent. It only grows: a frame later than that moves the participant on (a small jump: a
+    /// held picture, a little silence; nothing dropped), an earlier one waits in its queue.
+    private let delay = Locked<UInt64?>(nil)
 
     /// A decoding branch and the mixer pad it feeds; `probes` live as long as the slot.
     struct Branch: Sendable {
@@ -69,13 +71,19 @@ final class CompositeSlot: RelayFrameSink {
     }
 
     /// Where a frame goes on the composite's timeline: its capture time as the receiving side
-    /// put it, so audio and video stay as in sync as they were sent and jitter or a burst after
-    /// a stall does not move them; without one, its arrival. Frames of one participant keep
-    /// their spacing, so the mixer sees no discontinuity that was not in the call.
+    /// put it (lip-synced by RTCP) plus the participant's `delay`, so jitter or a burst after a
+    /// stall does not move it, nor its other track; without one, its arrival. A participant's
+    /// frames keep their spacing, so the mixer sees no discontinuity that was not in the call.
     private func timestamp(_ clockTime: UInt64?) -> UInt64? {
-        let base = baseTime()
-        if let clockTime, clockTime + Self.receiveLatency > base { return clockTime + Self.receiveLatency - base }
-        return runningTime()
+        guard let now = runningTime() else { return nil }
+        let base = baseTime(), arrival = now + base
+        guard let clockTime, clockTime <= arrival else { return now }
+        let late = delay.withLock { d in
+            let longest = max(d ?? 0, arrival - clockTime)
+            d = longest
+            return longest
+        }
+        return clockTime + late - base
     }
 
     /// Their media comes on a new PeerConnection (a new feed): its video is decoded from its
