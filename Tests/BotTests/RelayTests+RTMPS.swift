@@ -48,3 +48,17 @@ extension MediaScene.RelayTests {
         #expect(ranRefused.errText.contains("TLS certificate"), "the log names the certificate: \(ranRefused.errText.suffix(1500))")
     }
 }
+
+/// `--tls-ca-file` that holds no certificate is a usage error before joining (the built sfubot,
+/// no Janus), not a destination refused later.
+@Test("relay refuses a --tls-ca-file that is missing or holds no PEM certificate")
+func relayRefusesABadTLSCAFile() async throws {
+    let dir = try Scene.tempDirectory("relay-tls-ca-file")
+    let notPEM = dir.appendingPathComponent("not.pem")
+    try Data("not a certificate\n".utf8).write(to: notPEM)
+    let base = ["relay", "--no-e2ee", "--room", "1", "--janus", "ws://127.0.0.1:1", "--to", "rtmps://127.0.0.1/live/x", "--tls-ca-file"]
+    for (file, why) in [(dir.appendingPathComponent("none.pem").path, "--tls-ca-file"), (notPEM.path, "holds no PEM certificate")] {
+        let r = try await SfubotProcess.run(base + [file])
+        #expect(r.status == 64 && r.err.contains(why) && r.err.contains(file), "\(file): \(r.status) \(r.err)")
+    }
+}
