@@ -42,6 +42,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Only what Swift cannot call: GLib varargs, macros, floating-ref rules.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+        // GIO's TLS trust (--tls-ca-file for rtmps://): the CLI's alone.
+        .target(name: "CTLSTrust", dependencies: ["CGStreamer"], linkerSettings: [.linkedLibrary("gio-2.0")]),
         // What sfubot does behind GStreamer's plugins, in the libraries they loaded (libnice,
         // dlopen by soname): the receive buffer of webrtcbin's media sockets. GStreamerKit's
         // (PluginLibraries/, with the OpenSSL libsrtp2 preload).
@@ -250,7 +252,7 @@ let package = Package(
             dependencies: ["Locking",
                 "Bot", "FrameCrypto", "GStreamerKit", "Janus", "ECallAgent", "LoadTest", "Service", "Telemetry", "Proof", "PrivateIO", "Mjr",
                 // serve's --storage and --webhook-url (Options/PublishingOptions.swift).
-                "ObjectStore", "Webhooks",
+                "ObjectStore", "Webhooks", "CTLSTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -52,6 +52,9 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where the media goes: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port, rtp://host:port, srtp://host:port?key=BASE64, hls:DIR, or ws://host:port/path/{participant} (each speaker's audio).", valueName: "url"))
     var to: String?
 
+    @Option(name: .customLong("tls-ca-file"), help: ArgumentHelp("rtmps:// (--to or --from): verify the server's certificate against the PEM CAs in this file, in place of the system's.", valueName: "path"))
+    var tlsCAFile: String?
+
     @Option(help: ArgumentHelp("A live source to publish into the room, sealed: rtmp://host[:port]/app/stream, rtmps://…, srt://host:port or rtp://host:port.", valueName: "url"))
     var from: String?
 
@@ -96,6 +99,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
+        if let tlsCAFile { try TLSTrust.check(tlsCAFile, option: "--tls-ca-file") }
         guard [to != nil, from != nil, toRoom != nil].filter({ $0 }).count == 1 else {
             throw ValidationError("give exactly one of --to URL (out of the room), --from URL (into it) or --to-room ID (into another room)")
         }
@@ -179,6 +183,7 @@ struct RelayCommand: AsyncParsableCommand {
         let server = await metricsOptions.start(logger: connection.logger("sfubot.relay"))
         defer { server?.stop() }
         do {
+            if let tlsCAFile { try TLSTrust.trustOnly(tlsCAFile, option: "--tls-ca-file") }
             try await body()
         } catch let e as BotError {
             CLIFailure(e).exit()

@@ -18,16 +18,35 @@ public enum RelayServers {
 
     /// nginx-rtmp on 127.0.0.1:`port` with the `live` application: publish and play
     /// rtmp://127.0.0.1:port/live/NAME. Its config, pid file and log go into `dir`.
-    public static func nginxRTMP(port: Int, in dir: URL) async throws -> LocalServer {
+    /// With `tls`, nginx's own stream module (libnginx-mod-stream) also terminates TLS on
+    /// 127.0.0.1:`tls.port` with that certificate and key and passes the bytes to the RTMP port:
+    /// rtmps://127.0.0.1:tls.port/live/NAME, as a CDN's RTMPS ingest does it.
+    public static func nginxRTMP(port: Int, tls: (port: Int, cert: String, key: String)? = nil, in dir: URL) async throws -> LocalServer {
         let run = dir.appendingPathComponent("nginx-\(port)")
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
-        let template = try String(contentsOf: root.appendingPathComponent("deploy/nginx-rtmp/nginx.conf"), encoding: .utf8)
+        var template = try String(contentsOf: root.appendingPathComponent("deploy/nginx-rtmp/nginx.conf"), encoding: .utf8)
+        if let tls {
+            guard FileManager.default.fileExists(atPath: streamModule) else { throw LocalServer.NotListening(description: "\(streamModule) missing: run scripts/install-deps (libnginx-mod-stream)") }
+            template = "load_module \(streamModule);\n" + template + """
+                stream {
+                    server {
+                        listen 127.0.0.1:\(tls.port) ssl;
+                        ssl_certificate \(tls.cert);
+                        ssl_certificate_key \(tls.key);
+                        proxy_pass 127.0.0.1:\(port);
+                    }
+                }
+
+                """
+        }
         let conf = run.appendingPathComponent("nginx.conf")
         try template.replacingOccurrences(of: "@PORT@", with: "\(port)").replacingOccurrences(of: "@RUN@", with: run.path)
             .write(to: conf, atomically: true, encoding: .utf8)
         return try await LocalServer.start(URL(fileURLWithPath: "/usr/sbin/nginx"),
                                            ["-p", run.path, "-e", run.appendingPathComponent("error.log").path, "-c", conf.path], port: port)
     }
+
+    static let streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
 
     /// srt-live-transmit as an SRT relay: takes a caller on 127.0.0.1:`port` (what the relay
     /// sends) and hands the stream to a caller on 127.0.0.1:`readPort` (the test's reader).
