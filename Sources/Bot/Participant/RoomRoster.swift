@@ -1,5 +1,8 @@
+public import Foundation
 public import Janus
+import Locking
 public import Logging
+import Synchronization
 
 /// The room's publishers as one handle hears them: it joins as a publisher that never
 /// publishes (as ECall phones do) and follows `publishers`, `unpublished` and `leaving`. The
@@ -27,6 +30,8 @@ public actor RoomRoster {
     private let changeSink: AsyncStream<Change>.Continuation
     private let handle: JanusHandle
     private var publishers: [Int64: RoomPublisher] = [:]
+    /// When Janus said each publisher left: its follower may take a while to get to the change.
+    private let departures = Locked<[Int64: Date]>([:])
     private var following: Task<Void, Never>?
     private let log: Logger
 
@@ -77,8 +82,11 @@ public actor RoomRoster {
             if !new.isEmpty, !initial { changeSink.yield(.joined(new)) }
         case .unpublished(let id), .leaving(let id):
             guard let gone = publishers.removeValue(forKey: id) else { return }
+            departures.withLock { $0[id] = Date() }
             changeSink.yield(.left(gone))
         case .destroyed:
+            let now = Date()
+            departures.withLock { d in for p in publishers.keys { d[p] = now } }
             for p in current { changeSink.yield(.left(p)) }
             publishers = [:]
             changeSink.yield(.roomDestroyed)
@@ -92,6 +100,11 @@ public actor RoomRoster {
         state = .lost
         changeSink.yield(.lost)
         changeSink.finish()
+    }
+
+    /// When Janus said publisher `id` left (once: the entry is taken), if it did.
+    public nonisolated func takeDeparture(of id: Int64) -> Date? {
+        departures.withLock { $0.removeValue(forKey: id) }
     }
 
     /// Publishers with media, oldest id first.

@@ -133,6 +133,11 @@ final class FeedBranches: Sendable {
         state.withLock { m in m.recordings.values.compactMap(\.times.lastDate).max() }
     }
 
+    /// Whether one of `feeds` has a live recording (one whose media could be lost).
+    func recordsAny(of feeds: Set<Int64>) -> Bool {
+        state.withLock { m in m.recordings.values.contains { feeds.contains($0.feedID) } }
+    }
+
     /// Links a webrtcbin pad to a new recording branch, or to a discard branch for what the
     /// recorder does not write. Called from pad-added (a GStreamer thread) and after renegotiation.
     func attach(pad: Pad, mid: String, pipeline: Pipeline, mix: CallMix?) {

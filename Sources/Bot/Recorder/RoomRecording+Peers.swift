@@ -44,7 +44,9 @@ extension RoomRecording {
     }
 
     func publisherLeft(_ p: RoomPublisher) async {
-        if state == .recording || state == .rejoining { presence.left(p.id) }
+        // When Janus said so: departures are finished one at a time, and 20 at once take seconds.
+        let left = roster?.takeDeparture(of: p.id) ?? Date()
+        if state == .recording || state == .rejoining { presence.left(p.id, at: left) }
         guard state == .recording, let media, let peer else { return }
         // Janus drops a departed publisher's streams from the subscription by itself.
         await peer.subscription.forget([p.id])

@@ -174,21 +174,6 @@ extension RoomRecording {
             branches.forgetPeer(pipeline: media.pipeline)
         }
     }
-
-    /// A PeerConnection that had media and has had none for `mediaLossTimeout` lost its path;
-    /// the outage began at its newest frame.
-    func checkMediaFlow() {
-        guard state == .recording, peer != nil, let newest = branches.newestFrame else { return }
-        let silent = Date().timeIntervalSince(newest)
-        guard silent >= config.mediaLossTimeout.seconds else { return }
-        let cause = "no media for \(String(format: "%.1f", silent)) s"
-        // A relayed path whose TURN credentials expired: said so, and fetched anew before coming back.
-        if case .turnFailed(let why?) = config.explain(.mediaLost) {
-            startRejoin("\(cause): \(why)", rejoinSession: false, since: newest, refreshTURN: true)
-        } else {
-            startRejoin(cause, rejoinSession: false, since: newest)
-        }
-    }
 }
 
 extension Duration {

@@ -35,9 +35,7 @@ actor RoomRecording {
         let negotiationFailed: NegotiationFlag
     }
 
-    var state = State.idle {
-        didSet { status.set(state.phase) }
-    }
+    var state = State.idle { didSet { status.set(state.phase) } }
     let status: LiveStatus
     /// Its TURN credentials are fetched again when the TURN server refuses them (`refreshedTURN`).
     var config: BotConfig
@@ -86,6 +84,8 @@ actor RoomRecording {
     var sessionCounts = (drops: 0, reclaims: 0)
     /// Branches whose first error was handled; their later ones are only logged at debug level.
     var failedBranches: Set<String> = []
+    /// No frame on the current PeerConnection for a while: what Janus's reports say (`checkMediaFlow`).
+    var silence: SilenceWatch?
     /// Since when the disk is full (nil if it is not), and the branches that stopped for it.
     var diskFullSince: Date?
     var fullBranches: Set<String> = []

@@ -31,6 +31,11 @@ void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
 /// Packets every rtpjitterbuffer inside `bin` gave up waiting for (its `num-lost`: not arrived,
 /// not repaired by a retransmission), summed; 0 for an element that is not a bin.
 guint64 sfb_jitterbuffers_lost(GstElement *bin);
+/// The latest RTCP sender report of each remote source in webrtcbin's RTP sessions: its NTP
+/// time (64-bit fixed point) and packet count. Fills up to `max`; returns how many there are
+/// (possibly more than `max`), or -1 if `webrtc` has no rtpbin.
+typedef struct { guint32 ssrc; guint64 ntp_time; guint32 packets; } SfbSenderReport;
+int sfb_webrtc_sender_reports(GstElement *webrtc, SfbSenderReport *out, int max);
 /// Adds a transceiver; returns it with a reference the caller owns, or NULL.
 GstWebRTCRTPTransceiver *sfb_webrtc_add_transceiver(GstElement *webrtc, GstWebRTCRTPTransceiverDirection direction, GstCaps *caps);
 /// The `mid` of the transceiver behind a webrtcbin pad (newly allocated, g_free it), or NULL.
