@@ -26,7 +26,8 @@ final class CompositeSlot: RelayFrameSink {
     /// whatever the path added). One for audio and video, so they stay as in sync as they were
     /// sent. It only grows: a frame later than that moves the participant on (a small jump: a
     /// held picture, a little silence; nothing dropped), an earlier one waits in its queue.
-    private let delay = Locked<UInt64?>(nil)
+    /// Signed: rtpbin's lip sync may stamp a frame ahead of when it leaves (its `ts-offset`).
+    private let delay = Locked<Int64?>(nil)
 
     /// A decoding branch and the mixer pad it feeds; `probes` live as long as the slot.
     struct Branch: Sendable {
@@ -76,14 +77,15 @@ final class CompositeSlot: RelayFrameSink {
     /// frames keep their spacing, so the mixer sees no discontinuity that was not in the call.
     private func timestamp(_ clockTime: UInt64?) -> UInt64? {
         guard let now = runningTime() else { return nil }
-        let base = baseTime(), arrival = now + base
-        guard let clockTime, clockTime <= arrival else { return now }
+        guard let clockTime else { return now }
+        let base = Int64(baseTime()), arrival = Int64(now) + base, captured = Int64(clockTime)
         let late = delay.withLock { d in
-            let longest = max(d ?? 0, arrival - clockTime)
+            let longest = max(d ?? .min, arrival - captured)
             d = longest
             return longest
         }
-        return clockTime + late - base
+        let pts = captured + late - base
+        return pts >= 0 ? UInt64(pts) : now
     }
 
     /// Their media comes on a new PeerConnection (a new feed): its video is decoded from its
