@@ -9,7 +9,7 @@ import Locking
 /// the other's, never re-encoded. The other room's Janus must be one the operator allows.
 extension JobManager {
     func bridgeJob(id: String, spec: JobSpec, toRoom: JobSpec.ToRoom, config: BotConfig, created: Date, resumes: Int,
-                   duration: Duration?, keys: (any IndexedKeying)?) -> Job {
+                   duration: Duration?, pause: JobPause, keys: (any IndexedKeying)?) -> Job {
         var to = config
         to.room = toRoom.room
         if let janus = toRoom.janus { (to.janusURL, to.janus) = (janus, self.config.janusOptions(for: janus)) }
@@ -24,9 +24,10 @@ extension JobManager {
             }
         }
         configured.only = spec.participant
+        // One pause for every participant bridged (their publishers stay in the other room).
+        if case .relay(let pauses) = pause { configured.pauses = pauses }
         let bridge = configured
-        // No pause: each participant has a publisher of their own, and a bridge has no one switch.
-        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: nil, keys: keys, relay: bridge.status)
+        let job = Job(id: id, spec: spec, created: created, resumes: resumes, live: LiveStatus(), sent: nil, pause: pause, keys: keys, relay: bridge.status)
         job.start { await Self.outcome(of: job, show: { $0 }) { () async throws(BotError) in
             let report = try await bridge.run()
             let who = spec.participant.map { "participant \($0)" } ?? "nobody"

@@ -27,7 +27,7 @@ extension JobManager {
         // Stopping: its files are being finished.
         if case .refused = decision { throw Self.cannotPause(id, paused) }
         guard let pause = job.pause else {
-            throw RequestProblem(status: 409, message: "job \(id) cannot be paused: a bridge into another room has no pause (DELETE ends it)")
+            throw RequestProblem(status: 409, message: "job \(id) cannot be paused (DELETE ends it)")
         }
         if case .apply = decision, pause.set(paused: paused) {
             log.info("job \(id) \(paused ? "paused" : "resumed") (asked)")

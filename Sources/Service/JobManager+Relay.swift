@@ -38,7 +38,7 @@ extension JobManager {
     func relayJob(id: String, spec: JobSpec, config: BotConfig, created: Date, resumes: Int, duration: Duration?, pause: JobPause,
                   keys: (any IndexedKeying)?) throws(RequestProblem) -> Job {
         if let toRoom = spec.toRoom {
-            return bridgeJob(id: id, spec: spec, toRoom: toRoom, config: config, created: created, resumes: resumes, duration: duration, keys: keys)
+            return bridgeJob(id: id, spec: spec, toRoom: toRoom, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)
         }
         if let from = spec.from {
             return try liveSourceJob(id: id, spec: spec, from: from, config: config, created: created, resumes: resumes, duration: duration, pause: pause, keys: keys)

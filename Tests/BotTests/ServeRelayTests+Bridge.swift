@@ -9,8 +9,9 @@ extension MediaScene.ServeRelayTests {
     /// room A; the job bridges her into room B sealed in FrameCryptor's format with B's key; a
     /// recorder in B with that key records her tone under her own display, one with A's key
     /// opens nothing. A Janus the operator did not allow is 403, a key of none for an encrypted
-    /// call 400, a pause 409; DELETE ends it done.
-    @Test("a relay job into another room: Ann's tone recorded in room B under her display with B's key only; a Janus not allowed is 403, no key 400, pause 409, DELETE done")
+    /// call 400; paused 4 s, room B's recording is silent for as long and the tone comes back
+    /// in the same publisher; DELETE ends it done.
+    @Test("a relay job into another room: Ann's tone recorded in room B under her display with B's key only; a Janus not allowed is 403, no key 400, a pause is silence in B, DELETE done")
     func relayJobIntoAnotherRoom() async throws {
         let dir = try Scene.tempDirectory("serve-relay-bridge")
         let source = try await RelayCase.source(in: dir)
@@ -41,8 +42,13 @@ extension MediaScene.ServeRelayTests {
         let id = try #require(try created.json()["id"] as? String, "\(created.text)")
         let sending = try await serve.waitFor("/v1/relays/\(id)", within: .seconds(30)) { $0["relayPhase"] as? String == "sending" }
         #expect(sending["toRoom"] as? Int64 == roomB || sending["toRoom"] as? Int == Int(roomB), "\(sending)")
-        #expect(try await serve.request("POST", "/v1/relays/\(id)/pause").status == 409)
-        try await Task.sleep(for: .seconds(10))
+        try await Task.sleep(for: .seconds(3))
+        let paused = try await serve.request("POST", "/v1/relays/\(id)/pause")
+        #expect(paused.status == 200 && (try? paused.json()["paused"] as? Bool) == true, "\(paused.text)")
+        try await Task.sleep(for: .seconds(4))
+        let resumed = try await serve.request("POST", "/v1/relays/\(id)/resume")
+        #expect(resumed.status == 200 && (try? resumed.json()["paused"] as? Bool) == false, "\(resumed.text)")
+        try await Task.sleep(for: .seconds(5))
         let final = try await serve.request("DELETE", "/v1/relays/\(id)").json()
         #expect(final["state"] as? String == "done", "\(final)")
         for r in [recorder, wrongRecorder] { r.signal(SIGTERM) }
@@ -56,9 +62,15 @@ extension MediaScene.ServeRelayTests {
         let samples = try await RelayCase.audioSamples(good.appendingPathComponent(audio.file))
         let f = try #require(Audio.dominantFrequency(Array(samples.prefix(3 * 48000))))
         #expect(abs(f - 440) <= 9, "room B recorded \(f) Hz")
+        // The pause, on the recording's own timeline: about 4 s without the tone, the tone after.
+        let timed = try await Audio.decodeTimed(good.appendingPathComponent(audio.file))
+        let quiet = Audio.quietWindows(timed)
+        #expect(quiet.count >= 30 && quiet.count <= 60, "100 ms windows without the tone: \(quiet.count) at \(quiet.first ?? -1)…\(quiet.last ?? -1) s")
+        #expect(Audio.dominantFrequency(Array(timed.suffix(2 * 48000))).map { abs($0 - 440) <= 9 } == true, "the tone after the resume")
         let total = w.outText.split(whereSeparator: \.isNewline).last { $0.hasPrefix("frames received: ") } ?? ""
         #expect(total.contains("opened: 0,") && !total.hasPrefix("frames received: 0,"), "room A's key in room B: \(w.outText)")
-        print("serve relay into another room: \(audio.frames.opened) audio frames at \(f) Hz in room B as '\(audio.display)'; with A's key: \(total)")
+        print("serve relay into another room: \(audio.frames.opened) audio frames at \(f) Hz in room B as '\(audio.display)', "
+              + "paused 4 s: \(quiet.count) windows of 100 ms silent there; with A's key: \(total)")
     }
 }
 

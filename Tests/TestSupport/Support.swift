@@ -101,10 +101,11 @@ public enum Audio {
     }
 
     /// Like `decode`, but on the file's timeline: a stretch with no frames becomes silence
-    /// (`audiorate`), so gaps show.
+    /// (`audiorate`), so gaps show. Ogg Opus, or Matroska by its extension.
     public static func decodeTimed(_ file: URL) async throws -> [Int16] {
         let raw = file.deletingPathExtension().appendingPathExtension("timed.raw")
-        try await runToEnd("filesrc location=\"\(file.path)\" ! oggdemux ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! audiorate ! filesink location=\"\(raw.path)\"")
+        let demux = ["mkv", "mka"].contains(file.pathExtension) ? "matroskademux" : "oggdemux"
+        try await runToEnd("filesrc location=\"\(file.path)\" ! \(demux) ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! audiorate ! filesink location=\"\(raw.path)\"")
         let data = try Data(contentsOf: raw)
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }

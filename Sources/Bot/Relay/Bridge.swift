@@ -17,6 +17,10 @@ public struct Bridge: Sendable {
     public let status = RelayStatus()
     /// Only this participant (a feed id or an ECall user id); nil: everyone publishing audio.
     public var only: String?
+    /// One switch for every participant bridged: paused, their frames are held back (counted)
+    /// and their publishers in the other room stay, silent; resumed, they go on (video at a
+    /// keyframe).
+    public var pauses = RecordingPauses()
 
     public init(from: BotConfig, to: BotConfig, duration: Duration?, protection: @escaping @Sendable (String) async throws(BotError) -> FrameProtection) {
         self.from = from

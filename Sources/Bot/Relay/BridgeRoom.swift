@@ -57,7 +57,7 @@ actor BridgeRoom: RoomFollower {
             var to = bridge.to
             to.display = p.display
             to.protection = protection
-            let input = RoomInput(config: bridge.from, participant: id)
+            let input = RoomInput(config: bridge.from, participant: id, pauses: bridge.pauses)
             let player = Player(config: to, source: .room(input))
             let display = p.display
             log.info("bridging participant \(id) '\(display)' into room \(to.room)")

@@ -57,7 +57,8 @@ final class RelayOutput: RelayFrameSink {
         if sent {
             counts.audioSent.increment()
             metrics.audioSent.increment()
-            metrics.bytes.increment(by: frame.count)
+            // The composite's mixed PCM is not what leaves (AAC, encoded in the graph): not counted.
+            if !tracks.pcmAudio { metrics.bytes.increment(by: frame.count) }
         } else {
             counts.unsent.increment()
             metrics.audioUnsent.increment()

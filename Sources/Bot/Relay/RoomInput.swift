@@ -15,6 +15,12 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     public let status = RelayStatus()
     let sink = LiveSink()
     let keyFrames = Locked<KeyFrameRequests?>(nil)
+    /// The bridge's pause: while paused, frames are held back (counted, not sent) and the
+    /// publisher in the other room stays, silent; at resume video goes on at a keyframe.
+    let pauses: RecordingPauses
+    /// Frames held back while paused.
+    let held = Counter()
+    private let resumeAtKeyFrame = Atomic<Bool>(false)
     private let shared = Locked(Shared())
 
     private struct Shared {
@@ -29,9 +35,10 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     /// A frame after this much silence is the participant back.
     static let away: Duration = .seconds(1)
 
-    public init(config: BotConfig, participant: String) {
+    public init(config: BotConfig, participant: String, pauses: RecordingPauses = RecordingPauses()) {
         self.config = config
         self.participant = participant
+        self.pauses = pauses
     }
 
     var audioIsOpus: Bool { true }
@@ -72,7 +79,8 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     func requestKeyFrame() { keyFrames.withLock { $0 }?.request() }
 
     func explainsSilence(window: Duration) -> Bool {
-        shared.withLock { s in
+        if pauses.isPaused { return true }
+        return shared.withLock { s in
             guard let last = s.lastFrame, ContinuousClock.now - last < Self.away else { return true }
             return s.backAt.map { ContinuousClock.now - $0 < window } ?? false
         }
@@ -82,14 +90,31 @@ public final class RoomInput: LiveInput, RelayFrameSink {
 
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
         arrived()
+        if heldBack() { return }
         sink.push(frame, running: nil, key: true, video: false)
     }
 
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
         arrived()
+        if heldBack() {
+            resumeAtKeyFrame.store(true, ordering: .relaxed)
+            return .refused
+        }
+        // Resumed: nothing until a keyframe (`.waitingForKeyFrame` makes the input ask for one).
+        if resumeAtKeyFrame.load(ordering: .relaxed) {
+            guard isKey else { return .waitingForKeyFrame }
+            resumeAtKeyFrame.store(false, ordering: .relaxed)
+        }
         if sink.push(au, running: nil, key: isKey, video: true) { return .sent }
         // Not taken: the publisher waits for a keyframe (asked for), or is not there yet.
         return isKey ? .refused : .waitingForKeyFrame
+    }
+
+    /// Paused: the frame is counted and not sent.
+    private func heldBack() -> Bool {
+        guard pauses.isPaused else { return false }
+        held.increment()
+        return true
     }
 
     private func arrived() {
