@@ -15,6 +15,9 @@ protocol RelayFrameSink: Sendable {
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult
     /// The video input's keyframe requests, for the sink to ask when it needs one.
     var keyFrames: Locked<KeyFrameRequests?> { get }
+    /// Whether the sink uses a frame's capture time (the composite's slots do); the others stamp
+    /// frames on arrival, and the input spares them the lookup, once per frame.
+    var wantsClockTime: Bool { get }
     /// The same, with the time on the (system) clock the frame was captured for, as the
     /// receiving pipeline's jitter buffer put it (lip-synced by RTCP across audio and video);
     /// nil without one. Sinks that stamp frames on arrival ignore it (the defaults below).
@@ -24,6 +27,7 @@ protocol RelayFrameSink: Sendable {
 }
 
 extension RelayFrameSink {
+    var wantsClockTime: Bool { false }
     func pushAudio(_ frame: UnsafeRawBufferPointer, clockTime: UInt64?) { pushAudio(frame) }
     @discardableResult
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool, clockTime: UInt64?) -> RelayGraph.PushResult { pushVideo(au, isKey: isKey) }
@@ -113,6 +117,16 @@ final class RelayInput: Sendable {
         }
     }
 
+    /// Every frame reaching `pad`, with its capture time on the clock (running time plus the
+    /// pipeline's base time) only when the sink uses it.
+    private static func observe(_ pad: Pad, clockTime: Bool, of pipeline: Pipeline,
+                                _ push: @escaping @Sendable (UnsafeRawBufferPointer, UInt64?) -> Void) -> PadProbe {
+        guard clockTime else { return pad.addBufferObserver { push($0, nil) } }
+        return pad.addRunningTimeObserver { [weak pipeline] frame, running, _ in
+            push(frame, running.flatMap { r in pipeline.map { r + $0.baseTime } })
+        }
+    }
+
     private func makeBranch(pad: Pad, stream: SubscribedStream, pipeline: Pipeline) throws -> Branch {
         let isVideo = stream.type == "video"
         let protection = config.protection
@@ -133,16 +147,14 @@ final class RelayInput: Sendable {
             output.keyFrames.withLock { $0 = requests }
             probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
                                                                    display: display, feedID: feed, onDrop: { _ in requests.request() }))
-            probes.append(out.addRunningTimeObserver { [weak pipeline] au, running, _ in
-                let at = running.flatMap { r in pipeline.map { r + $0.baseTime } }
+            let push: @Sendable (UnsafeRawBufferPointer, UInt64?) -> Void = { au, at in
                 if output.pushVideo(au, isKey: AnnexB.containsIDR(au), clockTime: at) == .waitingForKeyFrame { requests.request() }
-            })
+            }
+            probes.append(Self.observe(out, clockTime: output.wantsClockTime, of: pipeline, push))
         } else {
             probes.append(try open.staticPad("src").attachReceiver(protection, AudioFormat.self, stats: audio, times: times,
                                                                    display: display, feedID: feed))
-            probes.append(out.addRunningTimeObserver { [weak pipeline] frame, running, _ in
-                output.pushAudio(frame, clockTime: running.flatMap { r in pipeline.map { r + $0.baseTime } })
-            })
+            probes.append(Self.observe(out, clockTime: output.wantsClockTime, of: pipeline) { output.pushAudio($0, clockTime: $1) })
         }
         guard bin.syncStateWithParent() else { throw BotError.pipelineFailed("the relay branch for mid \(stream.mid) did not start") }
         try pad.link(to: try bin.staticPad("sink"))

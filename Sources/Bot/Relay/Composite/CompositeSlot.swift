@@ -48,6 +48,8 @@ final class CompositeSlot: RelayFrameSink {
         self.opened = opened
     }
 
+    var wantsClockTime: Bool { true }
+
     func pushAudio(_ frame: UnsafeRawBufferPointer) { pushAudio(frame, clockTime: nil) }
 
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult { pushVideo(au, isKey: isKey, clockTime: nil) }
