@@ -61,18 +61,31 @@ public enum RelayServers {
         return server
     }
 
-    /// A free port on 127.0.0.1 (TCP; its UDP twin is free as well in a fresh namespace), and
-    /// the two above it free too when `span` asks (RTP: audio on port, video on port + 2).
+    /// A free port on 127.0.0.1, TCP and UDP alike, and the `span` ports above it free too (RTP:
+    /// audio on port, video on port + 2). Drawn above the kernel's ephemeral range (32768–60999)
+    /// and Janus's RTP range (20000–40000): a port the kernel handed out and took back could be
+    /// given to libnice's next UDP socket before the test binds it (one CI run: "Address already
+    /// in use" on udpsrc).
     public static func freePort(span: Int = 0) throws -> Int {
-        for _ in 0..<50 {
-            let (fd, port) = try LoopbackListen.open(backlog: 1)
-            close(fd)
-            guard port + span <= 65535 else { continue }
-            if span == 0 { return port }
-            let others = (1...span).allSatisfy { !Faults.isListening(port: port + $0) && !isBoundUDP(port: port + $0) }
-            if others { return port }
+        for _ in 0..<200 {
+            let port = Int.random(in: 61000...(65535 - span))
+            let free = (port...port + span).allSatisfy { canBind(port: $0, type: SOCK_STREAM) && canBind(port: $0, type: SOCK_DGRAM) }
+            if free { return port }
         }
-        throw PipelineRunError(message: "no free port on 127.0.0.1")
+        throw PipelineRunError(message: "no free port on 127.0.0.1 in 61000–65535")
+    }
+
+    private static func canBind(port: Int, type: __socket_type) -> Bool {
+        let fd = socket(AF_INET, Int32(type.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     /// Whether some socket is bound to UDP `port` (from /proc/net/udp, as the port is hex there).
