@@ -165,7 +165,7 @@ final class BotCore<Attempt: BotAttempt>: ComebackCounts {
             await retire(a.session)
             await a.session.close()
         }
-        a.pipeline.setStateQuietly(.null)
+        await a.pipeline.stop()
         bot.stopped(a)
         let phases = a.clock.snapshot
         state.withLock { $0.lastPhases = phases }

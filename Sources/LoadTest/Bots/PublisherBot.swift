@@ -5,6 +5,7 @@ import Foundation
 import GStreamerKit
 import Janus
 import Logging
+import Locking
 
 /// A publisher bot: its own Janus session and webrtcbin; the shared encoder's frames are
 /// pushed into its payloaders, sealed on the way in (nothing leaves in the clear).
@@ -81,7 +82,8 @@ final class PublisherBot: LoadBot {
         let library = context.library, source = context.source
         let pipeline: Pipeline
         do {
-            pipeline = try Pipeline(description: library.description(source.hasVideo ? "load-publisher-video" : "load-publisher"))
+            let description = try library.description(source.hasVideo ? "load-publisher-video" : "load-publisher")
+            pipeline = try await OffPool.run { () throws(GStreamerError) in try Pipeline(description: description) }
         } catch {
             await core.retire(session)
             await session.close()
@@ -148,7 +150,7 @@ final class PublisherBot: LoadBot {
             }
             core.update { $0.tasks = [watch] }
             pipeline.shareClock(with: source.pipeline)
-            try pipeline.setState(.playing)
+            try await OffPool.run { () throws(GStreamerError) in try pipeline.setState(.playing) }
             // webrtcbin asks to negotiate once RTP caps reach it; then offer/configure/answer.
             try await within(context.joinTimeout, "negotiation and publishing (offer/answer)") { try await publisher.publish(video: source.hasVideo) }
             clock.mark(.negotiated)

@@ -78,7 +78,9 @@ final class SubscriberBot: LoadBot {
         clock.mark(.session)
         let pipeline: Pipeline, webrtc: WebRTCBin
         do {
-            pipeline = try Pipeline(description: context.library.description("load-subscriber"))
+            // Parsing makes a webrtcbin (and its threads): off the pool, as every state change.
+            let description = try context.library.description("load-subscriber")
+            pipeline = try await OffPool.run { () throws(GStreamerError) in try Pipeline(description: description) }
             webrtc = try WebRTCBin(pipeline.element(named: "webrtc"))
             try webrtc.useICE(context.ice)
             if context.plainReceive { try webrtc.withoutJitterBuffers() }
@@ -102,7 +104,7 @@ final class SubscriberBot: LoadBot {
                 Self.attach(incoming.pad, mid: mid, streams: streams, pipeline: pipeline, library: library, protection: protection,
                             consumingAudioRTP: direct, clock: clock, log: log)
             }
-            try pipeline.setState(.playing)
+            try await OffPool.run { () throws(GStreamerError) in try pipeline.setState(.playing) }
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Result<Void, LoadBotError>.self)
             let watch = Task { [weak self] in
                 for await event in subscription.events {
