@@ -3,6 +3,7 @@ import Comeback
 import Foundation
 import GStreamerKit
 import Janus
+import Locking
 import Logging
 
 /// Plays into a room as one publisher, each frame sealed as an ECall phone seals it: an audio
@@ -73,9 +74,11 @@ public struct Player: Sendable {
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
         defer { status.set(.done) }
-        var info: InputProbe.Found?
-        if case .file(let file) = source { info = try await InputProbe.check(file) }
-        var media = try makeMedia(info)
+        var found: InputProbe.Found?
+        if case .file(let file) = source { found = try await InputProbe.check(file) }
+        // Parsing makes a webrtcbin and the decoders: off the pool, as the state changes.
+        let info = found
+        var media = try await OffPool.run { () throws(BotError) -> Media in try self.makeMedia(info) }
         let started = Date()
         // `duration` counts from the first publish, as before any rejoin.
         var end: ContinuousClock.Instant?
@@ -137,7 +140,7 @@ public struct Player: Sendable {
                 turnFailures = 0
             }
             do {
-                media = try makeMedia(info)
+                media = try await OffPool.run { () throws(BotError) -> Media in try self.makeMedia(info) }
                 (session, publisher, joined) = try await rejoin(after: why, session: sessionGone ? nil : session, asking: joined.id, logger: log)
             } catch {
                 await media.pipeline.stop()
@@ -229,7 +232,8 @@ public struct Player: Sendable {
             pauses.detach()
         }
         let bus = media.pipeline.bus.messages()
-        do { try media.pipeline.setState(.playing) } catch { throw .media(error) }
+        let pipeline = media.pipeline
+        do throws(GStreamerError) { try await OffPool.run { () throws(GStreamerError) in try pipeline.setState(.playing) } } catch { throw .media(error) }
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
         do { try await publisher.publish(video: media.hasVideo) } catch {
             // A session that went while publishing is a loss to come back from, not a failure.

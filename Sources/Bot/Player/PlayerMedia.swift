@@ -8,7 +8,7 @@ import Logging
 /// The player's pipeline: which graph a source gets, its seal/gate probes, and how media
 /// starts once the path to Janus is up.
 extension Player {
-    struct Media {
+    struct Media: Sendable {
         let pipeline: Pipeline
         let webrtc: WebRTCBin
         /// Seal, tap, end-of-stream and gate probes: they act as long as they are held.
