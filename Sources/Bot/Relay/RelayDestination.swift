@@ -92,14 +92,16 @@ public struct RelayDestination: Sendable, Equatable, CustomStringConvertible {
         return c.string.map { $0.removingPercentEncoding ?? $0 } ?? "(not a URL)"
     }
 
-    /// The output graph's placeholders (pipelines/relay-*.pipeline).
-    var pipelineValues: [String: String] {
+    /// The output graph's placeholders (pipelines/relay-*.pipeline) for the `attempt`th try.
+    /// HLS segments of a later try (after a failure: a full disk) get names of their own:
+    /// hlssink2 counts from 0 again, and would overwrite what the earlier tries wrote.
+    func pipelineValues(attempt: Int) -> [String: String] {
         switch kind {
         case .rtmp: ["location": url]
         case .srt: ["uri": url]
         case .rtp: ["host": host, "audio_port": String(port), "video_port": String(videoPort)]
         case .srtp: ["host": host, "audio_port": String(port), "video_port": String(videoPort), "key": srtpKeyHex ?? ""]
-        case .hls: ["location": url + "/segment%05d.ts", "playlist": url + "/index.m3u8"]
+        case .hls: ["location": url + (attempt > 1 ? "/try\(attempt)-segment%05d.ts" : "/segment%05d.ts"), "playlist": url + "/index.m3u8"]
         }
     }
 }

@@ -23,7 +23,7 @@ final class RelayGraph: Sendable {
     /// Builds and starts the graph; blocks while a sink connects (srtsink): call off the pool.
     init(destination: RelayDestination, tracks: RelayTracks, library: PipelineLibrary, number: Int, delays: RelayDelays) throws(BotError) {
         self.number = number
-        let values = destination.pipelineValues
+        let values = destination.pipelineValues(attempt: number)
         var parts: [String] = []
         switch destination.kind {
         case .rtmp, .srt, .hls:
