@@ -16,6 +16,8 @@ struct ClusterStore: Sendable {
     let session: PostgresConnection.Configuration
     /// `--webhook-url` is given: events are queued in `webhook_events` (ClusterStore+Webhooks).
     var webhooks = false
+    /// The task queue's one retry policy (ClusterStore+Tasks): the webhook outbox's schedule.
+    var taskPolicy = TaskPolicy<DatabaseInstant>(schedule: TaskPolicy<DatabaseInstant>.standardSchedule)
 
     /// One channel; payloads `new <id>`, `stop <id>`, `released`.
     static let channel = "sfubot_jobs"
@@ -280,5 +282,6 @@ struct ClusterStore: Sendable {
             """, logger: log)
         try await pruneSessions()
         try await pruneWebhooks()
+        try await pruneTasks()
     }
 }
