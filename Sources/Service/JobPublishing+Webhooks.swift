@@ -5,7 +5,7 @@ import Spool
 import Webhooks
 
 /// Webhooks with `--database`: into the cluster's table (ClusterStore+Webhooks) instead of this
-/// instance's outbox directory, delivered by any live instance (ClusterWebhookDelivery). Events
+/// instance's outbox directory, delivered by any live instance (tasks of kind `webhook`, TaskWorker). Events
 /// a database transaction causes are queued in it (a job's end, a stop, an upload failure, the
 /// uploads finished); the others (started, paused, failed over, reconnecting, a recording's end
 /// without storage) are told on the job manager's actor, which cannot wait for the database:

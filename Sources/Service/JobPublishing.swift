@@ -101,7 +101,7 @@ public final class JobPublishing: Sendable {
             if let webhooks, let store = clusterStore, store.webhooks {
                 group.addTask { await self.forwardWebhooks(store) }
                 group.addTask {
-                    await ClusterWebhookDelivery(store: store, outbox: webhooks).run(session: { self.session.value }, log: self.logger)
+                    await TaskWorker(queue: store, webhooks: webhooks).run(session: { self.session.value }, log: self.logger)
                 }
             }
         }

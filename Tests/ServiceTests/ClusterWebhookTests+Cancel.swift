@@ -26,12 +26,12 @@ extension ClusterWebhookTests {
             try await s.a.enqueue(Self.event(.jobStarted, "rec-1", "rec-1.started.0"), job: "rec-1")
             let b = try s.delivery(s.b)
             let running = Task { await b.run(session: { 2 }, idle: .milliseconds(50), log: .init(label: "test")) }
-            let claimed = await eventually(within: 10) { (try? await s.t.sql("SELECT claimed_by IS NOT NULL FROM webhook_events")) == "t" }
+            let claimed = await eventually(within: 10) { (try? await s.t.sql("SELECT claimed_by IS NOT NULL FROM tasks")) == "t" }
             #expect(claimed, "the event was claimed and its post is under way")
             try await Task.sleep(for: .milliseconds(300))
             running.cancel()
             await running.value
-            let freed = try await s.t.sql("SELECT claimed_by IS NULL AND delivered IS NULL FROM webhook_events")
+            let freed = try await s.t.sql("SELECT state = 'available' AND claimed_by IS NULL FROM tasks")
             #expect(freed == "t", "claimed by nobody once the delivery was cancelled, not held for its 60 s")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 @testable import Service
 import Spool
@@ -112,6 +113,39 @@ import TestSupport
             #expect(try await t.b.rescue().map(\.task.key) == ["t-2"])
             #expect(try await t.sql("SELECT string_agg(key || ':' || state || ':' || coalesce(claimed_by, '-'), ' ' ORDER BY id) FROM tasks")
                     == "t-1:running:b t-2:available:- t-3:discarded:-")
+        }
+    }
+
+    @Test("step 11 moves the webhook outbox's rows onto tasks: delivered ones completed, given-up ones discarded, claimed ones available again, a job's order and each body kept")
+    func webhookRowsMoved() async throws {
+        try await ClusterStoreTests.withServer(port: 15474) { pg in
+            _ = try await pg.psql("CREATE DATABASE old")
+            _ = try await pg.psql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", database: "old")
+            for step in ClusterMigrations.steps where step.version <= 10 {
+                for sql in step.sql { _ = try await pg.psql(sql, database: "old") }
+                _ = try await pg.psql("INSERT INTO schema_migrations (version) VALUES (\(step.version))", database: "old")
+            }
+            _ = try await pg.psql("""
+                INSERT INTO webhook_events (event_id, job_id, seq, type, body, queued_by, attempts, delivered, gave_up, claimed_by, claim_until) VALUES
+                    ('rec-1.started.0', 'rec-1', 1, 'job.started', '{"a": 1}', 'a', 1, now(), NULL, NULL, NULL),
+                    ('rec-1.paused.1', 'rec-1', 2, 'job.paused', '{"b":  2}', 'a', 3, NULL, NULL, 'b', now() + interval '60 s'),
+                    ('rec-1.resumed.1', 'rec-1', 3, 'job.resumed', '{}', 'a', 0, NULL, NULL, NULL, NULL),
+                    ('rec-2.started.0', 'rec-2', 1, 'job.started', '{}', 'b', 9, NULL, now(), NULL, NULL),
+                    ('lone', NULL, 1, 'upload.failed', '{}', 'b', 0, NULL, NULL, NULL, NULL)
+                """, database: "old")
+            var log = Logger(label: "test.tasks")
+            log.logLevel = .warning
+            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable),
+                                        backgroundLogger: log)
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            #expect(try await ClusterMigrations.run(client, logger: log) == ClusterMigrations.steps.map(\.version).filter { $0 >= 11 })
+            let rows = try await pg.psql("""
+                SELECT string_agg(key || ':' || coalesce(seq::text, '-') || ':' || state || ':' || attempts || ':' || (args->>'type') || ':' || payload, ' ' ORDER BY id) FROM tasks
+                """, database: "old")
+            #expect(rows == #"rec-1.started.0:1:completed:1:job.started:{"a": 1} rec-1.paused.1:2:available:3:job.paused:{"b":  2} "#
+                    + "rec-1.resumed.1:3:available:0:job.resumed:{} rec-2.started.0:1:discarded:9:job.started:{} lone:-:available:0:upload.failed:{}")
+            #expect(try await pg.psql("SELECT to_regclass('webhook_events') IS NULL", database: "old") == "t")
         }
     }
 }

@@ -229,6 +229,18 @@ enum ClusterMigrations {
             "CREATE INDEX tasks_due ON tasks (run_at) WHERE state = 'available'",
             "CREATE INDEX tasks_running ON tasks (claim_until) WHERE state = 'running'",
         ]),
+        // The webhook outbox (step 9) moved onto `tasks`, kind `webhook`: its rows kept (a claim
+        // in flight made available again: sent at least once), its table dropped.
+        (11, [
+            """
+            INSERT INTO tasks (kind, key, job_id, seq, args, payload, state, attempts, run_at, created, queued_by, last_error, finished)
+            SELECT 'webhook', event_id, job_id, CASE WHEN job_id IS NOT NULL THEN seq END, jsonb_build_object('type', type), body::text,
+                CASE WHEN delivered IS NOT NULL THEN 'completed' WHEN gave_up IS NOT NULL THEN 'discarded' ELSE 'available' END::task_state,
+                attempts, next_attempt, created, queued_by, last_error, coalesce(delivered, gave_up)
+            FROM webhook_events ORDER BY id
+            """,
+            "DROP TABLE webhook_events",
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.
