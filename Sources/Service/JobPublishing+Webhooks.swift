@@ -61,4 +61,28 @@ extension JobPublishing {
         let event = UploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, attempts: attempts, reason: why)
         return try? WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: entry.key)).failed.\(attempts - 1)")
     }
+
+    /// The events of an older version's outbox directory (`webhooks/`), queued as tasks (not
+    /// ordered: their jobs are not known) and removed from it.
+    static func adoptOutbox(_ directory: URL, into tasks: LocalTaskQueue, logger: Logger) {
+        guard FileManager.default.fileExists(atPath: directory.path), let outbox = try? Spool<WebhookEvent>(directory: directory, what: "the webhook outbox") else { return }
+        let (events, _) = outbox.load()
+        for (id, event) in events {
+            do {
+                try tasks.enqueue(ClusterStore.task(event, job: nil), now: event.created)
+                try outbox.remove(id)
+            } catch {
+                logger.error("webhook \(id) of the outbox directory cannot be queued as a task (\(error)); it stays in \(directory.path)")
+            }
+        }
+        if !events.isEmpty { logger.info("\(events.count) webhook(s) of the outbox directory queued as tasks") }
+    }
+
+    /// What this instance queued alone, before `--database`: into the cluster's queue (each
+    /// removed here once the database took it; what it did not take waits for the next start).
+    func moveLocalTasks(to store: ClusterStore) async {
+        let moved = await tasks.moveAll { task in try await store.enqueue(task) }
+        if moved.moved > 0 { logger.info("\(moved.moved) task(s) queued before --database moved to the database") }
+        if moved.left > 0 { logger.error("\(moved.left) task(s) queued before --database cannot be moved to the database; tried again at the next start") }
+    }
 }
