@@ -4,51 +4,21 @@ import ObjectStore
 import Spool
 import Webhooks
 
-/// Webhooks with `--database`: into the cluster's table (ClusterStore+Webhooks) instead of this
-/// instance's outbox directory, delivered by any live instance (tasks of kind `webhook`, TaskWorker). Events
-/// a database transaction causes are queued in it (a job's end, a stop, an upload failure, the
-/// uploads finished); the others (started, paused, failed over, reconnecting, a recording's end
-/// without storage) are told on the job manager's actor, which cannot wait for the database:
-/// they are written in the order they were told by one loop here, and a job's end waits for
-/// them (`webhooksWritten`), so its events keep their order.
+/// Webhooks with `--database`: tasks of the cluster's queue (ClusterStore+Webhooks) instead of
+/// the state folder's, delivered by any live instance (TaskWorker). Events a database
+/// transaction causes are queued in it (a job's end, a stop, an upload failure, the uploads
+/// finished); the others (started, paused, failed over, reconnecting, a recording's end without
+/// storage) are told on the job manager's actor, which cannot wait for the database: they are
+/// queued in the state folder's task queue (synced), which the worker empties into the
+/// database's in their order at the start of each round (`TaskWorker.inbox`), and a job's end
+/// waits for them (`webhooksWritten`), so its events keep their order.
 extension JobPublishing {
-    /// An event of `job` for the table, written by `forwardWebhooks` in this order.
-    func forward(_ event: WebhookEvent, job: String) {
-        forwarding.update { $0.append((job, event)) }
-    }
-
-    /// Writes forwarded events, oldest first, each until the database takes it; at a shutdown
-    /// what is left is tried once more.
-    func forwardWebhooks(_ store: ClusterStore) async {
-        var failing = false
-        while true {
-            let cancelled = Task.isCancelled
-            while let next = forwarding.value.first {
-                let (job, event) = next
-                do {
-                    try await store.enqueue(event, job: job)
-                    forwarding.update { _ = $0.removeFirst() }
-                    failing = false
-                } catch {
-                    if !failing { logger.error("webhook \(event.type) of job \(job) cannot be queued in the database (\(error)); trying again every second") }
-                    failing = true
-                    break
-                }
-            }
-            if cancelled {
-                let left = forwarding.value.count
-                if left > 0 { logger.error("\(left) webhook(s) not queued in the database at shutdown: lost") }
-                return
-            }
-            try? await Task.sleep(for: failing ? .seconds(1) : .milliseconds(50))
-        }
-    }
-
-    /// Returns once every event forwarded before the call is in the table, or after `limit`.
+    /// Returns once every event queued here before the call is in the database, or after `limit`.
     func webhooksWritten(within limit: Duration = .seconds(10)) async {
+        guard clusterStore != nil else { return }
         let deadline = ContinuousClock.now + limit
-        let ids = Set(forwarding.value.map(\.event.id))
-        while !ids.isEmpty, ContinuousClock.now < deadline, forwarding.value.contains(where: { ids.contains($0.event.id) }) {
+        let queued = tasks.names
+        while !queued.isEmpty, ContinuousClock.now < deadline, !tasks.names.isDisjoint(with: queued) {
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -76,13 +46,5 @@ extension JobPublishing {
             }
         }
         if !events.isEmpty { logger.info("\(events.count) webhook(s) of the outbox directory queued as tasks") }
-    }
-
-    /// What this instance queued alone, before `--database`: into the cluster's queue (each
-    /// removed here once the database took it; what it did not take waits for the next start).
-    func moveLocalTasks(to store: ClusterStore) async {
-        let moved = await tasks.moveAll { task in try await store.enqueue(task) }
-        if moved.moved > 0 { logger.info("\(moved.moved) task(s) queued before --database moved to the database") }
-        if moved.left > 0 { logger.error("\(moved.left) task(s) queued before --database cannot be moved to the database; tried again at the next start") }
     }
 }

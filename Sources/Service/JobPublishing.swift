@@ -15,7 +15,8 @@ public final class JobPublishing: Sendable {
     let location: S3Location?
     /// Signs and POSTs the webhook tasks (nil: no `--webhook-url`).
     let webhooks: WebhookOutbox?
-    /// The state folder's task queue (`tasks/`): webhooks without `--database`.
+    /// The state folder's task queue (`tasks/`): webhooks, and with `--database` the events told
+    /// here on their way to the database's (JobPublishing+Webhooks).
     let tasks: LocalTaskQueue
     let batches: Spool<UploadBatch>
     /// Each recording's uploads as GET shows them (from the batches at start, then kept here).
@@ -38,8 +39,6 @@ public final class JobPublishing: Sendable {
     /// A recording's next step once a file of it settled, run by `run()` (JobPublishing+Cluster).
     let steps: AsyncStream<(job: String, step: ClusterStore.NextStep)>
     let stepsIn: AsyncStream<(job: String, step: ClusterStore.NextStep)>.Continuation
-    /// With `--database`: events told here, on their way to the table (JobPublishing+Webhooks).
-    let forwarding = Tally([(job: String, event: WebhookEvent)]())
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     let files = DispatchQueue(label: "sfubot.publishing.files")
 
@@ -106,17 +105,14 @@ public final class JobPublishing: Sendable {
                 }
             }
             guard let webhooks else { return }
-            // The one loop over this instance's task queue: the cluster's, or the state folder's.
-            var queue: any TaskQueue = tasks
-            if let store = clusterStore, store.webhooks {
-                // What it queued alone (before --database) is sent by the cluster.
-                await self.moveLocalTasks(to: store)
-                queue = store
-                group.addTask { await self.forwardWebhooks(store) }
+            // The one loop over this instance's task queue: the state folder's, or with
+            // --database the cluster's, into which it moves the state folder's tasks first.
+            let worker = if let store = clusterStore, store.webhooks {
+                TaskWorker(queue: store, webhooks: webhooks, inbox: tasks)
+            } else {
+                TaskWorker(queue: tasks, webhooks: webhooks)
             }
-            group.addTask { [queue] in
-                await TaskWorker(queue: queue, webhooks: webhooks).run(session: { self.session.value }, log: self.logger)
-            }
+            group.addTask { await worker.run(session: { self.session.value }, log: self.logger) }
         }
     }
 
@@ -221,12 +217,12 @@ public final class JobPublishing: Sendable {
         reconnects.update { r in for job in jobs { r[job] = nil } }
     }
 
-    /// Into the state folder's task queue, or with `--database` into the cluster's (JobPublishing+Webhooks).
+    /// Into the state folder's task queue (with `--database`, on its way to the cluster's: JobPublishing+Webhooks).
     func send(_ type: WebhookEventType, _ data: JobEvent, id: String) {
         guard let webhooks else { return }
         do {
             let event = try WebhookEvent(type, data: data, id: id)
-            if clusterStore != nil { forward(event, job: data.job) } else { try tasks.enqueue(ClusterStore.task(event, job: data.job)) }
+            try tasks.enqueue(ClusterStore.task(event, job: data.job))
         } catch { logger.error("webhook \(type.rawValue): \(error)") }
     }
 }

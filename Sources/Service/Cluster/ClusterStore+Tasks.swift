@@ -33,6 +33,11 @@ extension ClusterStore: TaskQueue {
         try await client.withTransaction(logger: log) { try await enqueue(task, $0) }
     }
 
+    func add(_ task: NewTask) async throws -> Bool { try await enqueue(task) }
+
+    /// Another instance's additions are not heard of: the worker looks again after `limit`.
+    func nap(upTo limit: Duration) async { try? await Task.sleep(for: limit) }
+
     func claim(_ kinds: [TaskKind], session: Int64?, limit: Int) async throws -> [QueuedTask] {
         let rows = try await client.query("""
             WITH due AS (

@@ -33,6 +33,8 @@ final class LocalTaskQueue: TaskQueue {
     private let state: Locked<(tasks: [String: Entry], claimed: Set<String>)>
     /// Synced writes off Swift's cooperative pool.
     private let io = DispatchQueue(label: "sfubot.tasks")
+    /// Cuts the worker's idle wait short when a task is added.
+    private let added = Wakeup()
 
     init(directory: URL, policy: Policy, logger: Logger) throws(SpoolError) {
         spool = try Spool(directory: directory, what: "the task queue")
@@ -55,9 +57,17 @@ final class LocalTaskQueue: TaskQueue {
             let entry = Entry(kind: task.kind, key: task.key, job: task.job, seq: seq, args: task.args, payload: task.payload, runAt: now, created: now)
             guard try spool.add(name, entry) else { return false }
             s.tasks[name] = entry
+            added.signal()
             return true
         }
     }
+
+    func add(_ task: NewTask) async throws -> Bool { try enqueue(task) }
+
+    func nap(upTo limit: Duration) async { await added.wait(upTo: limit) }
+
+    /// The names of the tasks queued now (`name(_:_:)`).
+    var names: Set<String> { state.withLock { Set($0.tasks.keys) } }
 
     func claim(_ kinds: [TaskKind], session: Int64?, limit: Int) async throws -> [QueuedTask] {
         let now = Date()
@@ -108,27 +118,26 @@ final class LocalTaskQueue: TaskQueue {
         return TaskDecision(decision)
     }
 
-    /// Every task not claimed, oldest first, handed to `move` and removed once it returned:
-    /// answers how many were moved and how many are left.
-    func moveAll(_ move: (NewTask) async throws -> Void) async -> (moved: Int, left: Int) {
+    /// Every task not claimed, oldest first, queued in `queue` and removed here once it took
+    /// it (`--database`: what this instance queued on its own goes to the cluster). Stops at
+    /// the first that cannot be moved (throws), so a job's tasks keep their order; answers how
+    /// many were moved.
+    @discardableResult
+    func moveAll(into queue: any TaskQueue) async throws -> Int {
         let open = state.withLock { s in s.tasks.filter { !s.claimed.contains($0.key) } }
             .sorted { ($0.value.created, $0.value.seq ?? 0, $0.key) < ($1.value.created, $1.value.seq ?? 0, $1.key) }
         var moved = 0
         for (name, e) in open {
-            do {
-                try await move(NewTask(kind: e.kind, key: e.key, job: e.job, ordered: e.seq != nil, args: e.args, payload: e.payload))
-                let spool = self.spool
-                let removed: SpoolError? = await OffPool.run(on: io) {
-                    do throws(SpoolError) { try spool.remove(name); return nil } catch { return error }
-                }
-                if let removed { throw removed }
-                _ = state.withLock { $0.tasks.removeValue(forKey: name) }
-                moved += 1
-            } catch {
-                logger.warning("the task queue: \(name) not moved: \(error)")
+            _ = try await queue.add(NewTask(kind: e.kind, key: e.key, job: e.job, ordered: e.seq != nil, args: e.args, payload: e.payload))
+            let spool = self.spool
+            let removed: SpoolError? = await OffPool.run(on: io) {
+                do throws(SpoolError) { try spool.remove(name); return nil } catch { return error }
             }
+            _ = state.withLock { $0.tasks.removeValue(forKey: name) }
+            if let removed { throw removed }
+            moved += 1
         }
-        return (moved, open.count - moved)
+        return moved
     }
 
     /// Nothing: this process is the only claimer, and its claims end with it.

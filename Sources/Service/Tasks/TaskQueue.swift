@@ -18,6 +18,10 @@ protocol TaskQueue: Sendable {
     func rescue() async throws -> [(task: QueuedTask, decision: TaskDecision)]
     /// Tasks of `kind` not finished (available or running).
     func depth(_ kind: TaskKind) async throws -> Int
+    /// Queues `task` on its own (false: one of its kind and key is queued).
+    func add(_ task: NewTask) async throws -> Bool
+    /// The worker's wait between idle rounds: `limit`, or less once a task is added here.
+    func nap(upTo limit: Duration) async
 }
 
 /// `TaskPolicy.Decision` as a queue reports it.

@@ -13,6 +13,10 @@ struct TaskWorker: Sendable {
     /// Signs and POSTs `webhook` tasks, counts and logs as without `--database`
     /// (`WebhookOutbox.post`); nil: this instance sends none (no `--webhook-url`).
     let webhooks: WebhookOutbox?
+    /// With `--database`: the tasks this instance queued on its own (the job manager's actor
+    /// does not wait for the database), moved into `queue` in their order at the start of each
+    /// round; an addition there ends the idle wait.
+    var inbox: LocalTaskQueue?
     var batch = 16
 
     /// The kinds this instance can work.
@@ -22,6 +26,7 @@ struct TaskWorker: Sendable {
     @discardableResult
     func round(session: Int64?) async throws -> Int {
         guard !kinds.isEmpty else { return 0 }
+        if let inbox { try await inbox.moveAll(into: queue) }
         for (task, decision) in try await queue.rescue() { ended(task, decision) }
         let claimed = try await queue.claim(kinds, session: session, limit: batch)
         for task in claimed {
@@ -82,7 +87,11 @@ struct TaskWorker: Sendable {
                 Gauge(label: "sfubot_webhook_outbox_depth").record(depth)
                 lastDepth = .now
             }
-            if tried == 0 || failing { try? await Task.sleep(for: failing ? .seconds(1) : idle) }
+            if failing {
+                try? await Task.sleep(for: .seconds(1))
+            } else if tried == 0 {
+                if let inbox { await inbox.nap(upTo: idle) } else { await queue.nap(upTo: idle) }
+            }
         }
     }
 }
