@@ -36,9 +36,6 @@ public final class JobPublishing: Sendable {
     /// With `--database`: the recording folders this instance wrote, each queued once its job
     /// has ended (JobPublishing+Folders).
     let parts: Spool<RecordingPart>
-    /// A recording's next step once a file of it settled, run by `run()` (JobPublishing+Cluster).
-    let steps: AsyncStream<(job: String, step: ClusterStore.NextStep)>
-    let stepsIn: AsyncStream<(job: String, step: ClusterStore.NextStep)>.Continuation
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     let files = DispatchQueue(label: "sfubot.publishing.files")
 
@@ -57,12 +54,11 @@ public final class JobPublishing: Sendable {
         if webhooks != nil { Self.adoptOutbox(stateDirectory.appendingPathComponent("webhooks"), into: tasks, logger: logger) }
         let webhookTasks = webhooks == nil ? nil : tasks
         let cluster = self.cluster, location = storage?.location
-        let (steps, stepsIn) = AsyncStream.makeStream(of: (job: String, step: ClusterStore.NextStep).self)
-        (self.steps, self.stepsIn) = (steps, stepsIn)
         @Sendable func settle(_ entry: UploadEntry, _ object: UploadedObject?) async {
             if let store = cluster.value, let location, let job = entry.context["job"] {
                 do {
-                    stepsIn.yield((job, try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))))
+                    // Its next step (a `merged` task, `job.finished`) is queued with it.
+                    _ = try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))
                 } catch {
                     // The local entry is done; the row stays pending until its uploader's
                     // session ends and another instance uploads it again (same bytes, same key).
@@ -98,21 +94,15 @@ public final class JobPublishing: Sendable {
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             if let uploads { group.addTask { await uploads.run() } }
-            group.addTask {
-                for await (job, step) in self.steps {
-                    if Task.isCancelled { return }
-                    await self.advance(job, step)
-                }
-            }
-            guard let webhooks else { return }
             // The one loop over this instance's task queue: the state folder's, or with
             // --database the cluster's, into which it moves the state folder's tasks first.
-            let worker = if let store = clusterStore, store.webhooks {
-                TaskWorker(queue: store, webhooks: webhooks, inbox: tasks)
-            } else {
-                TaskWorker(queue: tasks, webhooks: webhooks)
+            var worker = TaskWorker(queue: tasks, webhooks: webhooks)
+            if let store = clusterStore {
+                worker = TaskWorker(queue: store, webhooks: webhooks, inbox: tasks)
+                if uploads != nil { worker.merge = { @Sendable job in await self.mergeTask(job) } }
             }
-            group.addTask { await worker.run(session: { self.session.value }, log: self.logger) }
+            guard !worker.kinds.isEmpty else { return }
+            group.addTask { [worker] in await worker.run(session: { self.session.value }, log: self.logger) }
         }
     }
 

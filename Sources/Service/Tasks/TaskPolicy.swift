@@ -4,6 +4,9 @@ import Spool
 enum TaskKind: String, Sendable, CaseIterable, Codable {
     /// A Standard Webhook to POST (`args.type`, the body in `payload`), in order per job.
     case webhook
+    /// A recording's merged manifest to build from the database and queue for upload (`--database`
+    /// with `--storage`; key: the job), queued with the settle of its last file. Any instance.
+    case merged
 }
 
 /// The one retry policy of the task queue, for every kind: what a try's outcome does to its

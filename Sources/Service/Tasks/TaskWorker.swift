@@ -17,10 +17,12 @@ struct TaskWorker: Sendable {
     /// does not wait for the database), moved into `queue` in their order at the start of each
     /// round; an addition there ends the idle wait.
     var inbox: LocalTaskQueue?
+    /// Builds and queues a recording's merged manifest (`merged` tasks; nil: not here).
+    var merge: (@Sendable (_ job: String) async -> RetryOutcome)?
     var batch = 16
 
     /// The kinds this instance can work.
-    var kinds: [TaskKind] { webhooks == nil ? [] : [.webhook] }
+    var kinds: [TaskKind] { (webhooks == nil ? [] : [.webhook]) + (merge == nil ? [] : [.merged]) }
 
     /// One round; answers how many tasks were tried.
     @discardableResult
@@ -28,7 +30,11 @@ struct TaskWorker: Sendable {
         guard !kinds.isEmpty else { return 0 }
         if let inbox { try await inbox.moveAll(into: queue) }
         for (task, decision) in try await queue.rescue() { ended(task, decision) }
-        let claimed = try await queue.claim(kinds, session: session, limit: batch)
+        let queue = self.queue, kinds = self.kinds, batch = self.batch
+        // Claims and outcomes are written in tasks of their own: a shutdown's cancellation
+        // landing mid-query would lose the answer of a statement the database applied, and
+        // leave the task held until its claim ran out (60 s).
+        let claimed = try await Task { try await queue.claim(kinds, session: session, limit: batch) }.value
         for task in claimed {
             if Task.isCancelled {
                 await release(task)
@@ -40,7 +46,7 @@ struct TaskWorker: Sendable {
                 await release(task)
                 continue
             }
-            if let decision = try await queue.finish(task, outcome, cancelled: false) { ended(task, decision) }
+            if let decision = try await Task(operation: { try await queue.finish(task, outcome, cancelled: false) }).value { ended(task, decision) }
         }
         return claimed.count
     }
@@ -51,6 +57,9 @@ struct TaskWorker: Sendable {
         case .webhook:
             guard let webhooks else { return .retry("this instance sends no webhooks") }
             return await webhooks.post(id: task.key, type: task.args["type"] ?? "", body: Array((task.payload ?? "").utf8))
+        case .merged:
+            guard let merge, let job = task.job else { return .giveUp("a merged manifest task with no job") }
+            return await merge(job)
         }
     }
 
