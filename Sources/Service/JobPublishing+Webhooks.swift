@@ -39,7 +39,7 @@ extension JobPublishing {
         let (events, _) = outbox.load()
         for (id, event) in events {
             do {
-                try tasks.enqueue(ClusterStore.task(event, job: nil), now: event.created)
+                try tasks.enqueue(NewTask(webhook: event, job: nil), now: event.created)
                 try outbox.remove(id)
             } catch {
                 logger.error("webhook \(id) of the outbox directory cannot be queued as a task (\(error)); it stays in \(directory.path)")

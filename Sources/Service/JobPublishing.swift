@@ -177,7 +177,7 @@ public final class JobPublishing: Sendable {
                 let missing = batch.files.filter { batch.missing.contains($0.key) }.map(\.name)
                 let event = try WebhookEvent(.jobFinished, data: JobEvent(job: job, kind: batch.kind, room: batch.room, files: files,
                                                                           missing: missing.isEmpty ? nil : missing), id: "\(job).finished")
-                try webhooks.enqueue(ClusterStore.task(event, job: job))
+                try webhooks.enqueue(NewTask(webhook: event, job: job))
             }
             try batches.remove(job)
         } catch {
@@ -195,7 +195,7 @@ public final class JobPublishing: Sendable {
         // On a file's first failure and every tenth after: a store down for hours does not
         // flood the receiver.
         guard let webhooks, let event = uploadFailedEvent(entry, why, attempts: entry.attempts + 1) else { return }
-        do { try webhooks.enqueue(ClusterStore.task(event, job: entry.context["job"])) } catch { logger.error("webhook upload.failed: \(error)") }
+        do { try webhooks.enqueue(NewTask(webhook: event, job: entry.context["job"])) } catch { logger.error("webhook upload.failed: \(error)") }
     }
 
     /// A recording's uploads, once its files were queued (nil before, or without storage).
@@ -212,7 +212,7 @@ public final class JobPublishing: Sendable {
         guard let webhooks else { return }
         do {
             let event = try WebhookEvent(type, data: data, id: id)
-            try tasks.enqueue(ClusterStore.task(event, job: data.job))
+            try tasks.enqueue(NewTask(webhook: event, job: data.job))
         } catch { logger.error("webhook \(type.rawValue): \(error)") }
     }
 }

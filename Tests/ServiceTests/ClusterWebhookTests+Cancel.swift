@@ -50,7 +50,7 @@ extension ClusterWebhookTests {
             let log = Logger(label: "test")
             let before = try LocalTaskQueue(directory: folder, policy: policy, logger: log)
             for (id, type) in [("rec-1.started.0", WebhookEventType.jobStarted), ("rec-1.paused.1", .jobPaused)] {
-                try before.enqueue(ClusterStore.task(try Self.event(type, "rec-1", id), job: "rec-1"))
+                try before.enqueue(NewTask(webhook: try Self.event(type, "rec-1", id), job: "rec-1"))
             }
             // The process dies before its worker moved them; started again on the same folder.
             let inbox = try LocalTaskQueue(directory: folder, policy: policy, logger: log)

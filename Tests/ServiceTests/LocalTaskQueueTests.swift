@@ -18,7 +18,7 @@ import Webhooks
     }
 
     static func event(_ job: String, _ id: String, _ type: WebhookEventType = .jobStarted) throws -> NewTask {
-        ClusterStore.task(try WebhookEvent(type, data: JobEvent(job: job, kind: "recording", room: 1234), id: id), job: job)
+        NewTask(webhook: try WebhookEvent(type, data: JobEvent(job: job, kind: "recording", room: 1234), id: id), job: job)
     }
 
     @Test("queued once per key, a job's tasks one after the other, kept across a restart with their tries; a claim a crash cut short is available again")

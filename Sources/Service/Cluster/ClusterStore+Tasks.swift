@@ -79,12 +79,16 @@ extension ClusterStore: TaskQueue {
         }
     }
 
+    /// The scan is narrowed to the rows the policy could free (no healthy claim is locked);
+    /// the policy decides each.
     func rescue() async throws -> [(task: QueuedTask, decision: TaskDecision)] {
         try await client.withTransaction(logger: log) { connection in
             let rows = try await connection.query("""
                 SELECT \(unescaped: Self.taskColumns), t.claimed_by, \(unescaped: Self.claimedColumns)
                 FROM tasks t LEFT JOIN instance_sessions s ON s.key = t.claimed_session
-                WHERE t.state = 'running' AND t.kind = ANY(\(TaskKind.allCases.map(\.rawValue))) ORDER BY t.id FOR UPDATE OF t SKIP LOCKED
+                WHERE t.state = 'running' AND t.kind = ANY(\(TaskKind.allCases.map(\.rawValue)))
+                    AND (t.claim_until < now() OR s.gone_since IS NOT NULL)
+                ORDER BY t.id FOR UPDATE OF t SKIP LOCKED
                 """, logger: log).collect()
             var out: [(task: QueuedTask, decision: TaskDecision)] = []
             for row in rows {

@@ -15,7 +15,7 @@ extension ClusterStore {
     @discardableResult
     func enqueue(_ event: WebhookEvent, job: String?, _ connection: PostgresConnection) async throws -> Bool {
         guard webhooks else { return false }
-        return try await enqueue(Self.task(event, job: job), connection)
+        return try await enqueue(NewTask(webhook: event, job: job), connection)
     }
 
     /// `enqueue` in a transaction of its own (an event no state change of the database causes).
@@ -23,11 +23,13 @@ extension ClusterStore {
     func enqueue(_ event: WebhookEvent, job: String?) async throws -> Bool {
         try await client.withTransaction(logger: log) { try await enqueue(event, job: job, $0) }
     }
+}
 
+extension NewTask {
     /// An event as a task: its id the key, its type an argument, its body kept byte for byte
-    /// (every try signs and sends these bytes).
-    static func task(_ event: WebhookEvent, job: String?) -> NewTask {
-        NewTask(kind: .webhook, key: event.id, job: job, ordered: job != nil, args: ["type": event.type],
-                payload: String(decoding: event.body, as: UTF8.self))
+    /// (every try signs and sends these bytes); a job's events in order.
+    init(webhook event: WebhookEvent, job: String?) {
+        self.init(kind: .webhook, key: event.id, job: job, ordered: job != nil, args: ["type": event.type],
+                  payload: String(decoding: event.body, as: UTF8.self))
     }
 }
