@@ -29,9 +29,8 @@ extension JobPublishing {
         await queueEndedFolders(store, session: session)
         await takeUploads(store, session: session, grace: grace)
         do {
-            for job in try await store.stalledUploads() {
-                await advance(job, try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location)))
-            }
+            // Their next step queued (a `merged` task), if due.
+            for job in try await store.stalledUploads() { _ = try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location)) }
         } catch {
             logger.warning("cluster: cannot look at recordings whose uploads wait: \(error)")
         }
@@ -101,26 +100,26 @@ extension JobPublishing {
     /// A recording's next step looked at now (after an operator gave up a folder), not at the next sweep.
     func advanceNow(_ job: String) async {
         guard let store = clusterStore, let location else { return }
-        do { await advance(job, try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location))) } catch {
+        do { _ = try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location)) } catch {
             logger.warning("job \(job): its uploads' next step is left to the next sweep: \(error)")
         }
     }
 
-    /// A recording's next step: its merged manifest written and queued, or `job.finished` on its way.
-    func advance(_ job: String, _ step: ClusterStore.NextStep) async {
-        switch step {
-        case .wait: return
-        case .merge(let input): await merge(job, input)
-        case .finished:
-            // Queued in the transaction that finished the uploads (ClusterStore+Settle).
-            return
+    /// A `merged` task: the recording's merged manifest built and queued if it is still due.
+    func mergeTask(_ job: String) async -> RetryOutcome {
+        guard let store = clusterStore, let location else { return .retry("no database or storage here") }
+        do {
+            guard case .merge(let input) = try await store.nextStep(job: job, mergedKey: Self.mergedKey(job, location)) else { return .done }
+            return await merge(job, input)
+        } catch {
+            return .retry("the job database cannot be read: \(error)")
         }
     }
 
     /// The merged manifest (`recording.json`) from every folder's manifest, written to the
     /// state directory and queued inline: whoever uploads it may be another instance.
-    private func merge(_ job: String, _ input: ClusterStore.MergeInput) async {
-        guard let store = clusterStore, let uploads, let location else { return }
+    private func merge(_ job: String, _ input: ClusterStore.MergeInput) async -> RetryOutcome {
+        guard let store = clusterStore, let uploads, let location else { return .retry("no database or storage here") }
         let decoder = RecordingManifest.decoder
         let folders = input.folders.compactMap { f in
             f.manifest.flatMap { try? decoder.decode(RecordingManifest.self, from: Data($0.utf8)) }.map { (prefix: f.prefix, manifest: $0) }
@@ -138,17 +137,18 @@ extension JobPublishing {
                 return try String(contentsOf: path, encoding: .utf8)
             }
         } catch {
-            logger.error("job \(job): the merged manifest cannot be written (\(error)); tried again by the next sweep")
-            return
+            logger.error("job \(job): the merged manifest cannot be written (\(error)); tried again")
+            return .retry("the merged manifest cannot be written: \(error)")
         }
         let row = ClusterStore.UploadRow(job: job, key: Self.mergedKey(job, location), name: "recording.json", file: path.path, content: text)
         do {
-            guard try await store.queueMerged(row, session: session.value) else { return }
+            guard try await store.queueMerged(row, session: session.value) else { return .done }
         } catch {
-            logger.error("job \(job): the merged manifest cannot be queued (\(error)); tried again by the next sweep")
-            return
+            logger.error("job \(job): the merged manifest cannot be queued (\(error)); tried again")
+            return .retry("the merged manifest cannot be queued: \(error)")
         }
         logger.info("job \(job): merged manifest of \(folders.count) folder(s) and \(input.owners.count) owner(s) queued")
         await Self.enqueue([row], uploads: uploads, on: files, log: logger)
+        return .done
     }
 }

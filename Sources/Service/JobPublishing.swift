@@ -13,7 +13,11 @@ import Spool
 public final class JobPublishing: Sendable {
     let uploads: UploadQueue?
     let location: S3Location?
+    /// Signs and POSTs the webhook tasks (nil: no `--webhook-url`).
     let webhooks: WebhookOutbox?
+    /// The state folder's task queue (`tasks/`): webhooks, and with `--database` the events told
+    /// here on their way to the database's (JobPublishing+Webhooks).
+    let tasks: LocalTaskQueue
     let batches: Spool<UploadBatch>
     /// Each recording's uploads as GET shows them (from the batches at start, then kept here).
     let progress: Tally<[String: JobStatus.Uploads]>
@@ -32,11 +36,6 @@ public final class JobPublishing: Sendable {
     /// With `--database`: the recording folders this instance wrote, each queued once its job
     /// has ended (JobPublishing+Folders).
     let parts: Spool<RecordingPart>
-    /// A recording's next step once a file of it settled, run by `run()` (JobPublishing+Cluster).
-    let steps: AsyncStream<(job: String, step: ClusterStore.NextStep)>
-    let stepsIn: AsyncStream<(job: String, step: ClusterStore.NextStep)>.Continuation
-    /// With `--database`: events told here, on their way to the table (JobPublishing+Webhooks).
-    let forwarding = Tally([(job: String, event: WebhookEvent)]())
     /// Hashing a recording reads all of it: off Swift's cooperative pool.
     let files = DispatchQueue(label: "sfubot.publishing.files")
 
@@ -48,20 +47,25 @@ public final class JobPublishing: Sendable {
         parts = try Spool<RecordingPart>(directory: stateDirectory.appendingPathComponent("recording-parts"), what: "the recording folders held")
         let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
         (self.webhooks, self.batches, self.progress, self.logger, location) = (webhooks, batches, progress, logger, storage?.location)
+        let tasks = try LocalTaskQueue(directory: stateDirectory.appendingPathComponent("tasks"),
+                                       policy: TaskPolicy(schedule: webhooks?.schedule ?? TaskPolicy<DatabaseInstant>.standardSchedule), logger: logger)
+        self.tasks = tasks
+        // Events an older version left in its outbox directory are tasks now.
+        if webhooks != nil { Self.adoptOutbox(stateDirectory.appendingPathComponent("webhooks"), into: tasks, logger: logger) }
+        let webhookTasks = webhooks == nil ? nil : tasks
         let cluster = self.cluster, location = storage?.location
-        let (steps, stepsIn) = AsyncStream.makeStream(of: (job: String, step: ClusterStore.NextStep).self)
-        (self.steps, self.stepsIn) = (steps, stepsIn)
         @Sendable func settle(_ entry: UploadEntry, _ object: UploadedObject?) async {
             if let store = cluster.value, let location, let job = entry.context["job"] {
                 do {
-                    stepsIn.yield((job, try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))))
+                    // Its next step (a `merged` task, `job.finished`) is queued with it.
+                    _ = try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))
                 } catch {
                     // The local entry is done; the row stays pending until its uploader's
                     // session ends and another instance uploads it again (same bytes, same key).
                     logger.error("job \(job): \(entry.key) is \(object == nil ? "missing" : "uploaded") but the database cannot be told: \(error)")
                 }
             } else {
-                Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhooks, logger: logger)
+                Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhookTasks, logger: logger)
             }
         }
         uploads = try storage.map { client in
@@ -69,7 +73,7 @@ public final class JobPublishing: Sendable {
                             uploaded: { entry, object in await settle(entry, object) },
                             failed: { entry, why, givenUp in
                                 let store = cluster.value
-                                Self.uploadFailed(entry, why, progress: progress, webhooks: store == nil ? webhooks : nil, logger: logger)
+                                Self.uploadFailed(entry, why, progress: progress, webhooks: store == nil ? webhookTasks : nil, logger: logger)
                                 if let store, let job = entry.context["job"] {
                                     // The table counts the tries and queues upload.failed with them.
                                     do { try await store.uploadFailed(job: job, key: entry.key, why: why) { Self.uploadFailedEvent(entry, why, attempts: $0) } } catch {
@@ -85,25 +89,20 @@ public final class JobPublishing: Sendable {
         }
     }
 
-    /// Runs the upload queue and the webhook outbox until cancelled; what is left waits on disk
-    /// for the next start.
+    /// Runs the upload queue and the task queue's worker until cancelled; what is left waits on
+    /// disk (or in the database) for the next start.
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             if let uploads { group.addTask { await uploads.run() } }
-            group.addTask {
-                for await (job, step) in self.steps {
-                    if Task.isCancelled { return }
-                    await self.advance(job, step)
-                }
+            // The one loop over this instance's task queue: the state folder's, or with
+            // --database the cluster's, into which it moves the state folder's tasks first.
+            var worker = TaskWorker(queue: tasks, webhooks: webhooks)
+            if let store = clusterStore {
+                worker = TaskWorker(queue: store, webhooks: webhooks, inbox: tasks)
+                if uploads != nil { worker.merge = { @Sendable job in await self.mergeTask(job) } }
             }
-            // Its directory's events (from before --database, if any) are delivered too.
-            if let webhooks { group.addTask { await webhooks.run() } }
-            if let webhooks, let store = clusterStore, store.webhooks {
-                group.addTask { await self.forwardWebhooks(store) }
-                group.addTask {
-                    await ClusterWebhookDelivery(store: store, outbox: webhooks).run(session: { self.session.value }, log: self.logger)
-                }
-            }
+            guard !worker.kinds.isEmpty else { return }
+            group.addTask { [worker] in await worker.run(session: { self.session.value }, log: self.logger) }
         }
     }
 
@@ -163,7 +162,7 @@ public final class JobPublishing: Sendable {
     /// A file of a job's batch is uploaded (`object`), or given up (nil: the file vanished before
     /// it could be sent); once every file is one or the other, `job.finished` names them.
     static func settled(_ entry: UploadEntry, _ object: UploadedObject?, batches: Spool<UploadBatch>, progress: Tally<[String: JobStatus.Uploads]>,
-                        webhooks: WebhookOutbox?, logger: Logger) {
+                        webhooks: LocalTaskQueue?, logger: Logger) {
         guard let job = entry.context["job"] else { return }
         do {
             guard var batch = try batches.get(job) else { return }
@@ -176,8 +175,9 @@ public final class JobPublishing: Sendable {
             if !batch.failed, let webhooks {
                 let files = batch.files.compactMap { f in batch.objects[f.key].map { FileEvent(name: f.name, object: $0) } }
                 let missing = batch.files.filter { batch.missing.contains($0.key) }.map(\.name)
-                try webhooks.send(WebhookEvent(.jobFinished, data: JobEvent(job: job, kind: batch.kind, room: batch.room, files: files,
-                                                                            missing: missing.isEmpty ? nil : missing), id: "\(job).finished"))
+                let event = try WebhookEvent(.jobFinished, data: JobEvent(job: job, kind: batch.kind, room: batch.room, files: files,
+                                                                          missing: missing.isEmpty ? nil : missing), id: "\(job).finished")
+                try webhooks.enqueue(NewTask(webhook: event, job: job))
             }
             try batches.remove(job)
         } catch {
@@ -185,7 +185,7 @@ public final class JobPublishing: Sendable {
         }
     }
 
-    static func uploadFailed(_ entry: UploadEntry, _ why: String, progress: Tally<[String: JobStatus.Uploads]>, webhooks: WebhookOutbox?, logger: Logger) {
+    static func uploadFailed(_ entry: UploadEntry, _ why: String, progress: Tally<[String: JobStatus.Uploads]>, webhooks: LocalTaskQueue?, logger: Logger) {
         if let job = entry.context["job"] {
             progress.update { p in
                 p[job]?.failedTries += 1
@@ -195,7 +195,7 @@ public final class JobPublishing: Sendable {
         // On a file's first failure and every tenth after: a store down for hours does not
         // flood the receiver.
         guard let webhooks, let event = uploadFailedEvent(entry, why, attempts: entry.attempts + 1) else { return }
-        do { try webhooks.send(event) } catch { logger.error("webhook upload.failed: \(error)") }
+        do { try webhooks.enqueue(NewTask(webhook: event, job: entry.context["job"])) } catch { logger.error("webhook upload.failed: \(error)") }
     }
 
     /// A recording's uploads, once its files were queued (nil before, or without storage).
@@ -207,12 +207,12 @@ public final class JobPublishing: Sendable {
         reconnects.update { r in for job in jobs { r[job] = nil } }
     }
 
-    /// Into the outbox directory, or with `--database` into the cluster's table (JobPublishing+Webhooks).
+    /// Into the state folder's task queue (with `--database`, on its way to the cluster's: JobPublishing+Webhooks).
     func send(_ type: WebhookEventType, _ data: JobEvent, id: String) {
         guard let webhooks else { return }
         do {
             let event = try WebhookEvent(type, data: data, id: id)
-            if clusterStore != nil { forward(event, job: data.job) } else { try webhooks.send(event) }
+            try tasks.enqueue(NewTask(webhook: event, job: data.job))
         } catch { logger.error("webhook \(type.rawValue): \(error)") }
     }
 }

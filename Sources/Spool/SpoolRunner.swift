@@ -96,18 +96,20 @@ public actor SpoolRunner<Entry: Retrying> {
 
 /// A sleep that `signal()` cuts short; a signal that comes while nobody sleeps is kept for the
 /// next sleep, so an entry added during a pass is never left waiting for the long timeout.
-final class Wakeup: Sendable {
+public final class Wakeup: Sendable {
     private struct State { var pending = false; var sleeper: Task<Void, Never>? }
     private let state = Locked(State())
 
-    func signal() {
+    public init() {}
+
+    public func signal() {
         state.withLock { s in
             s.pending = true
             s.sleeper?.cancel()
         }
     }
 
-    func wait(upTo limit: Duration) async {
+    public func wait(upTo limit: Duration) async {
         let sleeper = Task { _ = try? await Task.sleep(for: limit) }
         let already = state.withLock { s in
             if s.pending { s.pending = false; return true }

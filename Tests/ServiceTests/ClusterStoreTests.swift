@@ -3,6 +3,7 @@ import Bot
 import Foundation
 import Logging
 import PostgresNIO
+import Spool
 import Testing
 import TestSupport
 
@@ -148,6 +149,12 @@ import TestSupport
             #expect(try await t.a.queueFolder(job: "rec-4", folderID: "f-a", folder: "/x", prefix: "", manifest: nil, rows: [], session: 1))
             #expect(try await t.b.stalledUploads() == ["rec-4"])
             guard case .merge = try await t.b.nextStep(job: "rec-4", mergedKey: "rec/rec-4/recording.json") else { Issue.record("merge first"); return }
+            _ = try await t.a.nextStep(job: "rec-4", mergedKey: "rec/rec-4/recording.json")
+            #expect(try await t.sql("SELECT string_agg(kind || ':' || key || ':' || state, ' ') FROM tasks") == "merged:rec-4:available",
+                    "one merged manifest task, queued with the step that made it due, whoever looks")
+            let merge = try #require(try await t.a.claim([.merged], session: 1, limit: 4).first)
+            #expect(merge.job == "rec-4")
+            #expect(try await t.a.finish(merge, .done, cancelled: false) == .complete)
             _ = try await t.sql("""
                 INSERT INTO job_uploads (job_id, key, name, file, uploader, state) VALUES ('rec-4', 'rec/rec-4/recording.json', 'recording.json', '-', 'b', 'uploaded')
                 """)

@@ -79,7 +79,7 @@ extension MediaScene {
             let b = try await Self.serve("b", port: 18522, dir: dir, database: pg.url(), token: a.token, maxJobs: 1, outputRoot: bDisk)
             pair.b = b
             let migrations = try await pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations")
-            #expect(migrations == "1,2,3,4,5,6,7,8,9", "each step once, though two instances started")
+            #expect(migrations == "1,2,3,4,5,6,7,8,9,10,11", "each step once, though two instances started")
             let roots = try await pg.psql("SELECT string_agg(instance || '=' || output_root, ' ' ORDER BY instance) FROM instances")
             #expect(roots == "a=\(dir.resolvingSymlinksInPath().path) b=\(bDisk.resolvingSymlinksInPath().path)", "each instance's root recorded")
 

@@ -27,11 +27,14 @@ import Webhooks
         var url: URL { URL(string: "http://127.0.0.1:\(port)/hooks")! }
         var received: URL { dir.appendingPathComponent("received.jsonl") }
 
-        /// `store`'s delivery, through an outbox of its own (a directory per instance, unused).
-        func delivery(_ store: ClusterStore) throws -> ClusterWebhookDelivery {
+        /// `store`'s task worker, posting through an outbox of its own (a directory per
+        /// instance, unused), with the fast schedule as the task queue's retry policy.
+        func delivery(_ store: ClusterStore) throws -> TaskWorker {
             let outbox = try WebhookOutbox(directory: dir.appendingPathComponent("outbox-\(store.instance)"), url: url,
                                            secret: try WebhookSecret.read(file: secret.path), schedule: ClusterWebhookTests.fast)
-            return ClusterWebhookDelivery(store: store, outbox: outbox)
+            var store = store
+            store.taskPolicy.schedule = ClusterWebhookTests.fast
+            return TaskWorker(queue: store, webhooks: outbox)
         }
 
         func receiver() async throws -> WebhookReceiver { try await WebhookReceiver.start(port: port, in: dir) }
@@ -72,7 +75,7 @@ import Webhooks
     }
 
     /// Rounds of `delivery` until `done` or 30 s.
-    static func deliver(_ delivery: ClusterWebhookDelivery, session: Int64, until done: () -> Bool) async throws -> Bool {
+    static func deliver(_ delivery: TaskWorker, session: Int64, until done: () -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if done() { return true }
@@ -97,8 +100,8 @@ import Webhooks
                 let type: WebhookEventType = id.contains("paused") ? .jobPaused : id.contains("resumed") ? .jobResumed : .jobStarted
                 #expect(try await s.a.enqueue(Self.event(type, job, id), job: job))
             }
-            let claimed = try await s.a.claimWebhooks(session: 1, limit: 16, hold: .seconds(60))
-            #expect(claimed.map(\.id) == ["rec-1.started.0", "rec-2.started.0"], "one job's next event waits for the one before")
+            let claimed = try await s.a.claim([.webhook], session: 1, limit: 16)
+            #expect(claimed.map(\.key) == ["rec-1.started.0", "rec-2.started.0"], "one job's next event waits for the one before")
             let b = try s.delivery(s.b)
             #expect(try await b.round(session: 2) == 0, "a's claims hold while its session lives")
 
@@ -115,7 +118,7 @@ import Webhooks
             #expect(s.delivered("rec-2") == ["rec-2.started.0"])
             #expect(s.deliveries().map(\.id).sorted() == all.sorted(), "each once: \(s.deliveries().map(\.id))")
             #expect(s.deliveries().first { $0.id == "rec-1.failed" }?.data["reason"] as? String == "the room was destroyed")
-            #expect(try await s.t.sql("SELECT count(*) FROM webhook_events WHERE delivered IS NULL OR claimed_by IS NOT NULL") == "0")
+            #expect(try await s.t.sql("SELECT count(*) FROM tasks WHERE state <> 'completed'") == "0")
             await receiver.stop()
         }
     }
@@ -133,22 +136,23 @@ import Webhooks
             ]
             for (job, type, id) in events { try await s.a.enqueue(Self.event(type, job, id), job: job) }
             // rec-3's first event was queued two days ago: its first failure gives it up.
-            _ = try await s.t.sql("UPDATE webhook_events SET created = now() - interval '2 days' WHERE event_id = 'rec-3.started.0'")
+            _ = try await s.t.sql("UPDATE tasks SET created = now() - interval '2 days' WHERE key = 'rec-3.started.0'")
             let b = try s.delivery(s.b)
             let failing = Task { await b.run(session: { 2 }, idle: .milliseconds(50), log: .init(label: "test")) }
-            let tried = await eventually(within: 30) { b.outbox.stats.failures >= 6 }
+            let tried = await eventually(within: 30) { (b.webhooks?.stats.failures ?? 0) >= 6 }
             failing.cancel()
             await failing.value
-            #expect(tried, "\(b.outbox.stats)")
-            #expect(b.outbox.stats.delivered == 0 && b.outbox.stats.expired == 1)
-            let attempts = try await s.t.sql("SELECT string_agg(event_id || '=' || (attempts > 0)::text, ' ' ORDER BY id) FROM webhook_events")
+            let stats = try #require(b.webhooks?.stats)
+            #expect(tried, "\(stats)")
+            #expect(stats.delivered == 0 && stats.expired == 1)
+            let attempts = try await s.t.sql("SELECT string_agg(key || '=' || (attempts > 0)::text, ' ' ORDER BY id) FROM tasks")
             #expect(attempts == "rec-1.started.0=true rec-2.started.0=true rec-1.paused.1=false rec-2.failed=false rec-1.resumed.1=false rec-3.started.0=true rec-3.failed=true",
                     "a job's later events are not tried before its first is delivered")
-            #expect(try await s.t.sql("SELECT gave_up IS NOT NULL FROM webhook_events WHERE event_id = 'rec-3.started.0'") == "t")
+            #expect(try await s.t.sql("SELECT state = 'discarded' FROM tasks WHERE key = 'rec-3.started.0'") == "t")
 
             // Healthy: the backoff's waits back-dated, not waited for.
             let receiver = try await s.receiver()
-            _ = try await s.t.sql("UPDATE webhook_events SET next_attempt = now()")
+            _ = try await s.t.sql("UPDATE tasks SET run_at = now()")
             #expect(try await Self.deliver(b, session: 2) { s.deliveries().count >= 6 })
             #expect(s.delivered("rec-1") == ["rec-1.started.0", "rec-1.paused.1", "rec-1.resumed.1"])
             #expect(s.delivered("rec-2") == ["rec-2.started.0", "rec-2.failed"])
@@ -181,7 +185,7 @@ import Webhooks
             let again = try #require(JobPublishing.uploadFailedEvent(onB, "b: the store answered 503", attempts: 1))
             #expect(again.id == id)
             #expect(try await !s.b.enqueue(again, job: "rec-u"))
-            #expect(try await s.t.sql("SELECT count(*) || ':' || min(event_id) FROM webhook_events") == "1:\(id)")
+            #expect(try await s.t.sql("SELECT count(*) || ':' || min(key) FROM tasks") == "1:\(id)")
             #expect(try await s.t.sql("SELECT attempts FROM job_uploads") == "2")
 
             let receiver = try await s.receiver()
@@ -206,7 +210,7 @@ import Webhooks
             guard case .settled = try await s.b.requestStop("rec-w", grace: ClusterStoreTests.grace) else { Issue.record("not settled"); return }
             guard case .ended = try await s.a.requestStop("rec-w", grace: ClusterStoreTests.grace) else { Issue.record("stopped twice"); return }
             #expect(try await s.a.claim(session: 1, grace: ClusterStoreTests.grace) == nil)
-            #expect(try await s.t.sql("SELECT string_agg(event_id || ':' || type, ',') FROM webhook_events") == "rec-w.finished:job.finished")
+            #expect(try await s.t.sql("SELECT string_agg(key || ':' || (args->>'type'), ',') FROM tasks") == "rec-w.finished:job.finished")
 
             let receiver = try await s.receiver()
             #expect(try await Self.deliver(try s.delivery(s.a), session: 1) { !s.deliveries().isEmpty })

@@ -191,6 +191,56 @@ enum ClusterMigrations {
             """,
             "CREATE INDEX webhook_events_due ON webhook_events (next_attempt) WHERE delivered IS NULL AND gave_up IS NULL",
         ]),
+        // One queue of follow-on work (issue 41 item 4; ClusterStore+Tasks, TaskPolicy,
+        // docs/cluster.md): a row per task, queued once per (kind, key), in the transaction of
+        // the change that causes it; `seq` orders a job's tasks of one kind (each waits for the
+        // ones before it to finish); `pinned_to` names the only instance that may work it (the
+        // one whose disk holds its files). CHECK constraints tie the claim and the end to `state`.
+        (10, [
+            "CREATE TYPE task_state AS ENUM ('available', 'running', 'completed', 'discarded')",
+            """
+            CREATE TABLE tasks (
+                id bigserial PRIMARY KEY,
+                kind text NOT NULL CHECK (kind <> ''),
+                key text NOT NULL,
+                job_id text,
+                seq integer,
+                pinned_to text,
+                args jsonb NOT NULL DEFAULT '{}'::jsonb,
+                payload text,
+                state task_state NOT NULL DEFAULT 'available',
+                attempts integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                run_at timestamptz NOT NULL DEFAULT now(),
+                created timestamptz NOT NULL DEFAULT now(),
+                queued_by text NOT NULL,
+                last_error text,
+                claimed_by text,
+                claimed_session bigint,
+                claim_until timestamptz,
+                finished timestamptz,
+                UNIQUE (kind, key),
+                UNIQUE (kind, job_id, seq),
+                CONSTRAINT tasks_ordered CHECK (seq IS NULL OR job_id IS NOT NULL),
+                CONSTRAINT tasks_claimed CHECK ((state = 'running') = (claimed_by IS NOT NULL AND claim_until IS NOT NULL)),
+                CONSTRAINT tasks_unclaimed CHECK (state = 'running' OR claimed_session IS NULL),
+                CONSTRAINT tasks_finished CHECK ((state IN ('completed', 'discarded')) = (finished IS NOT NULL))
+            )
+            """,
+            "CREATE INDEX tasks_due ON tasks (run_at) WHERE state = 'available'",
+            "CREATE INDEX tasks_running ON tasks (claim_until) WHERE state = 'running'",
+        ]),
+        // The webhook outbox (step 9) moved onto `tasks`, kind `webhook`: its rows kept (a claim
+        // in flight made available again: sent at least once), its table dropped.
+        (11, [
+            """
+            INSERT INTO tasks (kind, key, job_id, seq, args, payload, state, attempts, run_at, created, queued_by, last_error, finished)
+            SELECT 'webhook', event_id, job_id, CASE WHEN job_id IS NOT NULL THEN seq END, jsonb_build_object('type', type), body::text,
+                CASE WHEN delivered IS NOT NULL THEN 'completed' WHEN gave_up IS NOT NULL THEN 'discarded' ELSE 'available' END::task_state,
+                attempts, next_attempt, created, queued_by, last_error, coalesce(delivered, gave_up)
+            FROM webhook_events ORDER BY id
+            """,
+            "DROP TABLE webhook_events",
+        ]),
     ]
 
     /// Brings the database to the newest step; returns the steps applied now.

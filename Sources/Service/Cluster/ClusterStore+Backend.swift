@@ -2,6 +2,7 @@ import Bot
 import Foundation
 import FrameCrypto
 import Logging
+import Webhooks
 
 /// `--database`: the cluster's side of `JobStoreBackend`. Any instance answers for any job from
 /// the database, the owner for its own from memory; a new job waits in `queued` for whichever
@@ -14,6 +15,7 @@ extension ClusterStore: JobStoreBackend {
     func serving(_ config: ServeConfiguration) -> ClusterStore {
         var store = self
         store.webhooks = config.publishing?.webhooks != nil
+        if let schedule = config.publishing?.webhooks?.schedule { store.taskPolicy.schedule = schedule }
         config.publishing?.use(store)
         return store
     }

@@ -4,8 +4,9 @@ import PostgresNIO
 import Webhooks
 
 /// The end of a recording's uploads: once the job has ended, every folder of it is queued and
-/// no file is pending, one instance writes the merged manifest, and once that is uploaded too,
-/// one instance sends `job.finished`. Each step is decided under the job row's lock.
+/// no file is pending, a `merged` task is queued and one instance writes the merged manifest;
+/// once that is uploaded too, `job.finished` is queued. Each step is decided under the job
+/// row's lock.
 extension ClusterStore {
     /// What the merged manifest is made of: each folder's manifest (with the prefix of its
     /// files' names), the owners, every file queued.
@@ -46,8 +47,8 @@ extension ClusterStore {
         }
     }
 
-    /// Ended recordings whose uploads have not finished and have nothing pending (a merge a
-    /// crash interrupted, a folder queued with no file): their next step is looked at again.
+    /// Ended recordings whose uploads have not finished and have nothing pending (a folder
+    /// queued with no file, an abandoned one): their next step is looked at again.
     func stalledUploads() async throws -> [String] {
         let rows = try await client.query("""
             SELECT id FROM jobs j WHERE state = 'uploading'
@@ -93,6 +94,9 @@ extension ClusterStore {
         let (open, pending, folderWaits, merged, kind, room, failed) = try row.decode((Bool, Bool, Bool, Bool, String, Int64, Bool).self)
         guard open, !pending, !folderWaits else { return .wait }
         guard merged else {
+            // A task, queued with the settle that made it due: whichever instance works it
+            // builds the manifest (`.merge` answered to it), even if this one dies now.
+            try await enqueue(NewTask(kind: .merged, key: job, job: job), connection)
             var input = MergeInput(folders: [], owners: [], files: [])
             for try await (prefix, manifest) in try await connection.query("""
                 SELECT prefix, manifest FROM job_folders WHERE job_id = \(job) AND abandoned IS NULL ORDER BY prefix

@@ -14,8 +14,10 @@ struct ClusterStore: Sendable {
     let log: Logger
     /// The settings of the instance's own session (`ClusterLiveness`).
     let session: PostgresConnection.Configuration
-    /// `--webhook-url` is given: events are queued in `webhook_events` (ClusterStore+Webhooks).
+    /// `--webhook-url` is given: events are queued as `webhook` tasks (ClusterStore+Webhooks).
     var webhooks = false
+    /// The task queue's one retry policy (ClusterStore+Tasks): the webhook outbox's schedule.
+    var taskPolicy = TaskPolicy<DatabaseInstant>(schedule: TaskPolicy<DatabaseInstant>.standardSchedule)
 
     /// One channel; payloads `new <id>`, `stop <id>`, `released`.
     static let channel = "sfubot_jobs"
@@ -279,6 +281,6 @@ struct ClusterStore: Sendable {
             DELETE FROM jobs WHERE state IN ('done', 'failed') AND ended < \(cutoff)
             """, logger: log)
         try await pruneSessions()
-        try await pruneWebhooks()
+        try await pruneTasks()
     }
 }
