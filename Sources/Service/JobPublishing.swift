@@ -209,7 +209,7 @@ public final class JobPublishing: Sendable {
 
     /// Into the state folder's task queue (with `--database`, on its way to the cluster's: JobPublishing+Webhooks).
     func send(_ type: WebhookEventType, _ data: JobEvent, id: String) {
-        guard let webhooks else { return }
+        guard webhooks != nil else { return }
         do {
             let event = try WebhookEvent(type, data: data, id: id)
             try tasks.enqueue(NewTask(webhook: event, job: data.job))
