@@ -43,12 +43,13 @@ static GstClockTime stamp(SfbReorder *self, guint32 rtp, GstClockTime now, gint6
 }
 
 static GstFlowReturn emit(SfbReorder *self, GstBuffer *buffer, GstClockTime now, const SfbReorderSettings *settings) {
-    guint8 h[8];
+    guint8 h[8] = { 0 };
     gst_buffer_extract(buffer, 0, h, 8);
     guint32 rtp = (guint32)h[4] << 24 | (guint32)h[5] << 16 | (guint32)h[6] << 8 | h[7];
     buffer = gst_buffer_make_writable(buffer);
     GST_BUFFER_PTS(buffer) = self->last_pts = stamp(self, rtp, now, settings->ts_offset);
     GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
+    GST_LOG_OBJECT(self, "#%u rtp %u → %" GST_TIME_FORMAT, (guint)(h[2] << 8 | h[3]), rtp, GST_TIME_ARGS(GST_BUFFER_PTS(buffer)));
     if (self->discont) {
         GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
         self->discont = FALSE;
@@ -66,10 +67,12 @@ static void request(SfbReorder *self, const SfbReorderOut *o, GstClockTime now, 
             "delay", G_TYPE_UINT, o->count * retry_ms, "retry", G_TYPE_UINT, o->count,
             "frequency", G_TYPE_UINT, retry_ms, "period", G_TYPE_UINT, settings->latency_ms,
             "deadline", G_TYPE_UINT, settings->latency_ms, "packet-spacing", G_TYPE_UINT64, (guint64)0, NULL));
+    GST_DEBUG_OBJECT(self, "asking for #%u (try %u)", (guint)(o->seq & 0xffff), o->count + 1);
     gst_pad_push_event(self->sinkpad, event);
 }
 
 static void lost(SfbReorder *self, const SfbReorderOut *o, const SfbReorderSettings *settings) {
+    GST_DEBUG_OBJECT(self, "gave up #%u and %u after it", (guint)(o->seq & 0xffff), o->count - 1);
     self->discont = TRUE;
     if (!settings->do_lost) return;
     // Depayloaders drop what they had of the frame and may ask for a keyframe (rtph264depay).
@@ -113,6 +116,9 @@ GstFlowReturn sfb_reorder_chain(GstPad *pad, GstObject *parent, GstBuffer *buffe
     GstClockTime now = now_running(self);
     GST_OBJECT_LOCK(self);
     SfbReorderSettings settings = self->settings;
+    if (!self->have_base)
+        GST_INFO_OBJECT(self, "first packet #%u: latency %u ms, do-retransmission %d, do-lost %d", seq, settings.latency_ms,
+                        settings.do_retransmission, settings.do_lost);
     guint64 latency = (guint64)settings.latency_ms * GST_MSECOND;
     SfbReorderPolicy policy = { .give_up_after = latency, .retry_after = latency / RETRY_PARTS,
                                 .max_tries = MAX_TRIES, .request = settings.do_retransmission };

@@ -10,6 +10,7 @@
 // (handle-sync) does not run, so `ts-offset` stays 0 unless someone sets it.
 #include "sfb_reorder_element.h"
 
+GST_DEBUG_CATEGORY(sfb_reorder_debug);
 G_DEFINE_TYPE(SfbReorder, sfb_reorder, GST_TYPE_ELEMENT)
 
 enum { PROP_0, PROP_LATENCY, PROP_DO_LOST, PROP_DO_RETRANSMISSION, PROP_TS_OFFSET, PROP_STATS };
@@ -183,6 +184,7 @@ static void sfb_reorder_init(SfbReorder *self) {
 }
 
 static gboolean plugin_init(GstPlugin *plugin) {
+    GST_DEBUG_CATEGORY_INIT(sfb_reorder_debug, "sfbreorder", 0, "sfubot's jitter buffer without a thread");
     return gst_element_register(plugin, "sfbreorder", GST_RANK_NONE, SFB_TYPE_REORDER);
 }
 
@@ -201,6 +203,15 @@ static GstElement *make_reorder(GstElement *rtpbin, guint session, gpointer data
     return gst_element_factory_make("sfbreorder", NULL);  // NULL: rtpbin falls back to rtpjitterbuffer
 }
 
+// webrtcbin answers with NACK (and RTX, when offered) only for transceivers with do-nack, which
+// no one sets on a recorder's: without it a lost packet is never asked for, whatever the jitter
+// buffer (gstwebrtcbin.c: the answer drops rtcp-fb-nack; the jitter buffer gets do-retransmission
+// from it in on_rtpbin_new_jitterbuffer).
+static void ask_for_retransmissions(GstElement *webrtc, GObject *transceiver, gpointer data) {
+    (void)webrtc; (void)data;
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(transceiver), "do-nack")) g_object_set(transceiver, "do-nack", TRUE, NULL);
+}
+
 int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
     if (!sfb_reorder_register()) return 3;
     GstElement *rtpbin = gst_bin_get_by_name(GST_BIN(webrtc), "rtpbin");
@@ -211,5 +222,6 @@ int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
     }
     g_signal_connect(rtpbin, "request-jitterbuffer", G_CALLBACK(make_reorder), NULL);
     gst_object_unref(rtpbin);
+    g_signal_connect(webrtc, "on-new-transceiver", G_CALLBACK(ask_for_retransmissions), NULL);
     return 0;
 }

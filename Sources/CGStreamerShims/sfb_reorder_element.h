@@ -9,6 +9,9 @@ typedef struct {
     gint64 ts_offset;
 } SfbReorderSettings;
 
+GST_DEBUG_CATEGORY_EXTERN(sfb_reorder_debug);
+#define GST_CAT_DEFAULT sfb_reorder_debug
+
 #define SFB_TYPE_REORDER (sfb_reorder_get_type())
 G_DECLARE_FINAL_TYPE(SfbReorder, sfb_reorder, SFB, REORDER, GstElement)
 

@@ -167,9 +167,10 @@ public final class WebRTCBin: @unchecked Sendable {
 
     /// Receive streams get an `sfbreorder` instead of rtpjitterbuffer (rtpbin's
     /// `request-jitterbuffer`): packets are put back in order, timestamped from RTP and pushed
-    /// in the thread that received them, with no thread or timer per stream; a gap still asks
-    /// for a retransmission (NACK) and is given up, as a counted loss, once a packet arrives
-    /// more than webrtcbin's `latency` after it was seen. No lip sync between a publisher's
+    /// in the thread that received them, with no thread or timer per stream; a gap asks for a
+    /// retransmission (NACK: every transceiver gets `do-nack`, which webrtcbin's answer needs to
+    /// offer it) and is given up, as a counted loss, once a packet arrives more than webrtcbin's
+    /// `latency` after it was seen. No lip sync between a publisher's
     /// streams (rtpbin's needs the jitter buffer's RTCP pad). Call before the first remote
     /// description. CGStreamerShims/include/sfb_reorder.h.
     public func withReorderBuffers() throws(GStreamerError) {

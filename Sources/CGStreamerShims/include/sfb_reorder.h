@@ -58,7 +58,9 @@ SfbReorderCounts sfb_reorder_ring_counts(const SfbReorderRing *ring);
 gboolean sfb_reorder_register(void);
 
 /// Gives webrtcbin's rtpbin an `sfbreorder` instead of an rtpjitterbuffer for each new receive
-/// stream (signal `request-jitterbuffer`). Call before the first remote description.
+/// stream (signal `request-jitterbuffer`), and turns on `do-nack` on every transceiver webrtcbin
+/// makes (`on-new-transceiver`), so the answer negotiates NACK and the reorder buffers ask for
+/// what is missing. Call before the first remote description.
 /// Returns 0, or 1 (no rtpbin) / 2 (GStreamer too old) / 3 (the element could not be registered).
 int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc);
 
