@@ -105,13 +105,14 @@ static GstFlowReturn deliver(SfbReorder *self, guint n, GstClockTime now, const 
 GstFlowReturn sfb_reorder_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
     (void)pad;
     SfbReorder *self = SFB_REORDER(parent);
-    guint8 h[4];
-    if (gst_buffer_extract(buffer, 0, h, 4) < 4 || gst_buffer_get_size(buffer) < 12 || (h[0] >> 6) != 2) {
+    guint8 h[12];
+    if (gst_buffer_extract(buffer, 0, h, 12) < 12 || (h[0] >> 6) != 2) {
         gst_buffer_unref(buffer);  // not RTP (rtpsession lets none through): nothing to order
         return GST_FLOW_OK;
     }
     guint16 seq = (guint16)(h[2] << 8 | h[3]);
     guint8 pt = h[1] & 0x7f;
+    self->ssrc = (guint32)h[8] << 24 | (guint32)h[9] << 16 | (guint32)h[10] << 8 | h[11];
     if (self->clock_rate <= 0 && self->asked_pt != pt) learn_clock_rate(self, pt);
     GstClockTime now = now_running(self);
     GST_OBJECT_LOCK(self);

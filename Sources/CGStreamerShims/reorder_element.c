@@ -6,8 +6,8 @@
 // gap was seen; then it is a counted loss (`stats` num-lost, read like rtpjitterbuffer's).
 // What rtpbin and webrtcbin set or connect on a jitter buffer is here (gstrtpbin.c create_stream,
 // gstwebrtcbin.c on_rtpbin_new_jitterbuffer): `latency` always, `do-lost`, `do-retransmission`,
-// `ts-offset`, `stats`, the `request-pt-map` signal. No `sink_rtcp` pad: rtpbin's lip sync
-// (handle-sync) does not run, so `ts-offset` stays 0 unless someone sets it.
+// `ts-offset`, `stats`, the `request-pt-map` signal, and for lip sync the `sink_rtcp` pad and
+// the `handle-sync` signal (reorder_sync.c).
 #include "sfb_reorder_element.h"
 
 GST_DEBUG_CATEGORY(sfb_reorder_debug);
@@ -43,7 +43,10 @@ static void set_property(GObject *o, guint id, const GValue *v, GParamSpec *spec
     case PROP_LATENCY: self->settings.latency_ms = g_value_get_uint(v); break;
     case PROP_DO_LOST: self->settings.do_lost = g_value_get_boolean(v); break;
     case PROP_DO_RETRANSMISSION: self->settings.do_retransmission = g_value_get_boolean(v); break;
-    case PROP_TS_OFFSET: self->settings.ts_offset = g_value_get_int64(v); break;
+    case PROP_TS_OFFSET:
+        self->settings.ts_offset = g_value_get_int64(v);
+        GST_INFO_OBJECT(self, "ts-offset %" G_GINT64_FORMAT " ns", self->settings.ts_offset);
+        break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(o, id, spec); break;
     }
     GST_OBJECT_UNLOCK(self);
@@ -158,6 +161,7 @@ static void sfb_reorder_class_init(SfbReorderClass *klass) {
     // rtpbin connects to it to give the clock rate when the caps lack it (as for rtpjitterbuffer).
     signals[SIGNAL_REQUEST_PT_MAP] = g_signal_new("request-pt-map", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST,
         0, NULL, NULL, NULL, GST_TYPE_CAPS, 1, G_TYPE_UINT);
+    sfb_reorder_sync_class_init(e);
     gst_element_class_add_static_pad_template(e, &sink_template);
     gst_element_class_add_static_pad_template(e, &src_template);
     gst_element_class_set_static_metadata(e, "sfubot reorder buffer", "Filter/Network/RTP",

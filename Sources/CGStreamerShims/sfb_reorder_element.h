@@ -18,6 +18,7 @@ G_DECLARE_FINAL_TYPE(SfbReorder, sfb_reorder, SFB, REORDER, GstElement)
 struct _SfbReorder {
     GstElement parent;
     GstPad *sinkpad, *srcpad;
+    GstPad *rtcppad;  // requested by rtpbin for lip sync (reorder_sync.c)
     // Properties, and the ring with its counts: under the object lock.
     SfbReorderSettings settings;
     SfbReorderRing *ring;
@@ -25,6 +26,7 @@ struct _SfbReorder {
     SfbReorderOut *out;
     GstSegment segment;
     gint clock_rate, asked_pt;
+    guint32 ssrc;  // the stream's, from its first packet
     // Timestamps: the first packet's arrival (running time) and extended RTP timestamp.
     gboolean have_base;
     GstClockTime base_time;
@@ -34,6 +36,8 @@ struct _SfbReorder {
 };
 
 GstFlowReturn sfb_reorder_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer);
+/// The sink_rtcp request pad and the handle-sync signal (reorder_sync.c).
+void sfb_reorder_sync_class_init(GstElementClass *klass);
 /// At EOS: every packet held goes out (the gaps before them are losses).
 void sfb_reorder_flush(SfbReorder *self);
 

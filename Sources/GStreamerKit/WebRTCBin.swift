@@ -170,9 +170,9 @@ public final class WebRTCBin: @unchecked Sendable {
     /// in the thread that received them, with no thread or timer per stream; a gap asks for a
     /// retransmission (NACK: every transceiver gets `do-nack`, which webrtcbin's answer needs to
     /// offer it) and is given up, as a counted loss, once a packet arrives more than webrtcbin's
-    /// `latency` after it was seen. No lip sync between a publisher's
-    /// streams (rtpbin's needs the jitter buffer's RTCP pad). Call before the first remote
-    /// description. CGStreamerShims/include/sfb_reorder.h.
+    /// `latency` after it was seen. rtpbin's lip sync works as with rtpjitterbuffer (RTCP sender
+    /// reports, `ts-offset`), but packets are not held: those before the first reports carry no
+    /// offset. Call before the first remote description. CGStreamerShims/include/sfb_reorder.h.
     public func withReorderBuffers() throws(GStreamerError) {
         switch sfb_webrtc_reorder_jitterbuffers(element.pointer) {
         case 0: return

@@ -53,7 +53,7 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The media socket's receive buffer, in bytes (default 4 MiB; past net.core.rmem_max only with CAP_NET_ADMIN). Packets the kernel drops when it is full and that no retransmission repairs are a loss (exit 74).", valueName: "bytes"))
     var receiveBuffer: Int?
 
-    @Option(help: ArgumentHelp("How media is received: webrtcbin (its queue thread and a jitter-buffer thread per stream) or direct (packets reordered and written in the thread that read them: no thread per stream; no lip sync from RTCP; docs/performance.md).", valueName: "webrtcbin|direct"))
+    @Option(help: ArgumentHelp("How media is received: webrtcbin (its queue thread and a jitter-buffer thread per stream) or direct (packets reordered and written in the thread that read them: no thread per stream; NACK negotiated; lip sync from the first RTCP sender reports on; docs/performance.md).", valueName: "webrtcbin|direct"))
     var receivePath = ReceivePathArgument.webrtcbin
 
     func validate() throws {

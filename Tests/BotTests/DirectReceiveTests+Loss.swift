@@ -20,7 +20,7 @@ extension MediaScene.DirectReceiveTests {
         try await OwnJanus.with(port: 8281, in: dir, rtpPorts: 15800...15899) { (janus: OwnJanus) async throws -> Void in
             let room = try await Scene.createPermanentRoom(janus.url)
             let (run, dropped) = try await Faults.withDownlinkLoss(from: janus.rtpPorts, percent: 3) {
-                try await Self.record(source, path: path, janusURL: janus.url, room: room, in: dir)
+                try await Self.record(.file(source.path), path: path, janusURL: janus.url, room: room, in: dir)
             }
             let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
             let audio = try #require(run.manifest.feeds.first { $0.kind == "audio" })
@@ -30,9 +30,11 @@ extension MediaScene.DirectReceiveTests {
             print("loss: \(facts)")
             // About 0.03 × 10 s × 30 video packets a second.
             #expect(dropped >= 3, "\(facts)")
-            #expect(video.frames.droppedTotal == 0 && video.frames.opened <= pictures && video.frames.opened >= pictures / 2, "\(facts)")
+            // (The span of media time is not a count here: on both paths a run now and then
+            // reads 120 pictures' span for 140 opened, with the loss, not with the path.)
+            #expect(video.frames.droppedTotal == 0 && video.frames.opened >= 100, "\(facts)")
             // One when the feed is added, and more after pictures were lost.
-            #expect(video.frames.opened == pictures || (video.keyFrameRequests ?? 0) >= 2, "\(facts)")
+            #expect((video.keyFrameRequests ?? 0) >= 2, "\(facts)")
             // Audio (small packets) is not dropped: all of it, in order.
             let sent = run.sent.frames(.afterSeal).filter { !Self.isVideo($0) }
             let received = run.received.frames(.beforeOpen).filter { !Self.isVideo($0) }

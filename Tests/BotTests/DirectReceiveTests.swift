@@ -20,7 +20,7 @@ extension MediaScene {
             let jitterBufferThreads: Int, threads: Int
         }
 
-        static func record(_ source: URL, path: ReceivePath, janusURL: String? = nil, room: Int64, in dir: URL) async throws -> Run {
+        static func record(_ source: Player.Source, path: ReceivePath, janusURL: String? = nil, room: Int64, in dir: URL) async throws -> Run {
             let ring = KeyRing(current: .random())
             let sent = FrameLog(), received = FrameLog()
             var config = try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring), tap: received.tap)
@@ -32,7 +32,7 @@ extension MediaScene {
             try await Task.sleep(for: .seconds(1))
             var playerConfig = try Scene.config(room: room, display: "3:Sender", protection: .e2ee(ring), tap: sent.tap)
             if let janusURL { playerConfig.janusURL = janusURL }
-            let player = Task { [playerConfig] in try await Player(config: playerConfig, source: .file(source.path)).run() }
+            let player = Task { [playerConfig] in try await Player(config: playerConfig, source: source, duration: source.isTestPattern ? .seconds(8) : nil).run() }
             try await Task.sleep(for: .seconds(5))
             let names = Self.threadNames()
             _ = try await player.value
@@ -64,11 +64,30 @@ extension MediaScene {
 
         static func isVideo(_ f: [UInt8]) -> Bool { f.count > 4 && f[0] == 0 && f[1] == 0 }
 
+        /// rtpbin's lip sync works through sfbreorder's `sink_rtcp` pad and `handle-sync` signal:
+        /// once both streams' RTCP sender reports are in (about 1 s here), it sets `ts-offset` on
+        /// the stream that arrives earlier. Packets leave at once, so the ones before that carry
+        /// no offset: the audio's timestamps jump by it there (a hole of that length), and from
+        /// then on the file's timestamps put the flash and the tick together. Measured on the
+        /// file's timeline (`timed`), past the first 2 s.
+        @Test("direct path: from the first sender reports on, the test pattern's flash and tick are in sync by the file's timestamps")
+        func flashAndTickInSync() async throws {
+            let dir = try Scene.tempDirectory("direct-sync")
+            let run = try await Self.record(.testPattern, path: .direct, room: try await Scene.createRoom(), in: dir)
+            let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
+            let file = run.out.appendingPathComponent(video.file)
+            let timed = try await AVSync.tickMinusFlash(file, timed: true)
+            let joined = try await AVSync.tickMinusFlash(file)
+            print("direct sync: tick − flash on the timeline \(timed.map { Int($0 * 1000) }) ms; audio joined end to end \(joined.map { Int($0 * 1000) }) ms")
+            #expect(timed.count >= 5, "\(timed.count) flashes found")
+            #expect(timed.dropFirst(2).allSatisfy { abs($0) <= 0.040 }, "tick − flash: \(timed.map { Int($0 * 1000) }) ms")
+        }
+
         @Test("direct path: the tone and the pictures, every audio frame sent after the first recorded arrives once and in order, every picture opens, and no rtpjitterbuffer thread")
         func recordsEverythingInOrder() async throws {
             let dir = try Scene.tempDirectory("direct-receive")
             let source = try await RelayCase.source(in: dir, seconds: 10)
-            let run = try await Self.record(source, path: .direct, room: try await Scene.createRoom(), in: dir)
+            let run = try await Self.record(.file(source.path), path: .direct, room: try await Scene.createRoom(), in: dir)
             let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
             let audio = try #require(run.manifest.feeds.first { $0.kind == "audio" })
             print("direct receive: \(run.threads) threads, \(run.jitterBufferThreads) rtpjitterbuffer; audio \(audio.frames.opened) opened, video \(video.frames.opened)")
@@ -103,8 +122,8 @@ extension MediaScene {
         func sameFramesAsWebRTCBin() async throws {
             let dir = try Scene.tempDirectory("direct-vs-webrtcbin")
             let source = try await RelayCase.source(in: dir, seconds: 6)
-            let reference = try await Self.record(source, path: .webrtcbin, room: try await Scene.createRoom(), in: dir)
-            let direct = try await Self.record(source, path: .direct, room: try await Scene.createRoom(), in: dir)
+            let reference = try await Self.record(.file(source.path), path: .webrtcbin, room: try await Scene.createRoom(), in: dir)
+            let direct = try await Self.record(.file(source.path), path: .direct, room: try await Scene.createRoom(), in: dir)
             print("threads mid-call: webrtcbin \(reference.threads) (\(reference.jitterBufferThreads) rtpjitterbuffer), direct \(direct.threads) (\(direct.jitterBufferThreads))")
             // The count is real: webrtcbin's path has one per stream (audio, video).
             #expect(reference.jitterBufferThreads >= 2 && direct.jitterBufferThreads == 0)
@@ -118,4 +137,8 @@ extension MediaScene {
             }
         }
     }
+}
+
+extension Player.Source {
+    var isTestPattern: Bool { if case .testPattern = self { true } else { false } }
 }
