@@ -68,7 +68,8 @@ let package = Package(
         // Secret files (tokens, keys, credentials) read and written one way: regular, 0600, bounded.
         .target(name: "PrivateIO", swiftSettings: strict),
         // The load test's shortcuts past webrtcbin (direct SRTP send, inline receive, the RTP
-        // payload consumer): LoadTest's alone, so no command but `sfubot load` runs this code.
+        // payload consumer): LoadTest's, and Bot's for the recorder's opt-in `--receive-path
+        // direct` (the inline receive only); no other command runs this code.
         .target(
             name: "FastPath",
             dependencies: ["GStreamerKit", "CGStreamer", "CGStreamerShims", "CDirectRTP"],
@@ -153,6 +154,8 @@ let package = Package(
             name: "Bot",
             dependencies: ["Locking",
                 "GStreamerKit", "FrameCrypto", "Janus", "Comeback", "Proof", "Mjr",
+                // The recorder's `--receive-path direct` (ReceiveInline).
+                "FastPath",
                 // Speaker streams' connections to their consumers (Relay/Speakers).
                 "TextWebSocket",
                 .product(name: "Logging", package: "swift-log"),

@@ -269,12 +269,13 @@ int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc) {
   return 0;
 }
 
-// Adds an rtpjitterbuffer's `num-lost` (packets it gave up waiting for, after any
-// retransmission requests) to *data.
+// Adds an rtpjitterbuffer's (or an sfbreorder's) `num-lost` (packets it gave up waiting for,
+// after any retransmission requests) to *data.
 static void add_jitterbuffer_lost(const GValue *item, gpointer data) {
   GstElement *element = g_value_get_object(item);
   GstElementFactory *factory = gst_element_get_factory(element);
-  if (factory == NULL || g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer") != 0) return;
+  if (factory == NULL || (g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer") != 0
+                          && g_strcmp0(GST_OBJECT_NAME(factory), "sfbreorder") != 0)) return;
   GstStructure *stats = NULL;
   g_object_get(element, "stats", &stats, NULL);
   if (stats == NULL) return;

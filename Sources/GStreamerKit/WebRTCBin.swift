@@ -165,6 +165,23 @@ public final class WebRTCBin: @unchecked Sendable {
         }
     }
 
+    /// Receive streams get an `sfbreorder` instead of rtpjitterbuffer (rtpbin's
+    /// `request-jitterbuffer`): packets are put back in order, timestamped from RTP and pushed
+    /// in the thread that received them, with no thread or timer per stream; a gap asks for a
+    /// retransmission (NACK: every transceiver gets `do-nack`, which webrtcbin's answer needs to
+    /// offer it) and is given up, as a counted loss, once a packet arrives more than webrtcbin's
+    /// `latency` after it was seen. rtpbin's lip sync works as with rtpjitterbuffer (RTCP sender
+    /// reports, `ts-offset`), but packets are not held: those before the first reports carry no
+    /// offset. Call before the first remote description. CGStreamerShims/include/sfb_reorder.h.
+    public func withReorderBuffers() throws(GStreamerError) {
+        switch sfb_webrtc_reorder_jitterbuffers(element.pointer) {
+        case 0: return
+        case 1: throw .webrtc("no rtpbin inside \(element.name)")
+        case 2: throw .webrtc("rtpbin has no request-jitterbuffer signal (GStreamer ≥ 1.18 needed)")
+        default: throw .webrtc("the sfbreorder element could not be registered")
+        }
+    }
+
     public var iceConnectionState: String { (try? element.get("ice-connection-state")) ?? "?" }
 
     /// When a state property (`ice-connection-state`, `connection-state`, `ice-gathering-state`)

@@ -53,6 +53,9 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The media socket's receive buffer, in bytes (default 4 MiB; past net.core.rmem_max only with CAP_NET_ADMIN). Packets the kernel drops when it is full and that no retransmission repairs are a loss (exit 74).", valueName: "bytes"))
     var receiveBuffer: Int?
 
+    @Option(help: ArgumentHelp("How media is received: webrtcbin (its queue thread and a jitter-buffer thread per stream) or direct (packets reordered and written in the thread that read them: no thread per stream; NACK negotiated; lip sync from the first RTCP sender reports on; docs/performance.md).", valueName: "webrtcbin|direct"))
+    var receivePath = ReceivePathArgument.webrtcbin
+
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
         try OptionCheck.seconds(joinTimeout, "--join-timeout")
@@ -71,6 +74,7 @@ struct Record: AsyncParsableCommand {
             var config = try connection.botConfig(display: display, protection: protection, label: "sfubot.record")
             config.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout") ?? config.joinTimeout
             config.receiveBufferBytes = receiveBuffer
+            config.receivePath = receivePath.path
             let signer = SigningKeyOption.load(signingKey)
             var recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
@@ -98,4 +102,9 @@ struct Record: AsyncParsableCommand {
             e.exit()
         }
     }
+}
+
+enum ReceivePathArgument: String, ExpressibleByArgument, CaseIterable {
+    case webrtcbin, direct
+    var path: ReceivePath { self == .direct ? .direct : .webrtcbin }
 }

@@ -9,10 +9,23 @@ extension Faults {
     /// packets the rule dropped.
     public static func withUplinkLoss<T>(to ports: ClosedRange<Int>, percent: Double, minLength: Int = 400,
                                          _ body: () async throws -> T) async throws -> (result: T, dropped: Int) {
+        try await withLoss("--dport", ports, percent: percent, minLength: minLength, body)
+    }
+
+    /// The same, for the UDP packets of at least `minLength` bytes sent *from* `ports` (one
+    /// Janus's own RTP range): a lossy downlink for what Janus forwards to subscribers (and its
+    /// retransmissions), while what publishers send to Janus passes.
+    public static func withDownlinkLoss<T>(from ports: ClosedRange<Int>, percent: Double, minLength: Int = 400,
+                                           _ body: () async throws -> T) async throws -> (result: T, dropped: Int) {
+        try await withLoss("--sport", ports, percent: percent, minLength: minLength, body)
+    }
+
+    private static func withLoss<T>(_ side: String, _ ports: ClosedRange<Int>, percent: Double, minLength: Int,
+                                     _ body: () async throws -> T) async throws -> (result: T, dropped: Int) {
         guard ports.lowerBound >= 1024, ports.count <= 1000 else {
-            throw Failed(message: "refusing to drop UDP to \(ports): give one Janus's own RTP range")
+            throw Failed(message: "refusing to drop UDP of \(ports): give one Janus's own RTP range")
         }
-        let rule = ["-p", "udp", "--dport", "\(ports.lowerBound):\(ports.upperBound)", "-m", "length", "--length", "\(minLength):65535",
+        let rule = ["-p", "udp", side, "\(ports.lowerBound):\(ports.upperBound)", "-m", "length", "--length", "\(minLength):65535",
                     "-m", "statistic", "--mode", "random", "--probability", String(format: "%.4f", percent / 100), "-j", "DROP"]
         let added = try await lossIptables(["-I", "INPUT"] + rule)
         guard added.status == 0 else { throw Failed(message: "iptables -I INPUT \(rule.joined(separator: " ")) failed: \(added.errText)") }

@@ -253,11 +253,13 @@ public enum AVSync {
         public var audio: [(pts: Double, samples: [Int16])] = []
     }
 
-    public static func tickMinusFlash(_ file: URL) async throws -> [Double] {
+    /// `timed`: the audio on the file's timeline (`audiorate`: a stretch without frames is
+    /// silence), so a jump in the audio's timestamps moves the ticks after it.
+    public static func tickMinusFlash(_ file: URL, timed: Bool = false) async throws -> [Double] {
         let pipeline = try Pipeline(description: """
             filesrc location="\(file.path)" ! matroskademux name=d \
             d. ! queue ! h264parse ! avdec_h264 ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=16,height=16 ! fakesink name=v sync=false async=false \
-            d. ! queue ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! fakesink name=a sync=false async=false
+            d. ! queue ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 \(timed ? "! audiorate" : "") ! fakesink name=a sync=false async=false
             """)
         let c = Collected()
         let probes = [

@@ -36,7 +36,10 @@ extension RoomRecording {
         guard !new.isEmpty else { return }
         // Built before the first await: a second caller finds it and only adds feeds.
         let peer = try self.peer ?? startPeer()
-        do { try await peer.subscription.add(new.map(\.id)) } catch {
+        do {
+            try await peer.subscription.add(new.map(\.id))
+            peer.shortcut.install(on: peer.webrtc, log: log)
+        } catch {
             // (Not `catch where`: Swift 6.3.1's SILGen crashes on it with this typed throw.)
             if peer.negotiationFailed.isSet { throw NegotiationReported(error: error) }
             throw error
@@ -98,6 +101,8 @@ extension RoomRecording {
             webrtc = try WebRTCBin(element)
         }
         try config.configureICE(webrtc)
+        let shortcut = ReceiveShortcut(config.receivePath)
+        try shortcut.prepare(webrtc)
         let branches = self.branches, pipeline = media.pipeline, mix = media.mix, number = peers, failed = NegotiationFlag()
         webrtc.onIncomingPad { incoming in
             guard let mid = incoming.mid else { return }
@@ -132,7 +137,7 @@ extension RoomRecording {
                 }
             }
         }
-        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now, number: number, negotiationFailed: failed)
+        let peer = Peer(webrtc: webrtc, subscription: subscription, following: following, started: .now, number: number, negotiationFailed: failed, shortcut: shortcut)
         self.peer = peer
         return peer
     }

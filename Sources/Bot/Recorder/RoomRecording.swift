@@ -30,9 +30,9 @@ actor RoomRecording {
         let subscription: Subscription
         let following: Task<Void, Never>
         let started: ContinuousClock.Instant
-        /// Which webrtcbin of the recording (1, 2, …).
-        let number: Int
+        let number: Int  // which webrtcbin of the recording (1, 2, …)
         let negotiationFailed: NegotiationFlag
+        let shortcut: ReceiveShortcut  // `--receive-path direct`'s (ReceiveShortcut.swift)
     }
 
     var state = State.idle { didSet { status.set(state.phase) } }

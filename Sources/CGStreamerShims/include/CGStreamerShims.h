@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
+#include "sfb_reorder.h"
 
 /// Sets property `name` of `object` from its string form, parsed as the property's own
 /// type (gst_value_deserialize). Returns 0 on success, 1 if there is no such property,
@@ -28,7 +29,7 @@ void sfb_webrtc_add_ice_candidate(GstElement *webrtc, guint mline, const char *c
 // `add-turn-server` with a turn(s)://user:password@host:port URI; FALSE if webrtcbin refused it.
 gboolean sfb_webrtc_add_turn_server(GstElement *webrtc, const char *uri);
 void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
-/// Packets every rtpjitterbuffer inside `bin` gave up waiting for (its `num-lost`: not arrived,
+/// Packets every rtpjitterbuffer (and sfbreorder) inside `bin` gave up waiting for (its `num-lost`: not arrived,
 /// not repaired by a retransmission), summed; 0 for an element that is not a bin.
 guint64 sfb_jitterbuffers_lost(GstElement *bin);
 /// The latest RTCP sender report of each remote source in webrtcbin's RTP sessions: its NTP
