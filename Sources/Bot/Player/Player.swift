@@ -74,10 +74,8 @@ public struct Player: Sendable {
         log[metadataKey: "component"] = "player"
         log[metadataKey: "room"] = "\(config.room)"
         defer { status.set(.done) }
-        var found: InputProbe.Found?
-        if case .file(let file) = source { found = try await InputProbe.check(file) }
+        let info: InputProbe.Found? = if case .file(let file) = source { try await InputProbe.check(file) } else { nil }
         // Parsing makes a webrtcbin and the decoders: off the pool, as the state changes.
-        let info = found
         var media = try await OffPool.run { () throws(BotError) -> Media in try self.makeMedia(info) }
         let started = Date()
         // `duration` counts from the first publish, as before any rejoin.
@@ -226,14 +224,11 @@ public struct Player: Sendable {
             }
         }
         let tlsWatch = config.watchTLSRefusals { lost.yield(.turnFailed($0)) }
-        defer {
-            watch.cancel()
-            tlsWatch.cancel()
-            pauses.detach()
-        }
+        defer { watch.cancel(); tlsWatch.cancel(); pauses.detach() }
         let bus = media.pipeline.bus.messages()
-        let pipeline = media.pipeline
-        do throws(GStreamerError) { try await OffPool.run { () throws(GStreamerError) in try pipeline.setState(.playing) } } catch { throw .media(error) }
+        do throws(GStreamerError) {
+            try await OffPool.run { [pipeline = media.pipeline] () throws(GStreamerError) in try pipeline.setState(.playing) }
+        } catch { throw .media(error) }
         // webrtcbin asks for negotiation once RTP caps reach it (after the first encoded frame).
         do { try await publisher.publish(video: media.hasVideo) } catch {
             // A session that went while publishing is a loss to come back from, not a failure.
