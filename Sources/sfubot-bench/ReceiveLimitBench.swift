@@ -10,18 +10,13 @@ import ReceiveLimit
 /// packet did not unprotect, a frame did not open, or nothing was received.
 enum ReceiveLimitBench {
     static func run(_ args: ArraySlice<String>) -> Int32 {
-        var publishers = 20, seconds = 10.0, packets: Int? = nil, speed = 1.0
+        var options = LimitOptions(publishers: 20)
         var rest = args
         while let flag = rest.popFirst() {
             guard let value = rest.popFirst() else { return usage("\(flag) needs a value") }
-            switch flag {
-            case "--publishers": guard let v = Int(value), v > 0 else { return usage("--publishers: a count") }; publishers = v
-            case "--seconds": guard let v = Double(value), v > 0 else { return usage("--seconds: a duration") }; seconds = v
-            case "--packets": guard let v = Int(value), v > 0 else { return usage("--packets: a count") }; packets = v
-            case "--speed": guard let v = Double(value), v > 0 else { return usage("--speed: a factor") }; speed = v
-            default: return usage("unknown option \(flag)")
-            }
+            do { guard try options.take(flag, value) else { return usage("unknown option \(flag)") } } catch { return usage(error.why) }
         }
+        let (publishers, seconds, packets, speed) = (options.publishers, options.seconds, options.packets, options.speed)
         // The libsrtp2 the recorder uses: the OpenSSL build when installed (docs/performance.md).
         SRTPLibrary.preload()
         let key = CallKey.random()

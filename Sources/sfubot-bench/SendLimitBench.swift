@@ -12,20 +12,19 @@ import ReceiveLimit
 /// unprotected and every frame opened.
 enum SendLimitBench {
     static func run(_ args: ArraySlice<String>) -> Int32 {
-        var publishers = 50, seconds = 10.0, packets: Int? = nil, speed = 1.0, rate: Double? = nil, inStep = true
+        var options = LimitOptions(publishers: 50), rate: Double? = nil, inStep = true
         var rest = args
         while let flag = rest.popFirst() {
             guard let value = rest.popFirst() else { return usage("\(flag) needs a value") }
+            do { if try options.take(flag, value) { continue } } catch { return usage(error.why) }
             switch flag {
-            case "--publishers": guard let v = Int(value), v > 0 else { return usage("--publishers: a count") }; publishers = v
-            case "--seconds": guard let v = Double(value), v > 0 else { return usage("--seconds: a duration") }; seconds = v
-            case "--packets": guard let v = Int(value), v > 0 else { return usage("--packets: a count") }; packets = v
-            case "--speed": guard let v = Double(value), v > 0 else { return usage("--speed: a factor") }; speed = v
             case "--rate": guard let v = Double(value), v > 0 else { return usage("--rate: packets a second") }; rate = v
             case "--phases": guard value == "step" || value == "spread" else { return usage("--phases: step or spread") }; inStep = value == "step"
             default: return usage("unknown option \(flag)")
             }
         }
+        let (publishers, seconds, packets) = (options.publishers, options.seconds, options.packets)
+        var speed = options.speed
         // The libsrtp2 the load publishers use: the OpenSSL build when installed (docs/performance.md).
         SRTPLibrary.preload()
         let key = CallKey.random()
