@@ -89,7 +89,7 @@ extension ClusterStoreTests {
         try await Self.withServer { pg in
             let t = try await Self.two(pg, "carried")
             defer { t.close() }
-            let spec = try JSONDecoder().decode(JobSpec.self, from: Data(#"{"kind": "playback", "room": 1234, "key": {"none": true}, "file": "tone.wav"}"#.utf8))
+            let spec = try JSONDecoder().decode(JobSpec.self, from: Data(#"{"kind": "playback", "room": 1234, "key": {"none": true}, "file": "tone.wav", "loop": false}"#.utf8))
             try await t.a.insert(id: "play-1", spec: spec, created: Date())
             _ = try #require(try await t.a.claim(session: 1, grace: Self.grace))
             guard case .apply = try await t.a.setPaused("play-1", true) else { Issue.record("pause not applied"); return }
@@ -118,8 +118,11 @@ extension ClusterStoreTests {
     @Test("migrations run by two instances starting at once: each step applied once, both ready")
     func migrationsRunOnce() async throws {
         let (pg, name) = try await SharedPostgres.database("migrate")
-        var log = Logger(label: "test.cluster-store")
-        log.logLevel = .warning
+        let log = {
+            var log = Logger(label: "test.cluster-store")
+            log.logLevel = .warning
+            return log
+        }()
         let clients = (0..<2).map { _ in
             PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: name, tls: .disable), backgroundLogger: log)
         }

@@ -9,7 +9,8 @@ import TestSupport
 
 /// `ClusterStore`'s transitions against the real PostgreSQL (`LocalPostgres`), with two store
 /// values under different instance names and rows back-dated instead of waiting: no Janus, no
-/// media, no serve process. Each scenario has a database of its own on the suite's server.
+/// media, no serve process. Each scenario has a database of its own on the test process's one
+/// server (`SharedPostgres`).
 @Suite(.serialized) struct ClusterStoreTests {
     /// Two instances' stores on one database, and the server's view through psql.
     struct Two {
