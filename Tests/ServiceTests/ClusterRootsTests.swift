@@ -14,7 +14,7 @@ import TestSupport
 
     @Test("refused by a: released, a's claims skip it, b takes it; refused by b too: failed naming both reasons, one history")
     func refusedThenFailed() async throws {
-        try await ClusterStoreTests.withServer(port: 15451) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "refusal")
             defer { t.close() }
             try await t.a.insert(id: "play-1", spec: ClusterStoreTests.spec, created: Date())
@@ -41,7 +41,7 @@ import TestSupport
 
     @Test("an instance gone does not hold a job up: refused by the only live one, it fails; a restart forgets its own refusals")
     func onlyLiveInstancesCount() async throws {
-        try await ClusterStoreTests.withServer(port: 15452) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "refusallive")
             defer { t.close() }
             try await t.a.insert(id: "rec-1", spec: ClusterStoreTests.spec, created: Date())
@@ -63,7 +63,7 @@ import TestSupport
 
     @Test("instances register their roots and signer; the one starting is told how each other differs")
     func differencesAreNamed() async throws {
-        try await ClusterStoreTests.withServer(port: 15453) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "instances")
             defer { t.close() }
             let same = ClusterStore.Settings(outputRoot: "/srv/rec", mediaRoot: "/srv/media", signer: "ab12")

@@ -9,7 +9,8 @@ import TestSupport
 
 /// `ClusterStore`'s transitions against the real PostgreSQL (`LocalPostgres`), with two store
 /// values under different instance names and rows back-dated instead of waiting: no Janus, no
-/// media, no serve process. Each scenario has a database of its own on the suite's server.
+/// media, no serve process. Each scenario has a database of its own on the test process's one
+/// server (`SharedPostgres`).
 @Suite(.serialized) struct ClusterStoreTests {
     /// Two instances' stores on one database, and the server's view through psql.
     struct Two {
@@ -29,9 +30,10 @@ import TestSupport
     /// never lets one run out by itself.
     static let grace = Duration.seconds(30)
 
-    /// A fresh database `name` on `pg`, migrated, with a live session of each instance
-    /// (`instance_sessions` keys 1 for a, 2 for b).
-    static func two(_ pg: LocalPostgres, _ name: String) async throws -> Two {
+    /// A fresh database on `pg` named after `prefix`, migrated, with a live session of each
+    /// instance (`instance_sessions` keys 1 for a, 2 for b).
+    static func two(_ pg: LocalPostgres, _ prefix: String) async throws -> Two {
+        let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         _ = try await pg.psql("CREATE DATABASE \(name)")
         var log = Logger(label: "test.cluster-store")
         log.logLevel = .warning
@@ -48,18 +50,14 @@ import TestSupport
         return two
     }
 
-    static func withServer(port: Int, _ body: (LocalPostgres) async throws -> Void) async throws {
-        let pg = try await LocalPostgres.start(port: port)
-        do { try await body(pg) } catch {
-            await pg.stop()
-            throw error
-        }
-        await pg.stop()
+    /// The process's shared server (`SharedPostgres`): each test makes a database of its own on it.
+    static func withServer(_ body: (LocalPostgres) async throws -> Void) async throws {
+        try await body(try await SharedPostgres.get())
     }
 
     @Test("claim, renew, the lease run out → taken over by the other, the session gone → taken over before the lease, release → claimed again")
     func claimRenewTakeOver() async throws {
-        try await Self.withServer(port: 15441) { pg in
+        try await Self.withServer { pg in
             let t = try await Self.two(pg, "takeover")
             defer { t.close() }
             try await t.a.insert(id: "rec-1", spec: Self.spec, created: Date())
@@ -100,7 +98,7 @@ import TestSupport
 
     @Test("stop: passed to a live owner (stopping, its renewal says so), settled when nobody writes it; end by the owner only; uploading until the merged manifest")
     func stopAndEnd() async throws {
-        try await Self.withServer(port: 15442) { pg in
+        try await Self.withServer { pg in
             let t = try await Self.two(pg, "stopend")
             defer { t.close() }
             // Waiting: a DELETE ends it at once, by whoever is asked.
@@ -171,10 +169,10 @@ import TestSupport
 
     @Test("step 6 names the state of rows written before it, as the columns said it")
     func backfill() async throws {
-        try await Self.withServer(port: 15443) { pg in
-            _ = try await pg.psql("CREATE DATABASE old")
+        try await Self.withServer { pg in
+            let old = try await SharedPostgres.database("old").name
             for step in ClusterMigrations.steps where step.version <= 5 {
-                for sql in step.sql { _ = try await pg.psql(sql, database: "old") }
+                for sql in step.sql { _ = try await pg.psql(sql, database: old) }
             }
             _ = try await pg.psql("""
                 CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
@@ -190,18 +188,18 @@ import TestSupport
                     ('failed', 'playback', '{}', now(), 'a', NULL, true, 'failed', NULL, NULL, NULL);
                 INSERT INTO job_owners (job_id, seq, owner, cause, started, folder_id) VALUES
                     ('uploading', 1, 'a', 'new', now(), 'f'), ('uploaded', 1, 'a', 'new', now(), 'f')
-                """, database: "old")
+                """, database: old)
             var log = Logger(label: "test.cluster-store")
             log.logLevel = .warning
-            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable),
+            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: old, tls: .disable),
                                         backgroundLogger: log)
             let running = Task { await client.run() }
             defer { running.cancel() }
             let applied = try await ClusterMigrations.run(client, logger: log)
             #expect(applied == ClusterMigrations.steps.map(\.version).filter { $0 >= 6 }, "step 6 and every one after it")
-            let states = try await pg.psql("SELECT string_agg(id || '=' || state, ' ' ORDER BY id) FROM jobs", database: "old")
+            let states = try await pg.psql("SELECT string_agg(id || '=' || state, ' ' ORDER BY id) FROM jobs", database: old)
             #expect(states == "failed=failed paused=paused running=running stopped-free=stopping stopping=stopping uploaded=done uploading=uploading waiting=queued")
-            #expect(try await pg.psql("SELECT ended IS NOT NULL FROM jobs WHERE id = 'failed'", database: "old") == "t", "an ended row says when")
+            #expect(try await pg.psql("SELECT ended IS NOT NULL FROM jobs WHERE id = 'failed'", database: old) == "t", "an ended row says when")
         }
     }
 
@@ -218,7 +216,7 @@ import TestSupport
 
     @Test("admission: a job is queued while the live instances' --max-jobs leave room together, refused (Full) past it; a gone instance's room is not counted (issue 44 item 3)")
     func admission() async throws {
-        try await Self.withServer(port: 15444) { pg in
+        try await Self.withServer { pg in
             let t = try await Self.two(pg, "admission")
             defer { t.close() }
             _ = try await t.sql("UPDATE instance_sessions SET max_jobs = 1")

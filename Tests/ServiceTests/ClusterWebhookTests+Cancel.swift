@@ -12,7 +12,7 @@ extension ClusterWebhookTests {
     /// from the cancelled task fails. The receiver takes the connection and never answers.
     @Test("a delivery cancelled while its post hangs frees the event's claim at once, not after the claim's hold")
     func cancelledDeliveryUnclaims() async throws {
-        try await ClusterStoreTests.withServer(port: 15465) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let port = try RelayServers.freePort()
             // Listening, never accepting: the POST connects (the backlog) and waits for an answer.
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -42,7 +42,7 @@ extension ClusterWebhookTests {
     @Test("events queued on an instance's own disk survive its crash and reach the database in order, before the job's end")
     func localEventsMovedInOrder() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15466) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let s = try await Self.scene(pg, "inbox", port: 18675)
             defer { s.close() }
             let folder = s.dir.appendingPathComponent("state-a/tasks")

@@ -87,7 +87,7 @@ import Webhooks
     @Test("events a dead instance queued are delivered by another, in order per job, each once (issue 44 item 1)")
     func deadInstancesEvents() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15461) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let s = try await Self.scene(pg, "deadqueuer", port: 18671)
             defer { s.close() }
             let receiver = try await s.receiver()
@@ -126,7 +126,7 @@ import Webhooks
     @Test("a receiver failing, then healthy: every event delivered afterwards in order per job; only each job's first one tried meanwhile; one given up after its day lets the next go")
     func receiverFailingThenHealthy() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15462) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let s = try await Self.scene(pg, "failing", port: 18672)
             defer { s.close() }
             let events: [(String, WebhookEventType, String)] = [
@@ -165,7 +165,7 @@ import Webhooks
     @Test("two instances report the same upload failure: queued once, delivered once with one body (issue 44 item 5)")
     func uploadFailedOnce() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15463) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let s = try await Self.scene(pg, "uploadfailed", port: 18673)
             defer { s.close() }
             try await s.a.insert(id: "rec-u", spec: ClusterStoreTests.spec, created: Date())
@@ -203,7 +203,7 @@ import Webhooks
     @Test("a waiting job DELETEd gets one job.finished, whichever instance is asked and however often (issue 44 item 3)")
     func waitingJobDeleted() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15464) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let s = try await Self.scene(pg, "waitingdeleted", port: 18674)
             defer { s.close() }
             try await s.a.insert(id: "rec-w", spec: ClusterStoreTests.spec, created: Date())

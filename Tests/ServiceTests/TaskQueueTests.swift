@@ -15,7 +15,7 @@ import TestSupport
 
     @Test("enqueue: in the transaction that causes it (a rollback queues nothing), once per key, in order per job; claim skips what another holds and what is pinned to another")
     func enqueueAndClaim() async throws {
-        try await ClusterStoreTests.withServer(port: 15471) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "tasks_claim")
             defer { t.close() }
             struct Rollback: Error {}
@@ -55,7 +55,7 @@ import TestSupport
 
     @Test("a failed try backs off (run_at, attempts, last error) and is claimed again once due; the claimer alone writes it; one past its day is discarded")
     func failAndRetry() async throws {
-        try await ClusterStoreTests.withServer(port: 15472) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "tasks_retry")
             defer { t.close() }
             try await t.a.enqueue(Self.webhook("rec-1.started.0"))
@@ -91,7 +91,7 @@ import TestSupport
 
     @Test("the rescuer: a claim held is kept; one run out or whose claimer's session is gone is available again (the claimer's late answer then refused); past its day, discarded")
     func rescue() async throws {
-        try await ClusterStoreTests.withServer(port: 15473) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "tasks_rescue")
             defer { t.close() }
             for key in ["t-1", "t-2", "t-3"] { try await t.a.enqueue(Self.webhook(key, job: nil)) }
@@ -118,12 +118,12 @@ import TestSupport
 
     @Test("step 11 moves the webhook outbox's rows onto tasks: delivered ones completed, given-up ones discarded, claimed ones available again, a job's order and each body kept")
     func webhookRowsMoved() async throws {
-        try await ClusterStoreTests.withServer(port: 15474) { pg in
-            _ = try await pg.psql("CREATE DATABASE old")
-            _ = try await pg.psql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", database: "old")
+        try await ClusterStoreTests.withServer { pg in
+            let old = try await SharedPostgres.database("old").name
+            _ = try await pg.psql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", database: old)
             for step in ClusterMigrations.steps where step.version <= 10 {
-                for sql in step.sql { _ = try await pg.psql(sql, database: "old") }
-                _ = try await pg.psql("INSERT INTO schema_migrations (version) VALUES (\(step.version))", database: "old")
+                for sql in step.sql { _ = try await pg.psql(sql, database: old) }
+                _ = try await pg.psql("INSERT INTO schema_migrations (version) VALUES (\(step.version))", database: old)
             }
             _ = try await pg.psql("""
                 INSERT INTO webhook_events (event_id, job_id, seq, type, body, queued_by, attempts, delivered, gave_up, claimed_by, claim_until) VALUES
@@ -132,20 +132,20 @@ import TestSupport
                     ('rec-1.resumed.1', 'rec-1', 3, 'job.resumed', '{}', 'a', 0, NULL, NULL, NULL, NULL),
                     ('rec-2.started.0', 'rec-2', 1, 'job.started', '{}', 'b', 9, NULL, now(), NULL, NULL),
                     ('lone', NULL, 1, 'upload.failed', '{}', 'b', 0, NULL, NULL, NULL, NULL)
-                """, database: "old")
+                """, database: old)
             var log = Logger(label: "test.tasks")
             log.logLevel = .warning
-            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable),
+            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: old, tls: .disable),
                                         backgroundLogger: log)
             let running = Task { await client.run() }
             defer { running.cancel() }
             #expect(try await ClusterMigrations.run(client, logger: log) == ClusterMigrations.steps.map(\.version).filter { $0 >= 11 })
             let rows = try await pg.psql("""
                 SELECT string_agg(key || ':' || coalesce(seq::text, '-') || ':' || state || ':' || attempts || ':' || (args->>'type') || ':' || payload, ' ' ORDER BY id) FROM tasks
-                """, database: "old")
+                """, database: old)
             #expect(rows == #"rec-1.started.0:1:completed:1:job.started:{"a": 1} rec-1.paused.1:2:available:3:job.paused:{"b":  2} "#
                     + "rec-1.resumed.1:3:available:0:job.resumed:{} rec-2.started.0:1:discarded:9:job.started:{} lone:-:available:0:upload.failed:{}")
-            #expect(try await pg.psql("SELECT to_regclass('webhook_events') IS NULL", database: "old") == "t")
+            #expect(try await pg.psql("SELECT to_regclass('webhook_events') IS NULL", database: old) == "t")
         }
     }
 }

@@ -42,7 +42,8 @@ public final class LocalPostgres: Sendable {
     /// initdb).
     /// `addresses`: where it listens (a second loopback address lets a test cut one client off
     /// with iptables while another keeps its connection).
-    public static func start(port: Int, addresses: [String] = ["127.0.0.1"]) async throws -> LocalPostgres {
+    /// `maxConnections`: a server shared by many suites' tests at once needs more than one test's 50.
+    public static func start(port: Int, addresses: [String] = ["127.0.0.1"], maxConnections: Int = 50) async throws -> LocalPostgres {
         let bin = try binaries()
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sfubot-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -62,7 +63,7 @@ public final class LocalPostgres: Sendable {
         // Through pg_ctl: the server runs detached with its output in a log file (a server
         // holding the test's pipes kept their reads from ever ending), and `-w` returns once it
         // takes connections. The socket in the test's folder, not /var/run/postgresql.
-        let options = "-k \(folder.path) -c listen_addresses=\(addresses.joined(separator: ",")) -p \(port) -F -c max_connections=50"
+        let options = "-k \(folder.path) -c listen_addresses=\(addresses.joined(separator: ",")) -p \(port) -F -c max_connections=\(maxConnections)"
         let log = folder.appendingPathComponent("postgres.log").path
         let (pgctl, args) = command("pg_ctl", ["start", "-w", "-t", "30", "-D", data, "-l", log, "-o", options])
         let started = try await ChildProcess.run("/bin/bash", ["-c", closeInherited, "pg_ctl", pgctl] + args)
@@ -96,6 +97,22 @@ public final class LocalPostgres: Sendable {
     public func stop() async {
         _ = try? await ChildProcess.run(stopCommand.0, stopCommand.1)
         removeFolder()
+    }
+
+    /// Stops the server (immediately) and removes its folder once process `pid` has ended, however
+    /// it ends: a server shared by a whole test process has no test to stop it. A watchdog of its
+    /// own session (`setsid`), so that a signal to the test's process group spares it.
+    public func stopWhenGone(pid: Int32) async throws {
+        let script = """
+            for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+            exec </dev/null >/dev/null 2>&1
+            pid=$1 folder=$2; shift 2
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+            "$@"
+            rm -rf "$folder"
+            """
+        let r = try await ChildProcess.run("/usr/bin/setsid", ["-f", "/bin/bash", "-c", script, "watchdog", "\(pid)", folder.path, stopCommand.0] + stopCommand.1)
+        guard r.status == 0 else { throw Failed(description: "setsid exited \(r.status): \(r.errText)") }
     }
 
     private func removeFolder() { try? FileManager.default.removeItem(at: folder) }
