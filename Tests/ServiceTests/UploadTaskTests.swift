@@ -186,4 +186,43 @@ import Webhooks
             await moto.stop()
         }
     }
+
+    @Test("step 12 moves job_uploads onto tasks: pending available and pinned to its uploader (the inline merged manifest to none), uploaded completed with its object, missing discarded; GET's counts unchanged")
+    func migration() async throws {
+        try await ClusterStoreTests.withServer(port: 15494) { pg in
+            _ = try await pg.psql("CREATE DATABASE old")
+            for step in ClusterMigrations.steps where step.version <= 11 {
+                for sql in step.sql { _ = try await pg.psql(sql, database: "old") }
+            }
+            _ = try await pg.psql("""
+                CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+                INSERT INTO schema_migrations (version) SELECT generate_series(1, 11);
+                INSERT INTO jobs (id, kind, spec, created, state, final_state, ended) VALUES ('rec-m', 'recording', '{}', now(), 'uploading', 'done', now());
+                INSERT INTO job_uploads (job_id, key, name, file, content, folder_id, size, sha256, uploader, uploader_session, state, object, attempts, last_error) VALUES
+                    ('rec-m', 'rec/rec-m/a.mka', 'a.mka', '/d/a.mka', NULL, 'f', 10, 'aa', 'a', 1, 'pending', NULL, 3, 'the store answered 503'),
+                    ('rec-m', 'rec/rec-m/b.mka', 'b.mka', '/d/b.mka', NULL, 'f', 20, 'bb', 'b', 2, 'uploaded', '{"key": "rec/rec-m/b.mka", "url": "u", "size": 20, "sha256": "bb", "etag": "e", "parts": 1}', 1, NULL),
+                    ('rec-m', 'rec/rec-m/c.mka', 'c.mka', '/d/c.mka', NULL, 'f', NULL, NULL, 'a', 1, 'missing', NULL, 1, 'gone'),
+                    ('rec-m', 'rec/rec-m/recording.json', 'recording.json', '/s/rec-m.recording.json', '{"job": "rec-m"}', NULL, NULL, NULL, 'b', 2, 'pending', NULL, 0, NULL)
+                """, database: "old")
+            var log = Logger(label: "test.upload-tasks")
+            log.logLevel = .warning
+            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable),
+                                        backgroundLogger: log)
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            #expect(try await ClusterMigrations.run(client, logger: log) == ClusterMigrations.steps.map(\.version).filter { $0 >= 12 })
+            let rows = try await pg.psql("""
+                SELECT string_agg(args->>'name' || ':' || coalesce(pinned_to, '-') || ':' || state || ':' || attempts || ':' || (payload IS NOT NULL)
+                                  || ':' || coalesce(args->>'by', '-') || ':' || coalesce((args->>'object')::jsonb->>'etag', '-'), ' ' ORDER BY key)
+                FROM tasks WHERE kind = 'upload' AND job_id = 'rec-m'
+                """, database: "old")
+            #expect(rows == "a.mka:a:available:3:false:-:- b.mka:b:completed:2:false:b:e c.mka:a:discarded:1:false:-:- recording.json:-:available:0:true:-:-")
+            #expect(try await pg.psql("SELECT args->>'folder' || ':' || (args->>'size') || ':' || (args->>'sha256') FROM tasks WHERE key = 'rec/rec-m/a.mka'", database: "old") == "f:10:aa")
+            #expect(try await pg.psql("SELECT to_regclass('job_uploads') IS NULL", database: "old") == "t", "dropped")
+            let store = ClusterStore(client: client, instance: "a", lease: .seconds(60), log: log,
+                                     session: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable))
+            let shown = try #require(try await store.uploads(of: "rec-m"))
+            #expect(shown.pending == 2 && shown.uploaded == 1 && shown.missing == 1 && shown.failedTries == 5 && shown.lastError == "the store answered 503", "\(shown)")
+        }
+    }
 }
