@@ -1,12 +1,10 @@
 import Crypto
 import Foundation
-import Locking
 import Logging
 import ObjectStore
 import PostgresNIO
 @testable import Service
 import Spool
-import Synchronization
 import Testing
 import TestSupport
 import Webhooks
@@ -45,6 +43,12 @@ import Webhooks
         #expect(try await t.state(id) == "uploading")
     }
 
+    /// The folders a takeover asked about.
+    actor Asked {
+        var folders: [String] = []
+        func add(_ folder: String) { folders.append(folder) }
+    }
+
     static func file(_ dir: URL, _ name: String, bytes: Int) throws -> String {
         let url = dir.appendingPathComponent(name)
         try Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: url)
@@ -72,10 +76,10 @@ import Webhooks
             let never: @Sendable (String, String) async -> Bool = { _, _ in Issue.record("asked before the grace"); return false }
             #expect(try await t.b.takeUploads(grace: ClusterStoreTests.grace, reachable: never).isEmpty, "gone for less than the grace")
             _ = try await t.sql("UPDATE instance_sessions SET gone_since = now() - interval '1 hour' WHERE key = 1")
-            let asked = Locked<[String]>([])
-            #expect(try await t.b.takeUploads(grace: ClusterStoreTests.grace) { folder, id in asked.withLock { $0.append("\(folder)#\(id)") }; return false }.isEmpty,
+            let asked = Asked()
+            #expect(try await t.b.takeUploads(grace: ClusterStoreTests.grace) { folder, id in await asked.add("\(folder)#\(id)"); return false }.isEmpty,
                     "its own disk: the same path here is another folder")
-            #expect(asked.withLock { $0 } == ["/shared/rec-1#f-a"], "asked once per folder")
+            #expect(await asked.folders == ["/shared/rec-1#f-a"], "asked once per folder")
             let taken = try await t.b.takeUploads(grace: ClusterStoreTests.grace) { _, _ in true }
             #expect(taken.map(\.from) == ["a", "a"] && taken.allSatisfy { $0.job == "rec-1" })
             #expect(try await t.sql("SELECT string_agg(pinned_to, ',') FROM tasks WHERE kind = 'upload'") == "b,b")
