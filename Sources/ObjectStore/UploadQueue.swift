@@ -4,15 +4,6 @@ public import Spool
 import CoreMetrics
 import Crypto
 
-/// Whether a queued file is still this queue's to upload.
-public enum UploadCheck: Sendable, Equatable {
-    case upload
-    /// Another uploader has it: the entry is removed, the file left alone.
-    case drop(String)
-    /// Cannot tell now (the database is away): tried again later.
-    case wait(String)
-}
-
 /// One file waiting for the store.
 public struct UploadEntry: Retrying, Equatable {
     public var file: String
@@ -52,9 +43,6 @@ public final class UploadQueue: Sendable {
     public typealias Uploaded = @Sendable (UploadEntry, UploadedObject) async -> Void
     /// A failed try: the entry, why, and whether it was given up (its file is gone: never retried).
     public typealias Failed = @Sendable (UploadEntry, String, Bool) async -> Void
-    /// Asked before each upload whether the entry is still this queue's to send (serve's
-    /// cluster: another instance may have taken it over).
-    public typealias Check = @Sendable (UploadEntry) async -> UploadCheck
 
     let runner: SpoolRunner<UploadEntry>
     let client: S3Client
@@ -63,22 +51,19 @@ public final class UploadQueue: Sendable {
     private let counts = Tally(Stats())
     private let uploaded: Uploaded
     private let failed: Failed
-    private let check: Check
 
-    /// `uploaded` hears of each verified object; `failed` of each failed try (with its reason);
-    /// `check` is asked before each upload.
+    /// `uploaded` hears of each verified object; `failed` of each failed try (with its reason).
     public init(directory: URL, client: S3Client, sizes: UploadSizes = UploadSizes(),
                 schedule: RetrySchedule = RetrySchedule(first: .seconds(5), maximum: .seconds(600)),
                 logger: Logger = Logger(label: "sfubot.upload"),
-                uploaded: @escaping Uploaded = { _, _ in }, failed: @escaping Failed = { _, _, _ in },
-                check: @escaping Check = { _ in .upload }) throws(SpoolError) {
+                uploaded: @escaping Uploaded = { _, _ in }, failed: @escaping Failed = { _, _, _ in }) throws(SpoolError) {
         let spool = try Spool<UploadEntry>(directory: directory, what: "the upload queue")
         let counts = self.counts
         runner = SpoolRunner(spool: spool, schedule: schedule, logger: logger) { depth in
             counts.update { $0.depth = depth }
             Gauge(label: "sfubot_upload_queue_depth").record(depth)
         }
-        (self.client, self.sizes, self.logger, self.uploaded, self.failed, self.check) = (client, sizes, logger, uploaded, failed, check)
+        (self.client, self.sizes, self.logger, self.uploaded, self.failed) = (client, sizes, logger, uploaded, failed)
         let depth = spool.load().entries.count
         counts.update { $0.depth = depth }
         Gauge(label: "sfubot_upload_queue_depth").record(depth)
@@ -119,15 +104,6 @@ public final class UploadQueue: Sendable {
             // Told again: a crash may have come between the entry's write and the telling.
             await uploaded(entry, object)
             return await finish(entry, object)
-        }
-        switch await check(entry) {
-        case .upload: break
-        case .drop(let why):
-            // The local file stays: whoever owns the entry now uploads (and deletes) it.
-            logger.info("upload of \(entry.file) to \(entry.key) dropped here: \(why)")
-            return .done
-        case .wait(let why):
-            return .retry(why)
         }
         do {
             let object = try await client.upload(file: entry.file, key: entry.key, sizes: sizes)

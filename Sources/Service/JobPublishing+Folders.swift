@@ -26,7 +26,7 @@ extension JobPublishing {
     /// Each noted folder whose job has ended: queued (the last owner's folder at the job's
     /// prefix, an earlier owner's own disk under `part-N/`), or forgotten if another instance
     /// queued the same folder.
-    func queueEndedFolders(_ store: ClusterStore, session: Int64) async {
+    func queueEndedFolders(_ store: ClusterStore) async {
         let parts = self.parts
         let noted = await OffPool.run(on: files) { parts.load().entries.map(\.entry) }
         for part in noted {
@@ -39,7 +39,7 @@ extension JobPublishing {
                 case .forgotten:
                     // Kept in the database while its uploads wait: only a job ended without storage, or removed by hand.
                     logger.warning("job \(part.job) is no longer in the database: its folder \(part.folder) stays where it is, not uploaded")
-                case .ended(let prefix): try await queueFolder(part, prefix: prefix, store, session: session)
+                case .ended(let prefix): try await queueFolder(part, prefix: prefix, store)
                 }
                 try await OffPool.run(on: files) { try parts.remove(part.job) }
             } catch {
@@ -48,8 +48,8 @@ extension JobPublishing {
         }
     }
 
-    private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore, session: Int64) async throws {
-        guard let uploads, let location else { return }
+    private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore) async throws {
+        guard let location else { return }
         let (found, manifest) = await OffPool.run(on: files) {
             (Self.localFiles(part.folder, hash: true),
              try? String(contentsOfFile: URL(fileURLWithPath: part.folder).appendingPathComponent("manifest.json").path, encoding: .utf8))
@@ -58,12 +58,11 @@ extension JobPublishing {
             ClusterStore.UploadRow(job: part.job, key: location.key("\(part.job)/\(prefix)\(file.relative)"), name: prefix + file.relative,
                                    file: file.path, folderID: part.folderID, size: file.size, sha256: file.sha256)
         }
-        guard try await store.queueFolder(job: part.job, folderID: part.folderID, folder: part.folder, prefix: prefix, manifest: manifest, rows: rows,
-                                          session: session) else {
+        guard try await store.queueFolder(job: part.job, folderID: part.folderID, folder: part.folder, prefix: prefix, manifest: manifest,
+                                          rows: rows) else {
             logger.info("job \(part.job): its folder \(part.folder) was queued by another instance (shared storage)")
             return
         }
         logger.info("job \(part.job): \(rows.count) file(s) of \(part.folder) queued for \(location)\(prefix.isEmpty ? "" : " under \(prefix)")")
-        await Self.enqueue(rows, uploads: uploads, on: files, log: logger)
     }
 }

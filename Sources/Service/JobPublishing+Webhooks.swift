@@ -26,10 +26,14 @@ extension JobPublishing {
     /// `upload.failed` of a file's `attempts`-th failed try: on the first and every tenth after,
     /// so that a store down for hours does not flood the receiver. Its id names the file and
     /// the try: queued once whoever reports it.
-    static func uploadFailedEvent(_ entry: UploadEntry, _ why: String, attempts: Int) -> WebhookEvent? {
+    static func uploadFailedEvent(job: String?, file: String, key: String, _ why: String, attempts: Int) -> WebhookEvent? {
         guard attempts > 0, (attempts - 1) % 10 == 0 else { return nil }
-        let event = UploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, attempts: attempts, reason: why)
-        return try? WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: entry.key)).failed.\(attempts - 1)")
+        let event = UploadFailedEvent(job: job, file: file, key: key, attempts: attempts, reason: why)
+        return try? WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: key)).failed.\(attempts - 1)")
+    }
+
+    static func uploadFailedEvent(_ entry: UploadEntry, _ why: String, attempts: Int) -> WebhookEvent? {
+        uploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, why, attempts: attempts)
     }
 
     /// The events of an older version's outbox directory (`webhooks/`), queued as tasks (not

@@ -11,6 +11,9 @@ import Spool
 /// neither. A recording's `job.finished` with storage waits until every file is uploaded and
 /// verified, and names the objects; the job's upload batch waits in the state directory meanwhile.
 public final class JobPublishing: Sendable {
+    /// The object store (`--storage`; nil: nothing uploaded).
+    let storage: S3Client?
+    /// One instance's uploads (without `--database`; with it, `upload` tasks: JobPublishing+UploadTask).
     let uploads: UploadQueue?
     let location: S3Location?
     /// Signs and POSTs the webhook tasks (nil: no `--webhook-url`).
@@ -46,45 +49,22 @@ public final class JobPublishing: Sendable {
         let batches = try Spool<UploadBatch>(directory: stateDirectory.appendingPathComponent("upload-batches"), what: "the upload batches")
         parts = try Spool<RecordingPart>(directory: stateDirectory.appendingPathComponent("recording-parts"), what: "the recording folders held")
         let progress = Tally(Dictionary(uniqueKeysWithValues: batches.load().entries.map { ($0.id, JobStatus.Uploads($0.entry)) }))
-        (self.webhooks, self.batches, self.progress, self.logger, location) = (webhooks, batches, progress, logger, storage?.location)
+        (self.webhooks, self.batches, self.progress, self.logger, location, self.storage) = (webhooks, batches, progress, logger, storage?.location, storage)
         let tasks = try LocalTaskQueue(directory: stateDirectory.appendingPathComponent("tasks"),
                                        policy: TaskPolicy(schedule: webhooks?.schedule ?? TaskPolicy<DatabaseInstant>.standardSchedule), logger: logger)
         self.tasks = tasks
         // Events an older version left in its outbox directory are tasks now.
         if webhooks != nil { Self.adoptOutbox(stateDirectory.appendingPathComponent("webhooks"), into: tasks, logger: logger) }
         let webhookTasks = webhooks == nil ? nil : tasks
-        let cluster = self.cluster, location = storage?.location
         @Sendable func settle(_ entry: UploadEntry, _ object: UploadedObject?) async {
-            if let store = cluster.value, let location, let job = entry.context["job"] {
-                do {
-                    // Its next step (a `merged` task, `job.finished`) is queued with it.
-                    _ = try await store.settleUpload(job: job, key: entry.key, object: object, mergedKey: Self.mergedKey(job, location))
-                } catch {
-                    // The local entry is done; the row stays pending until its uploader's
-                    // session ends and another instance uploads it again (same bytes, same key).
-                    logger.error("job \(job): \(entry.key) is \(object == nil ? "missing" : "uploaded") but the database cannot be told: \(error)")
-                }
-            } else {
-                Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhookTasks, logger: logger)
-            }
+            Self.settled(entry, object, batches: batches, progress: progress, webhooks: webhookTasks, logger: logger)
         }
         uploads = try storage.map { client in
             try UploadQueue(directory: stateDirectory.appendingPathComponent("uploads"), client: client, logger: logger,
                             uploaded: { entry, object in await settle(entry, object) },
                             failed: { entry, why, givenUp in
-                                let store = cluster.value
-                                Self.uploadFailed(entry, why, progress: progress, webhooks: store == nil ? webhookTasks : nil, logger: logger)
-                                if let store, let job = entry.context["job"] {
-                                    // The table counts the tries and queues upload.failed with them.
-                                    do { try await store.uploadFailed(job: job, key: entry.key, why: why) { Self.uploadFailedEvent(entry, why, attempts: $0) } } catch {
-                                        logger.warning("job \(job): a failed upload of \(entry.key) cannot be counted in the database: \(error)")
-                                    }
-                                }
+                                Self.uploadFailed(entry, why, progress: progress, webhooks: webhookTasks, logger: logger)
                                 if givenUp { await settle(entry, nil) }
-                            },
-                            check: { entry in
-                                guard let store = cluster.value else { return .upload }
-                                return await Self.clusterCheck(entry, store)
                             })
         }
     }
@@ -93,13 +73,18 @@ public final class JobPublishing: Sendable {
     /// disk (or in the database) for the next start.
     func run() async {
         await withTaskGroup(of: Void.self) { group in
-            if let uploads { group.addTask { await uploads.run() } }
             // The one loop over this instance's task queue: the state folder's, or with
-            // --database the cluster's, into which it moves the state folder's tasks first.
+            // --database the cluster's (uploads among its tasks), into which it moves the state
+            // folder's tasks first.
             var worker = TaskWorker(queue: tasks, webhooks: webhooks)
             if let store = clusterStore {
                 worker = TaskWorker(queue: store, webhooks: webhooks, inbox: tasks)
-                if uploads != nil { worker.merge = { @Sendable job in await self.mergeTask(job) } }
+                if storage != nil {
+                    worker.merge = { @Sendable job in await self.mergeTask(job) }
+                    worker.upload = { @Sendable task in await self.uploadTask(task) }
+                }
+            } else if let uploads {
+                group.addTask { await uploads.run() }
             }
             guard !worker.kinds.isEmpty else { return }
             group.addTask { [worker] in await worker.run(session: { self.session.value }, log: self.logger) }
@@ -134,7 +119,7 @@ public final class JobPublishing: Sendable {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
         }
-        if uploads != nil, clusterStore != nil { return }
+        if storage != nil, clusterStore != nil { return }
         files.async { [self] in
             let found = Self.localFiles(directory, hash: uploads == nil)
             guard let uploads, let location else {

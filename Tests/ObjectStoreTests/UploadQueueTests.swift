@@ -160,28 +160,4 @@ import TestSupport
         #expect(queue.pending().map(\.key) == ["f/fifo.mkv"], "the vanished file's entry is given up, the FIFO's kept")
         #expect(FileManager.default.fileExists(atPath: fifo))
     }
-
-    @Test("an entry another uploader has is dropped, its file left alone and nothing sent; one that cannot be checked waits, kept")
-    func checkedBeforeEachUpload() async throws {
-        let dir = try Scene.tempDirectory("upload-check")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        // Nothing listens there: an upload tried would fail and count a failure.
-        let client = try Self.client(18616)
-        let theirs = try Self.file(dir, "theirs.opus", bytes: 100), unknown = try Self.file(dir, "unknown.opus", bytes: 100)
-        let queue = try UploadQueue(directory: dir.appendingPathComponent("queue"), client: client, sizes: Self.sizes, schedule: Self.fast,
-                                    check: { entry in entry.key.hasSuffix("theirs.opus") ? .drop("taken over by b") : .wait("the database is away") })
-        try queue.enqueue(file: theirs.path, key: "c/theirs.opus")
-        try queue.enqueue(file: unknown.path, key: "c/unknown.opus")
-        let running = Task { await queue.run() }
-        let settled = await eventually(within: 30) {
-            let pending = queue.pending()
-            return pending.count == 1 && pending.first?.lastError == "the database is away"
-        }
-        running.cancel()
-        await running.value
-        #expect(settled, "\(queue.pending())")
-        #expect(queue.pending().map(\.key) == ["c/unknown.opus"])
-        #expect(queue.stats.failures == 0 && queue.stats.uploaded == 0, "\(queue.stats)")
-        #expect(FileManager.default.fileExists(atPath: theirs.path) && FileManager.default.fileExists(atPath: unknown.path))
-    }
 }

@@ -144,7 +144,7 @@ import TestSupport
             _ = try await t.a.end("rec-4", .init(state: .failed, ended: Date(), error: "it broke"), status: nil)
             #expect(try await t.state("rec-4") == "uploading")
             #expect(try await t.b.stalledUploads().isEmpty, "no folder queued yet")
-            #expect(try await t.a.queueFolder(job: "rec-4", folderID: "f-a", folder: "/x", prefix: "", manifest: nil, rows: [], session: 1))
+            #expect(try await t.a.queueFolder(job: "rec-4", folderID: "f-a", folder: "/x", prefix: "", manifest: nil, rows: []))
             #expect(try await t.b.stalledUploads() == ["rec-4"])
             guard case .merge = try await t.b.nextStep(job: "rec-4", mergedKey: "rec/rec-4/recording.json") else { Issue.record("merge first"); return }
             _ = try await t.a.nextStep(job: "rec-4", mergedKey: "rec/rec-4/recording.json")
@@ -154,7 +154,8 @@ import TestSupport
             #expect(merge.job == "rec-4")
             #expect(try await t.a.finish(merge, .done, cancelled: false) == .complete)
             _ = try await t.sql("""
-                INSERT INTO job_uploads (job_id, key, name, file, uploader, state) VALUES ('rec-4', 'rec/rec-4/recording.json', 'recording.json', '-', 'b', 'uploaded')
+                INSERT INTO tasks (kind, key, job_id, args, state, queued_by, finished)
+                VALUES ('upload', 'rec/rec-4/recording.json', 'rec-4', '{"name": "recording.json"}', 'completed', 'b', now())
                 """)
             guard case .finished(let done) = try await t.b.nextStep(job: "rec-4", mergedKey: "rec/rec-4/recording.json"), done.failedJob else {
                 Issue.record("finished, as failed"); return

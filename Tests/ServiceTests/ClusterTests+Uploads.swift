@@ -4,12 +4,12 @@ import ObjectStore
 import Testing
 import TestSupport
 
-/// A recording's uploads known to the whole cluster (`job_uploads`): the instance that queued
+/// A recording's uploads known to the whole cluster (`upload` tasks): the instance that queued
 /// them may die before the store is back; another shows them, takes them over and uploads them.
 extension MediaScene.ClusterTests {
     static let uploadsMotoPort = 18598
 
-    @Test("the store refused and the recording's owner SIGKILLed with its files pending: the other instance shows them, takes them over once the store is back, the bucket holds the tone; the killed one restarted drops its copies")
+    @Test("the store refused and the recording's owner SIGKILLed with its files pending: the other instance shows them, takes them over once the store is back, the bucket holds the tone; the killed one restarted uploads nothing twice")
     func uploadsOutliveTheirInstance() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
         let room = try await Scene.createRoom()
@@ -50,7 +50,7 @@ extension MediaScene.ClusterTests {
             let shown = try #require(failing["uploads"] as? [String: Any])
             let pending = try #require(shown["pending"] as? Int)
             #expect(shown["uploaded"] as? Int == 0 && (shown["lastError"] as? String)?.isEmpty == false, "\(shown)")
-            let queuedBy = try await pg.psql("SELECT string_agg(DISTINCT uploader, ',') FROM job_uploads WHERE job_id = '\(id)'")
+            let queuedBy = try await pg.psql("SELECT string_agg(DISTINCT pinned_to, ',') FROM tasks WHERE kind = 'upload' AND job_id = '\(id)'")
             #expect(queuedBy == first, "the owner queued them as its own")
 
             let killed = Date()
@@ -61,7 +61,7 @@ extension MediaScene.ClusterTests {
             // Taken over (the folder is on shared storage): an operator's abandon of the dead
             // owner gives up nothing (nothing of it waits, or the uploads have finished: no file missing below).
             let takenBy = ContinuousClock.now + .seconds(30)
-            func holders() async throws -> String { try await pg.psql("SELECT string_agg(DISTINCT uploader, ',') FROM job_uploads WHERE job_id = '\(id)'") }
+            func holders() async throws -> String { try await pg.psql("SELECT string_agg(DISTINCT pinned_to, ',') FROM tasks WHERE kind = 'upload' AND job_id = '\(id)'") }
             while try await holders() != otherName, ContinuousClock.now < takenBy { try await Task.sleep(for: .milliseconds(100)) }
             let abandon = try await other.request("POST", "/v1/recordings/\(id)/uploads/abandon", json: ["instance": first, "reason": "test"])
             #expect(abandon.status == 409, "\(abandon.status) \(abandon.text)")
@@ -73,7 +73,7 @@ extension MediaScene.ClusterTests {
                   + String(format: "%.1f s later", Date().timeIntervalSince(killed)))
             // The folder's files, then the merged manifest the other wrote once they were in.
             #expect(settled["uploaded"] as? Int == pending + 1 && settled["missing"] as? Int == 0 && settled["pending"] as? Int == 0, "\(settled)")
-            let byOther = try await pg.psql("SELECT count(*) FROM job_uploads WHERE job_id = '\(id)' AND uploader = '\(otherName)' AND state = 'uploaded'")
+            let byOther = try await pg.psql("SELECT count(*) FROM tasks WHERE kind = 'upload' AND job_id = '\(id)' AND args->>'by' = '\(otherName)' AND state = 'completed'")
             #expect(Int(byOther) == pending + 1, "every file uploaded by the instance that took them: \(byOther)")
             #expect(try await other.metric("sfubot_upload_takeovers_total") == Double(pending))
 
@@ -112,15 +112,15 @@ extension MediaScene.ClusterTests {
                 #expect(bodies.count == 1, "\(event): \(bodies.count) different bodies")
             }
 
-            // The killed instance comes back on its state directory: its queue still holds the
-            // files, which are no longer its own; it drops them and changes nothing.
+            // The killed instance comes back on its state directory: nothing is pinned to it any
+            // more (the files were re-pinned to the other), so it uploads nothing again.
             let back = try await Self.serve(first, port: first == "a" ? 18534 : 18535, dir: dir, database: pg.url(), token: pair.a.token, extra: flags)
             if first == "a" { pair.a = back } else { pair.b = back }
             let deadline = ContinuousClock.now + .seconds(30)
             while try await back.metric("sfubot_upload_queue_depth") > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(250)) }
-            #expect(try await back.metric("sfubot_upload_queue_depth") == 0, "its old entries dropped")
+            #expect(try await back.metric("sfubot_upload_queue_depth") == 0, "nothing left to upload")
             #expect(try await back.metric("sfubot_uploads_total") == 0, "nothing uploaded twice")
-            let after = try await pg.psql("SELECT count(*) FROM job_uploads WHERE job_id = '\(id)' AND uploader = '\(otherName)' AND state = 'uploaded'")
+            let after = try await pg.psql("SELECT count(*) FROM tasks WHERE kind = 'upload' AND job_id = '\(id)' AND args->>'by' = '\(otherName)' AND state = 'completed'")
             #expect(after == byOther)
             for (name, sha) in hashes {
                 let bytes = try await store.client.get(key: "rec/\(id)/\(name)")
@@ -197,7 +197,7 @@ extension MediaScene.ClusterTests {
             pair.a.process.signal(SIGKILL)
             _ = await pair.a.process.exit(within: .seconds(10))
             try await Task.sleep(for: .seconds(4))
-            let holders = try await pg.psql("SELECT string_agg(DISTINCT uploader, ',') FROM job_uploads WHERE job_id = '\(id)' AND state = 'pending'")
+            let holders = try await pg.psql("SELECT string_agg(DISTINCT pinned_to, ',') FROM tasks WHERE kind = 'upload' AND job_id = '\(id)' AND state IN ('available', 'running')")
             #expect(holders == "a", "A's own disk's files wait for A: \(holders)")
             #expect(try await b.metric("sfubot_upload_takeovers_total") == 0)
             try await Faults.allowTCP(port: 18599)
@@ -210,7 +210,7 @@ extension MediaScene.ClusterTests {
             }
             let settled = try #require(done["uploads"] as? [String: Any])
             #expect(settled["waitingFor"] == nil && (settled["uploaded"] as? Int ?? 0) > fromB + 1, "\(settled)")
-            let keys = try await pg.psql("SELECT string_agg(name, ',' ORDER BY name) FROM job_uploads WHERE job_id = '\(id)' AND uploader = 'a' AND name <> 'recording.json'")
+            let keys = try await pg.psql("SELECT string_agg(args->>'name', ',' ORDER BY args->>'name') FROM tasks WHERE kind = 'upload' AND job_id = '\(id)' AND args->>'by' = 'a' AND args->>'name' <> 'recording.json'")
             #expect(keys.split(separator: ",").allSatisfy { $0.hasPrefix("part-1/") } && keys.contains("part-1/manifest.json"), "A's folder under part-1/: \(keys)")
 
             let bucket = dir.appendingPathComponent("bucket")

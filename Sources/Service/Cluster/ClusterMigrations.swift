@@ -241,7 +241,7 @@ enum ClusterMigrations {
             """,
             "DROP TABLE webhook_events",
         ]),
-    ]
+    ] + uploadSteps
 
     /// Brings the database to the newest step; returns the steps applied now.
     static func run(_ client: PostgresClient, logger: Logger) async throws -> [Int] {

@@ -15,12 +15,11 @@ extension ClusterStore {
         case refused(String)
     }
 
-    /// `grace`: the takeover grace. A pending file is given up only once its uploader's session
-    /// has been gone that long, in a folder no other owner wrote: one another instance can read
+    /// `grace`: the takeover grace. A waiting file is given up only once the instance it is
+    /// pinned to has had no session for that long, in a folder no other owner wrote: one another instance can read
     /// (shared storage) has been taken over by then, and is never marked missing.
     func abandon(job: String, owner: String, reason: String, grace: Duration) async throws -> Abandoned {
-        let graceSeconds = Self.seconds(grace)
-        return try await client.withTransaction(logger: log) { connection -> Abandoned in
+        try await client.withTransaction(logger: log) { connection -> Abandoned in
             let state = try await connection.query("""
                 SELECT state IN ('uploading', 'done', 'failed'), state <> 'uploading' FROM jobs WHERE id = \(job) FOR UPDATE
                 """, logger: log).collect()
@@ -49,15 +48,19 @@ extension ClusterStore {
                     VALUES (\(job), \(folderID), \(instance), '', NULL, \(last ? "" : "part-\(first)/"), \(why))
                     """, logger: log)
             }
-            // Files of its own folders still pending, left by a session gone for the grace.
-            let given = try await connection.query("""
-                UPDATE job_uploads u SET state = 'missing', last_error = \(why), updated = now()
-                WHERE u.job_id = \(job) AND u.state = 'pending'
-                    AND u.folder_id IN (SELECT folder_id FROM job_owners WHERE job_id = \(job) AND owner = \(owner))
-                    AND NOT EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id = u.folder_id AND o.owner <> \(owner))
-                    AND u.uploader_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds)))
-                RETURNING u.folder_id
-                """, logger: log).collect()
+            // Files of its own folders still waiting, pinned to an instance gone for the grace.
+            var binds = PostgresBindings()
+            binds.append(why)
+            binds.append(job)
+            binds.append(owner)
+            let given = try await connection.query(PostgresQuery(unsafeSQL: """
+                UPDATE tasks t SET state = 'discarded', finished = now(), last_error = $1, claimed_by = NULL, claimed_session = NULL, claim_until = NULL
+                WHERE t.kind = 'upload' AND t.job_id = $2 AND t.state IN ('available', 'running')
+                    AND t.args->>'folder' IN (SELECT folder_id FROM job_owners WHERE job_id = $2 AND owner = $3)
+                    AND NOT EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = $2 AND o.folder_id = t.args->>'folder' AND o.owner <> $3)
+                    AND \(Self.gone("t.pinned_to", for: grace))
+                RETURNING t.args->>'folder'
+                """, binds: binds), logger: log).collect()
             let folders = Set(try given.map { try $0.decode(String.self) })
             for folderID in folders {
                 try await connection.query("""

@@ -33,16 +33,31 @@ extension ClusterStore {
         case finished(FinishedUploads)
     }
 
-    /// A file of this instance's verified in the store (`object`), or given up (nil: its file
-    /// is gone); then the recording's next step.
-    func settleUpload(job: String, key: String, object: UploadedObject?, mergedKey: String) async throws -> NextStep {
-        let json = try object.map { String(decoding: try Self.encoder.encode($0), as: UTF8.self) }
-        return try await client.withTransaction(logger: log) { connection -> NextStep in
-            guard try await lock(job, connection) else { return .wait }
-            try await connection.query("""
-                UPDATE job_uploads SET state = \(object == nil ? "missing" : "uploaded"), object = \(json)::jsonb, updated = now()
-                WHERE job_id = \(job) AND key = \(key) AND uploader = \(instance) AND state = 'pending'
-                """, logger: log)
+    /// An upload task of this instance's claim verified in the store (`object`, kept in its
+    /// `args` before its local file is deleted: a try after a crash finds it and only deletes);
+    /// false: no longer this instance's.
+    func noteUploaded(_ task: QueuedTask, _ object: UploadedObject) async throws -> Bool {
+        let json = String(decoding: try Self.encoder.encode(object), as: UTF8.self)
+        return !(try await client.query("""
+            UPDATE tasks SET args = args || jsonb_build_object('object', \(json)::text, 'by', \(instance)::text)
+            WHERE id = \(task.id) AND state = 'running' AND claimed_by = \(instance) RETURNING 1
+            """, logger: log).collect().isEmpty)
+    }
+
+    /// An upload task of this instance's claim ended: `completed` (`object` nil: `discarded`,
+    /// its file gone, `why`), and in the same transaction the recording's next step (nil: the
+    /// task was no longer this instance's, nothing written).
+    func settleUpload(_ task: QueuedTask, uploaded: Bool, why: String? = nil, mergedKey: String) async throws -> NextStep? {
+        guard let job = task.job else { return nil }
+        return try await client.withTransaction(logger: log) { connection -> NextStep? in
+            let locked = try await lock(job, connection)
+            let rows = try await connection.query("""
+                UPDATE tasks SET state = \(uploaded ? "completed" : "discarded")::task_state, finished = now(), attempts = attempts + 1,
+                    last_error = \(why), claimed_by = NULL, claimed_session = NULL, claim_until = NULL
+                WHERE id = \(task.id) AND state = 'running' AND claimed_by = \(instance) RETURNING 1
+                """, logger: log).collect()
+            guard !rows.isEmpty else { return nil }
+            guard locked else { return .wait }
             return try await next(job, mergedKey: mergedKey, connection)
         }
     }
@@ -53,7 +68,7 @@ extension ClusterStore {
         let rows = try await client.query("""
             SELECT id FROM jobs j WHERE state = 'uploading'
                 AND EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = j.id)
-                AND NOT EXISTS (SELECT 1 FROM job_uploads u WHERE u.job_id = j.id AND u.state = 'pending')
+                AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.kind = 'upload' AND t.job_id = j.id AND t.state IN ('available', 'running'))
             """, logger: log).collect()
         return try rows.map { try $0.decode(String.self) }
     }
@@ -83,10 +98,10 @@ extension ClusterStore {
     private func next(_ job: String, mergedKey: String, _ connection: PostgresConnection) async throws -> NextStep {
         let rows = try await connection.query("""
             SELECT state = 'uploading',
-                EXISTS (SELECT 1 FROM job_uploads WHERE job_id = \(job) AND state = 'pending'),
+                EXISTS (SELECT 1 FROM tasks WHERE kind = 'upload' AND job_id = \(job) AND state IN ('available', 'running')),
                 EXISTS (SELECT 1 FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id IS NOT NULL
                         AND NOT EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = o.job_id AND f.folder_id = o.folder_id)),
-                EXISTS (SELECT 1 FROM job_uploads WHERE job_id = \(job) AND key = \(mergedKey)),
+                EXISTS (SELECT 1 FROM tasks WHERE kind = 'upload' AND key = \(mergedKey)),
                 kind, (spec->>'room')::bigint, final_state = 'failed'
             FROM jobs WHERE id = \(job)
             """, logger: log).collect()
@@ -108,7 +123,8 @@ extension ClusterStore {
                 input.owners.append(.init(instance: owner, cause: cause, since: started, until: ended, endCause: endCause))
             }
             for try await (name, key, size, sha) in try await connection.query("""
-                SELECT name, key, coalesce(size, 0), coalesce(sha256, '') FROM job_uploads WHERE job_id = \(job) AND state = 'uploaded' ORDER BY name
+                SELECT args->>'name', key, coalesce((args->>'size')::bigint, 0), coalesce(args->>'sha256', '') FROM tasks
+                WHERE kind = 'upload' AND job_id = \(job) AND state = 'completed' ORDER BY args->>'name'
                 """, logger: log).decode((String, String, Int, String).self) { input.files.append((name, key, size, sha)) }
             return .merge(input)
         }
@@ -117,7 +133,7 @@ extension ClusterStore {
               try await apply(step, to: job, connection) else { return .wait }
         var finished = FinishedUploads(kind: kind, room: room, failedJob: failed, files: [], abandoned: try await abandoned(job, connection))
         for try await (name, object) in try await connection.query("""
-            SELECT name, object::text FROM job_uploads WHERE job_id = \(job) ORDER BY name
+            SELECT args->>'name', args->>'object' FROM tasks WHERE kind = 'upload' AND job_id = \(job) ORDER BY args->>'name'
             """, logger: log).decode((String, String?).self) {
             finished.files.append((name, object.flatMap { try? Self.decoder.decode(UploadedObject.self, from: Data($0.utf8)) }))
         }

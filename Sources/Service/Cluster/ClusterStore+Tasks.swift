@@ -48,7 +48,8 @@ extension ClusterStore: TaskQueue {
                                                       AND p.state IN ('available', 'running')))
                 ORDER BY t.id LIMIT \(limit) FOR UPDATE OF t SKIP LOCKED)
             UPDATE tasks t SET state = 'running', claimed_by = \(instance), claimed_session = \(session),
-                claim_until = now() + make_interval(secs => \(Self.seconds(taskPolicy.hold)))
+                claim_until = now() + make_interval(secs => CASE WHEN t.kind = 'upload' THEN \(Self.seconds(taskPolicy.hold(.upload)))
+                                                              ELSE \(Self.seconds(taskPolicy.hold)) END)
             FROM due WHERE t.id = due.id
             RETURNING \(unescaped: Self.taskColumns)
             """, logger: log).collect()
@@ -109,9 +110,13 @@ extension ClusterStore: TaskQueue {
             .collect().first?.decode(Int.self) ?? 0
     }
 
-    /// Finished tasks are kept a day (their keys still refuse a repeat), then deleted.
+    /// Finished tasks are kept a day (their keys still refuse a repeat), then deleted; a
+    /// recording's uploads as long as its job (GET's `uploads` and `job.finished` name them).
     func pruneTasks() async throws {
-        try await client.query("DELETE FROM tasks WHERE state IN ('completed', 'discarded') AND finished < now() - interval '1 day'", logger: log)
+        try await client.query("""
+            DELETE FROM tasks t WHERE t.state IN ('completed', 'discarded') AND t.finished < now() - interval '1 day'
+                AND (t.kind <> 'upload' OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = t.job_id))
+            """, logger: log)
     }
 
     // MARK: - Rows

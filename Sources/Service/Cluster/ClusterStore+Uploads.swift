@@ -1,12 +1,13 @@
 import Foundation
 import ObjectStore
 import PostgresNIO
-import Webhooks
 
-/// A recording's uploads as the cluster knows them (`job_uploads`, `job_folders`, migration
-/// step 5): every instance answers GET's `uploads` from here, an instance uploads only the
-/// files the table says are its own, one whose session is gone has its pending files taken by
-/// another, and each folder of a recording is queued once, by an instance that holds it.
+/// A recording's uploads as the cluster knows them: a task of kind `upload` per file
+/// (migration step 12), pinned to the instance whose disk holds it, and `job_folders` (step 5)
+/// for its folders. Every instance answers GET's `uploads` from here; only the instance a task
+/// is pinned to claims it, and the tasks pinned to one whose session is gone are re-pinned to
+/// another that holds the same folder (shared storage); each folder is queued once, by an
+/// instance that holds it.
 extension ClusterStore {
     /// One file of a recording, as queued.
     struct UploadRow: Sendable {
@@ -16,12 +17,22 @@ extension ClusterStore {
         var name: String
         /// Where the uploader reads it.
         var file: String
-        /// A file only the uploader's state directory holds (the merged manifest), inline.
+        /// A file only the queuer's state directory holds (the merged manifest), inline: any
+        /// instance uploads it.
         var content: String?
         /// The folder it is in (its marker's id); nil for the merged manifest.
         var folderID: String?
         var size: Int?
         var sha256: String?
+
+        /// As a task, pinned to `instance` unless inline.
+        func task(pinnedTo instance: String) -> NewTask {
+            var args = ["name": name, "file": file]
+            args["folder"] = folderID
+            args["size"] = size.map(String.init)
+            args["sha256"] = sha256
+            return NewTask(kind: .upload, key: key, job: job, pinnedTo: content == nil ? instance : nil, args: args, payload: content)
+        }
     }
 
     /// This run's folder, in its owner row.
@@ -60,10 +71,9 @@ extension ClusterStore {
         return .ended(prefix: last == folderID ? "" : "part-\(first)/")
     }
 
-    /// Queues a folder's files as this instance's, under `session`, unless another instance
-    /// queued the same folder (shared storage): answers whether this one did.
-    func queueFolder(job: String, folderID: String, folder: String, prefix: String, manifest: String?, rows: [UploadRow],
-                     session: Int64?) async throws -> Bool {
+    /// Queues a folder's files as this instance's tasks, unless another instance queued the
+    /// same folder (shared storage): answers whether this one did.
+    func queueFolder(job: String, folderID: String, folder: String, prefix: String, manifest: String?, rows: [UploadRow]) async throws -> Bool {
         try await client.withTransaction(logger: log) { connection -> Bool in
             let won = try await connection.query("""
                 INSERT INTO job_folders (job_id, folder_id, queued_by, folder, manifest, prefix)
@@ -71,67 +81,28 @@ extension ClusterStore {
                 ON CONFLICT (job_id, folder_id) DO NOTHING RETURNING 1
                 """, logger: log).collect()
             guard !won.isEmpty else { return false }
-            for row in rows { try await insert(row, session: session, connection) }
+            for row in rows { try await enqueue(row.task(pinnedTo: instance), connection) }
             return true
         }
     }
 
-    /// The merged manifest's row; answers whether it was written now (not by another before).
-    func queueMerged(_ row: UploadRow, session: Int64?) async throws -> Bool {
-        try await client.withTransaction(logger: log) { connection -> Bool in
-            try await insert(row, session: session, connection)
-        }
+    /// The merged manifest's task; answers whether it was queued now (not by another before).
+    func queueMerged(_ row: UploadRow) async throws -> Bool {
+        try await enqueue(row.task(pinnedTo: instance))
     }
 
-    @discardableResult
-    private func insert(_ row: UploadRow, session: Int64?, _ connection: PostgresConnection) async throws -> Bool {
-        !(try await connection.query("""
-            INSERT INTO job_uploads (job_id, key, name, file, content, folder_id, size, sha256, uploader, uploader_session)
-            VALUES (\(row.job), \(row.key), \(row.name), \(row.file), \(row.content), \(row.folderID), \(row.size), \(row.sha256), \(instance), \(session))
-            ON CONFLICT (job_id, key) DO NOTHING RETURNING 1
-            """, logger: log).collect().isEmpty)
-    }
-
-    enum UploadTurn: Sendable, Equatable {
-        /// Pending and this instance's (or unknown to the table: queued before it existed).
-        case mine
-        /// Settled, or taken by another instance: this instance's entry is dropped.
-        case notMine(String)
-    }
-
-    func uploadTurn(job: String, key: String) async throws -> UploadTurn {
-        let rows = try await client.query("SELECT uploader, state FROM job_uploads WHERE job_id = \(job) AND key = \(key)", logger: log).collect()
-        guard let row = rows.first else { return .mine }
-        let (uploader, state) = try row.decode((String, String).self)
-        if state != "pending" { return .notMine("already \(state) (by \(uploader))") }
-        return uploader == instance ? .mine : .notMine("taken over by \(uploader)")
-    }
-
-    /// A failed try of a file this instance uploads, counted in its row; `event` makes the
-    /// `upload.failed` that count calls for (nil: none), queued in the same transaction. The
-    /// count is the table's, not the instance's: two instances that tried the file never queue
-    /// one failure twice (issue 44), and a failure of a row not this instance's queues nothing.
-    func uploadFailed(job: String, key: String, why: String, event: @Sendable (_ attempts: Int) -> WebhookEvent? = { _ in nil }) async throws {
-        try await client.withTransaction(logger: log) { connection in
-            let rows = try await connection.query("""
-                UPDATE job_uploads SET attempts = attempts + 1, last_error = \(why), updated = now()
-                WHERE job_id = \(job) AND key = \(key) AND uploader = \(instance) AND state = 'pending' RETURNING attempts
-                """, logger: log).collect()
-            guard let attempts = try rows.first?.decode(Int.self), let event = event(attempts) else { return }
-            try await enqueue(event, job: job, connection)
-        }
-    }
-
-    /// A recording's uploads as GET shows them (nil: none queued).
+    /// A recording's uploads as GET shows them (nil: none queued). A task's `attempts` counts
+    /// its successful try too: the failed ones are the others.
     func uploads(of job: String) async throws -> JobStatus.Uploads? {
         let rows = try await client.query("""
-            SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'uploaded'), count(*) FILTER (WHERE state = 'missing'),
-                coalesce(sum(attempts), 0), (SELECT last_error FROM job_uploads WHERE job_id = \(job) AND state = 'pending' AND last_error IS NOT NULL
-                                             ORDER BY updated DESC LIMIT 1), count(*),
+            SELECT count(*) FILTER (WHERE state IN ('available', 'running')), count(*) FILTER (WHERE state = 'completed'),
+                count(*) FILTER (WHERE state = 'discarded'), coalesce(sum(attempts), 0) - count(*) FILTER (WHERE state = 'completed'),
+                (SELECT last_error FROM tasks WHERE kind = 'upload' AND job_id = \(job) AND state IN ('available', 'running')
+                    AND last_error IS NOT NULL ORDER BY run_at DESC LIMIT 1), count(*),
                 (SELECT string_agg(DISTINCT o.owner, ',') FROM job_owners o WHERE o.job_id = \(job) AND o.folder_id IS NOT NULL
                     AND NOT EXISTS (SELECT 1 FROM job_folders f WHERE f.job_id = o.job_id AND f.folder_id = o.folder_id)),
                 (SELECT uploads_finished IS NOT NULL FROM jobs WHERE id = \(job))
-            FROM job_uploads WHERE job_id = \(job)
+            FROM tasks WHERE kind = 'upload' AND job_id = \(job)
             """, logger: log).collect()
         guard let row = rows.first else { return nil }
         let (pending, uploaded, missing, tries, lastError, all, waiting, finished) = try row.decode((Int, Int, Int, Int, String?, Int, String?, Bool?).self)
@@ -142,41 +113,44 @@ extension ClusterStore {
                                  abandoned: abandoned.isEmpty ? nil : abandoned, finished: finished ?? false)
     }
 
-    /// Takes the pending files of uploaders whose session has been gone for `grace` (their
-    /// process died, or lost the database: their own queue may still hold them, and drops
-    /// them once it sees they are no longer its own), of the folders `reachable` says this
-    /// instance sees too (its marker there has the same id: shared storage). A dead owner's
-    /// own disk is not: its files wait for it, never read from the same path on this disk.
-    func takeUploads(session: Int64, grace: Duration, reachable: @Sendable (_ folder: String, _ folderID: String) async -> Bool) async throws
-        -> [(row: UploadRow, from: String)] {
-        let graceSeconds = Self.seconds(grace)
-        return try await client.withTransaction(logger: log) { connection -> [(row: UploadRow, from: String)] in
-            let rows = try await connection.query("""
-                SELECT u.job_id, u.key, u.name, u.file, u.content, u.folder_id, f.folder, u.uploader FROM job_uploads u
-                    LEFT JOIN job_folders f ON f.job_id = u.job_id AND f.folder_id = u.folder_id
-                WHERE u.state = 'pending'
-                    AND u.uploader_session IN (SELECT key FROM instance_sessions WHERE gone_since < now() - make_interval(secs => \(graceSeconds)))
-                FOR UPDATE OF u SKIP LOCKED
-                """, logger: log)
-            var candidates: [(row: UploadRow, folder: String?, from: String)] = []
-            for try await (job, key, name, file, content, folderID, folder, from) in rows.decode((String, String, String, String, String?, String?, String?, String).self) {
-                candidates.append((UploadRow(job: job, key: key, name: name, file: file, content: content, folderID: folderID), folder, from))
-            }
-            var seen: [String: Bool] = [:], taken: [(row: UploadRow, from: String)] = []
+    /// SQL: the instance `column` names has no database session, and its last one has been
+    /// gone for `grace` (its process died, or lost the database).
+    static func gone(_ column: String, for grace: Duration) -> String {
+        """
+        (EXISTS (SELECT 1 FROM instance_sessions s WHERE s.instance = \(column))
+         AND NOT EXISTS (SELECT 1 FROM instance_sessions s WHERE s.instance = \(column)
+                         AND (s.gone_since IS NULL OR s.gone_since >= now() - make_interval(secs => \(seconds(grace))))))
+        """
+    }
+
+    /// Re-pins to this instance the waiting uploads of instances gone for `grace`, of the
+    /// folders `reachable` says this instance sees too (its marker there has the same id:
+    /// shared storage). A dead owner's own disk is not: its files wait for it (or an operator's
+    /// abandon), never read from the same path on this disk. A task taken is due at once (another
+    /// disk path, another network). Answers each task taken, and from whom.
+    func takeUploads(grace: Duration, reachable: @Sendable (_ folder: String, _ folderID: String) async -> Bool) async throws
+        -> [(job: String, from: String)] {
+        try await client.withTransaction(logger: log) { connection -> [(job: String, from: String)] in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT t.id, t.job_id, t.args->>'folder', f.folder, t.pinned_to FROM tasks t
+                    LEFT JOIN job_folders f ON f.job_id = t.job_id AND f.folder_id = t.args->>'folder'
+                WHERE t.kind = 'upload' AND t.state = 'available' AND t.pinned_to IS NOT NULL AND t.pinned_to <> $1
+                    AND \(Self.gone("t.pinned_to", for: grace))
+                FOR UPDATE OF t SKIP LOCKED
+                """, binds: { var b = PostgresBindings(); b.append(instance); return b }()), logger: log)
+            var candidates: [(id: Int64, job: String, folderID: String?, folder: String?, from: String)] = []
+            for try await c in rows.decode((Int64, String, String?, String?, String).self) { candidates.append(c) }
+            var seen: [String: Bool] = [:], taken: [(job: String, from: String)] = []
             for c in candidates {
-                if let folderID = c.row.folderID {
-                    guard let folder = c.folder else { continue }
-                    let ok: Bool
-                    if let known = seen[folder + "\u{0}" + folderID] { ok = known } else {
-                        ok = await reachable(folder, folderID)
-                        seen[folder + "\u{0}" + folderID] = ok
-                    }
-                    guard ok else { continue }
+                guard let folderID = c.folderID, let folder = c.folder else { continue }
+                let ok: Bool
+                if let known = seen[folder + "\u{0}" + folderID] { ok = known } else {
+                    ok = await reachable(folder, folderID)
+                    seen[folder + "\u{0}" + folderID] = ok
                 }
-                try await connection.query("""
-                    UPDATE job_uploads SET uploader = \(instance), uploader_session = \(session), updated = now() WHERE job_id = \(c.row.job) AND key = \(c.row.key)
-                    """, logger: log)
-                taken.append((c.row, c.from))
+                guard ok else { continue }
+                try await connection.query("UPDATE tasks SET pinned_to = \(instance), run_at = now() WHERE id = \(c.id) AND state = 'available'", logger: log)
+                taken.append((c.job, c.from))
             }
             return taken
         }

@@ -7,6 +7,10 @@ enum TaskKind: String, Sendable, CaseIterable, Codable {
     /// A recording's merged manifest to build from the database and queue for upload (`--database`
     /// with `--storage`; key: the job), queued with the settle of its last file. Any instance.
     case merged
+    /// A finished file to upload to `--storage` and verify (`--database`; key: its object key;
+    /// args `name`, `file`, `folder`, `size`, `sha256`, then `object` and `by` once verified),
+    /// pinned to the instance whose disk holds it; inline in `payload` (the merged manifest): any.
+    case upload
 }
 
 /// The one retry policy of the task queue, for every kind: what a try's outcome does to its
@@ -20,6 +24,12 @@ struct TaskPolicy<Instant: InstantProtocol>: Sendable where Instant.Duration == 
     var schedule: RetrySchedule
     /// How long a claim keeps the others off a task: longer than one try may take (a POST: 15 s).
     var hold: Duration = .seconds(60)
+    /// An upload's claim: a big file takes minutes. A dead claimer's is freed at once anyway
+    /// (its session gone); this bounds only a hung one.
+    var uploadHold: Duration = .seconds(3600)
+    /// An upload's tries back off to 10 min at most (the upload queue's cap): a store back
+    /// after an outage is used again soon; a webhook's receiver is not hammered for hours.
+    var uploadMaximum: Duration = .seconds(600)
 
     /// 5 s doubling to 1 h, a webhook given up after a day (as `WebhookOutbox` without `--database`).
     static var standardSchedule: RetrySchedule { RetrySchedule(first: .seconds(5), maximum: .seconds(3600), giveUpAfter: .seconds(86_400)) }
@@ -70,7 +80,7 @@ struct TaskPolicy<Instant: InstantProtocol>: Sendable where Instant.Duration == 
             return .discard(attempts: attempts, why: why, expired: false)
         case .retry(let why):
             if expired(task, at: now) { return .discard(attempts: attempts, why: why, expired: true) }
-            return .retry(at: now.advanced(by: schedule.delay(afterAttempts: attempts, jitter: jitter)), attempts: attempts, why: why)
+            return .retry(at: now.advanced(by: schedule(task.kind).delay(afterAttempts: attempts, jitter: jitter)), attempts: attempts, why: why)
         }
     }
 
@@ -87,6 +97,17 @@ struct TaskPolicy<Instant: InstantProtocol>: Sendable where Instant.Duration == 
 
     /// When a task claimed at `now` is free for the others if nobody writes its end.
     func claimUntil(from now: Instant) -> Instant { now.advanced(by: hold) }
+
+    /// The backoff of `kind`'s failed tries.
+    func schedule(_ kind: TaskKind) -> RetrySchedule {
+        guard kind == .upload else { return schedule }
+        var capped = schedule
+        capped.maximum = min(capped.maximum, uploadMaximum)
+        return capped
+    }
+
+    /// How long a claim of `kind` keeps the others off it.
+    func hold(_ kind: TaskKind) -> Duration { kind == .upload ? uploadHold : hold }
 
     func expired(_ task: Claimed, at now: Instant) -> Bool {
         guard expires(task.kind), let limit = schedule.giveUpAfter else { return false }

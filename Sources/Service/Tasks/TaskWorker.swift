@@ -19,10 +19,18 @@ struct TaskWorker: Sendable {
     var inbox: LocalTaskQueue?
     /// Builds and queues a recording's merged manifest (`merged` tasks; nil: not here).
     var merge: (@Sendable (_ job: String) async -> RetryOutcome)?
+    /// Uploads a finished file and verifies it (`upload` tasks; nil: no `--storage` here).
+    var upload: (@Sendable (QueuedTask) async -> RetryOutcome)?
     var batch = 16
 
     /// The kinds this instance can work.
-    var kinds: [TaskKind] { (webhooks == nil ? [] : [.webhook]) + (merge == nil ? [] : [.merged]) }
+    var kinds: [TaskKind] {
+        var kinds: [TaskKind] = []
+        if webhooks != nil { kinds.append(.webhook) }
+        if merge != nil { kinds.append(.merged) }
+        if upload != nil { kinds.append(.upload) }
+        return kinds
+    }
 
     /// One round; answers how many tasks were tried.
     @discardableResult
@@ -30,11 +38,17 @@ struct TaskWorker: Sendable {
         guard !kinds.isEmpty else { return 0 }
         if let inbox { try await inbox.moveAll(into: queue) }
         for (task, decision) in try await queue.rescue() { ended(task, decision) }
-        let queue = self.queue, kinds = self.kinds, batch = self.batch
+        let queue = self.queue, quick = kinds.filter { $0 != .upload }, batch = self.batch, uploads = upload != nil
         // Claims and outcomes are written in tasks of their own: a shutdown's cancellation
         // landing mid-query would lose the answer of a statement the database applied, and
-        // leave the task held until its claim ran out (60 s).
-        let claimed = try await Task { try await queue.claim(kinds, session: session, limit: batch) }.value
+        // leave the task held until its claim ran out (60 s). One upload a round (it may take
+        // minutes): the others are not held meanwhile, and the round's quick tasks go first.
+        let claimed = try await Task {
+            var claimed: [QueuedTask] = []
+            if !quick.isEmpty { claimed += try await queue.claim(quick, session: session, limit: batch) }
+            if uploads { claimed += try await queue.claim([.upload], session: session, limit: 1) }
+            return claimed
+        }.value
         for task in claimed {
             if Task.isCancelled {
                 await release(task)
@@ -60,6 +74,9 @@ struct TaskWorker: Sendable {
         case .merged:
             guard let merge, let job = task.job else { return .giveUp("a merged manifest task with no job") }
             return await merge(job)
+        case .upload:
+            guard let upload else { return .retry("this instance uploads nothing") }
+            return await upload(task)
         }
     }
 
@@ -77,8 +94,9 @@ struct TaskWorker: Sendable {
         await Task { _ = try? await queue.finish(task, .retry("cancelled"), cancelled: true) }.value
     }
 
-    /// Rounds until cancelled: at once while there was work, else every `idle`; the webhook
-    /// depth recorded every few seconds (`sfubot_webhook_outbox_depth`).
+    /// Rounds until cancelled: at once while there was work, else every `idle`; the webhook and
+    /// upload depths recorded every few seconds (`sfubot_webhook_outbox_depth`,
+    /// `sfubot_upload_queue_depth`).
     func run(session: @escaping @Sendable () -> Int64?, idle: Duration = .milliseconds(250), log: Logger) async {
         var failing = false
         var lastDepth = ContinuousClock.now - .seconds(10)
@@ -92,8 +110,9 @@ struct TaskWorker: Sendable {
                 if !failing { log.warning("tasks: cannot work the task queue (\(error)); trying again") }
                 failing = true
             }
-            if webhooks != nil, ContinuousClock.now - lastDepth > .seconds(5), let depth = try? await queue.depth(.webhook) {
-                Gauge(label: "sfubot_webhook_outbox_depth").record(depth)
+            if ContinuousClock.now - lastDepth > .seconds(5) {
+                if webhooks != nil, let depth = try? await queue.depth(.webhook) { Gauge(label: "sfubot_webhook_outbox_depth").record(depth) }
+                if upload != nil, let depth = try? await queue.depth(.upload) { Gauge(label: "sfubot_upload_queue_depth").record(depth) }
                 lastDepth = .now
             }
             if failing {
