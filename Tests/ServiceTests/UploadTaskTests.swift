@@ -57,7 +57,7 @@ import Webhooks
 
     @Test("an upload task is claimed only by the instance it is pinned to; the rescuer frees a dead claimer's at once, still pinned; a dead instance's tasks are re-pinned only where its folder is reachable, after the grace")
     func pinned() async throws {
-        try await ClusterStoreTests.withServer(port: 15491) { pg in
+        try await ClusterStoreTests.withServer { pg in
             let t = try await ClusterStoreTests.two(pg, "pinned")
             defer { t.close() }
             try await Self.endedRecording(t, "rec-1")
@@ -92,7 +92,7 @@ import Webhooks
 
     @Test("a failed try keeps its file and its task (backoff, counted), upload.failed on the first try and the eleventh, queued once whoever tries; a vanished file is given up as missing; a verified object is only deleted and settled; then the merged manifest is queued")
     func failures() async throws {
-        try await ClusterStoreTests.withServer(port: 15492) { pg in
+        try await ClusterStoreTests.withServer { pg in
             var t = try await ClusterStoreTests.two(pg, "failures")
             defer { t.close() }
             let dir = try Scene.tempDirectory("upload-tasks")
@@ -148,7 +148,7 @@ import Webhooks
     @Test("uploaded to the store and verified: the object kept in its task, the local file deleted, the merged manifest queued inline and uploaded by the other instance, job.finished queued with every object")
     func uploaded() async throws {
         if let missing = S3Venv.missing { Issue.record(Comment(rawValue: missing)); return }
-        try await ClusterStoreTests.withServer(port: 15493) { pg in
+        try await ClusterStoreTests.withServer { pg in
             var t = try await ClusterStoreTests.two(pg, "uploaded")
             defer { t.close() }
             let dir = try Scene.tempDirectory("upload-tasks-moto")
@@ -193,10 +193,10 @@ import Webhooks
 
     @Test("step 12 moves job_uploads onto tasks: pending available and pinned to its uploader (the inline merged manifest to none), uploaded completed with its object, missing discarded; GET's counts unchanged")
     func migration() async throws {
-        try await ClusterStoreTests.withServer(port: 15494) { pg in
-            _ = try await pg.psql("CREATE DATABASE old")
+        try await ClusterStoreTests.withServer { pg in
+            let old = try await SharedPostgres.database("old12").name
             for step in ClusterMigrations.steps where step.version <= 11 {
-                for sql in step.sql { _ = try await pg.psql(sql, database: "old") }
+                for sql in step.sql { _ = try await pg.psql(sql, database: old) }
             }
             _ = try await pg.psql("""
                 CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
@@ -207,10 +207,10 @@ import Webhooks
                     ('rec-m', 'rec/rec-m/b.mka', 'b.mka', '/d/b.mka', NULL, 'f', 20, 'bb', 'b', 2, 'uploaded', '{"key": "rec/rec-m/b.mka", "url": "u", "size": 20, "sha256": "bb", "etag": "e", "parts": 1}', 1, NULL),
                     ('rec-m', 'rec/rec-m/c.mka', 'c.mka', '/d/c.mka', NULL, 'f', NULL, NULL, 'a', 1, 'missing', NULL, 1, 'gone'),
                     ('rec-m', 'rec/rec-m/recording.json', 'recording.json', '/s/rec-m.recording.json', '{"job": "rec-m"}', NULL, NULL, NULL, 'b', 2, 'pending', NULL, 0, NULL)
-                """, database: "old")
+                """, database: old)
             var log = Logger(label: "test.upload-tasks")
             log.logLevel = .warning
-            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable),
+            let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: old, tls: .disable),
                                         backgroundLogger: log)
             let running = Task { await client.run() }
             defer { running.cancel() }
@@ -219,12 +219,12 @@ import Webhooks
                 SELECT string_agg(args->>'name' || ':' || coalesce(pinned_to, '-') || ':' || state || ':' || attempts || ':' || (payload IS NOT NULL)
                                   || ':' || coalesce(args->>'by', '-') || ':' || coalesce((args->>'object')::jsonb->>'etag', '-'), ' ' ORDER BY key)
                 FROM tasks WHERE kind = 'upload' AND job_id = 'rec-m'
-                """, database: "old")
+                """, database: old)
             #expect(rows == "a.mka:a:available:3:false:-:- b.mka:b:completed:2:false:b:e c.mka:a:discarded:1:false:-:- recording.json:-:available:0:true:-:-")
-            #expect(try await pg.psql("SELECT args->>'folder' || ':' || (args->>'size') || ':' || (args->>'sha256') FROM tasks WHERE key = 'rec/rec-m/a.mka'", database: "old") == "f:10:aa")
-            #expect(try await pg.psql("SELECT to_regclass('job_uploads') IS NULL", database: "old") == "t", "dropped")
+            #expect(try await pg.psql("SELECT args->>'folder' || ':' || (args->>'size') || ':' || (args->>'sha256') FROM tasks WHERE key = 'rec/rec-m/a.mka'", database: old) == "f:10:aa")
+            #expect(try await pg.psql("SELECT to_regclass('job_uploads') IS NULL", database: old) == "t", "dropped")
             let store = ClusterStore(client: client, instance: "a", lease: .seconds(60), log: log,
-                                     session: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: "old", tls: .disable))
+                                     session: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: old, tls: .disable))
             let shown = try #require(try await store.uploads(of: "rec-m"))
             #expect(shown.pending == 2 && shown.uploaded == 1 && shown.missing == 1 && shown.failedTries == 5 && shown.lastError == "the store answered 503", "\(shown)")
         }
