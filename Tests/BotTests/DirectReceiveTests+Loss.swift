@@ -44,6 +44,34 @@ extension MediaScene.DirectReceiveTests {
         }
     }
 
+    /// The direct path asks for every packet missing (NACK) and sends each stream's receiver
+    /// report in a compound of its own (`sfb_rtcp_split`): Janus 1.1.2 keeps a stream's packets
+    /// for retransmission only once it measured that stream's round trip from a compound whose
+    /// first report block is the stream's, and looks a NACK up in that stream only. So what
+    /// Janus's downlink lost comes again, the pictures are all in the file, and `repaired`
+    /// counts them.
+    @Test("direct path: 3 % of Janus's video to the recorder dropped (iptables): Janus sends the lost packets again when asked, every picture is in the file, the manifest's `repaired` counts them")
+    func lostVideoIsRepaired() async throws {
+        let dir = try Scene.tempDirectory("repair")
+        let source = try await RelayCase.source(in: dir, seconds: 10)
+        try await OwnJanus.with(port: 8283, in: dir, rtpPorts: 15900...15999) { (janus: OwnJanus) async throws -> Void in
+            let room = try await Scene.createPermanentRoom(janus.url)
+            let (run, dropped) = try await Faults.withDownlinkLoss(from: janus.rtpPorts, percent: 3) {
+                try await Self.record(.file(source.path), path: .direct, janusURL: janus.url, room: room, in: dir)
+            }
+            let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
+            let first = try #require(video.firstMediaTime), last = try #require(video.lastMediaTime)
+            let pictures = Int(((last - first) * 15).rounded()) + 1
+            let repaired = run.manifest.repaired ?? 0
+            let facts = "\(dropped) packets dropped, \(repaired) repaired; \(video.frames.opened) of \(pictures) pictures opened, \(video.frames.droppedTotal) failed; \(video.keyFrameRequests ?? 0) keyframe requests"
+            print("repair: \(facts)")
+            #expect(dropped >= 3, "\(facts)")
+            // A retransmission can be dropped too (3 %): asked for again, up to four times.
+            #expect(repaired >= dropped * 3 / 4, "\(facts)")
+            #expect(video.frames.droppedTotal == 0 && video.frames.opened + 1 >= pictures, "\(facts)")
+        }
+    }
+
     /// KernelDropTests's scene on the direct path: what the kernel dropped while the recorder was
     /// stopped is given up by the reorder buffers at the next packets and counted as a loss.
     @Test("direct path: a recorder with a tiny receive buffer stopped (SIGSTOP) for 3 s: the kernel drops, the reorder buffers give up, the manifest names the loss, exit 74")
