@@ -35,6 +35,13 @@ static guint64 advance(SfbReorder *self, guint32 rtp, GstClockTime now) {
     return self->last_rtp;
 }
 
+// How far `now` is past the arrival the stream's base and RTP time give packet `ext`.
+static gint64 off_by(SfbReorder *self, guint64 ext, GstClockTime now) {
+    gint64 ticks = (gint64)(ext - self->base_rtp);
+    gint64 ns = (gint64)gst_util_uint64_scale_int((guint64)ABS(ticks), GST_SECOND, self->clock_rate);
+    return (gint64)now - ((gint64)self->base_time + (ticks < 0 ? -ns : ns));
+}
+
 // The output timestamp: the first packet's arrival plus the RTP time since it, plus ts-offset;
 // the arrival itself when the clock rate is unknown.
 static GstClockTime stamp(SfbReorder *self, guint64 ext, GstClockTime now, gint64 ts_offset) {
@@ -58,12 +65,28 @@ static GstFlowReturn push(SfbReorder *self, GstBuffer *buffer, GstClockTime now,
     return gst_pad_push(self->srcpad, buffer);
 }
 
+static GstFlowReturn release(SfbReorder *self, GstClockTime now);
+
 static GstFlowReturn emit(SfbReorder *self, GstBuffer *buffer, GstClockTime now, const SfbReorderSettings *settings) {
     guint8 h[8] = { 0 };
     gst_buffer_extract(buffer, 0, h, 8);
     guint32 rtp = (guint32)h[4] << 24 | (guint32)h[5] << 16 | (guint32)h[6] << 8 | h[7];
     buffer = gst_buffer_make_writable(buffer);
-    GST_BUFFER_OFFSET(buffer) = advance(self, rtp, now);
+    guint64 ext = advance(self, rtp, now);
+    gint64 off = self->clock_rate > 0 ? off_by(self, ext, now) : 0;
+    if (ABS(off) <= (gint64)SFB_REORDER_REBASE) {
+        self->off_since = GST_CLOCK_TIME_NONE;
+    } else if (!GST_CLOCK_TIME_IS_VALID(self->off_since)) {
+        self->off_since = now;
+    } else if (now >= self->off_since + SFB_REORDER_REBASE_AFTER) {
+        // What waits for lip sync is stamped on the old base first.
+        if (self->holding) release(self, now);
+        GST_DEBUG_OBJECT(self, "packets %" G_GINT64_FORMAT " ms off their RTP time since %" GST_TIME_FORMAT ": stamping from here",
+                         off / (gint64)GST_MSECOND, GST_TIME_ARGS(self->off_since));
+        self->base_time = (GstClockTime)((gint64)self->base_time + off);
+        self->off_since = GST_CLOCK_TIME_NONE;
+    }
+    GST_BUFFER_OFFSET(buffer) = ext;
     if (self->discont) {
         GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
         self->discont = FALSE;

@@ -74,6 +74,7 @@ static void reset(SfbReorder *self) {
     self->have_base = FALSE;
     self->settings.offset_set = FALSE;
     self->last_pts = GST_CLOCK_TIME_NONE;
+    self->off_since = GST_CLOCK_TIME_NONE;
     self->discont = TRUE;
     GST_OBJECT_UNLOCK(self);
     sfb_reorder_drop_held(self);

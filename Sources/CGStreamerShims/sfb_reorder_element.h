@@ -34,6 +34,8 @@ struct _SfbReorder {
     guint64 base_rtp, last_rtp;
     GstClockTime last_pts;
     gboolean discont;
+    // Since when packets arrive more than SFB_REORDER_REBASE off their RTP time (reorder_chain.c).
+    GstClockTime off_since;
     // Lip sync (reorder_sync.c): ordered packets (their extended RTP time in the offset field)
     // and lost events wait in `held` from the first packet until rtpbin set this stream's
     // ts-offset, or had its first sender report SFB_REORDER_SYNC_SETTLE ago (the stream the
@@ -48,6 +50,13 @@ struct _SfbReorder {
 /// Janus sends the reports of all a PeerConnection's streams together: this long after its
 /// own, the other streams' are in, and rtpbin would have set an offset on this one.
 #define SFB_REORDER_SYNC_SETTLE (100 * GST_MSECOND)
+
+/// Packets arriving this far off the time their RTP timestamps give, for SFB_REORDER_REBASE_AFTER
+/// on end (a sender that paused without moving its RTP clock, or moved it ahead), restart the
+/// stamping from the arrival, as rtpjitterbuffer resyncs. A burst read at once after the
+/// recorder itself was held up is not off for that long: its stamps keep the media's timeline.
+#define SFB_REORDER_REBASE GST_SECOND
+#define SFB_REORDER_REBASE_AFTER (200 * GST_MSECOND)
 
 /// The longest the first packets wait for the first sender report (Janus sends them every
 /// second; a stream whose report never comes goes out unsynchronized after this).
