@@ -22,18 +22,32 @@ static void learn_clock_rate(SfbReorder *self, guint8 pt) {
     if (caps) gst_caps_unref(caps);
 }
 
-// The output timestamp: the first packet's arrival plus the RTP time since it (extended across
-// wraps), plus ts-offset; the arrival itself when the clock rate is unknown.
-static GstClockTime stamp(SfbReorder *self, guint32 rtp, GstClockTime now, gint64 ts_offset) {
+// A packet's RTP time, extended across wraps; the first packet's arrival and RTP time are the
+// stream's base (and start the wait for lip sync).
+static guint64 advance(SfbReorder *self, guint32 rtp, GstClockTime now) {
     if (!self->have_base) {
         self->have_base = TRUE;
         self->base_time = now;
         self->base_rtp = self->last_rtp = ((guint64)1 << 32) | rtp;
+        self->hold_until = now + SFB_REORDER_SYNC_HOLD;
     }
     self->last_rtp += (gint32)(rtp - (guint32)self->last_rtp);
+    return self->last_rtp;
+}
+
+// How far `now` is past the arrival the stream's base and RTP time give packet `ext`.
+static gint64 off_by(SfbReorder *self, guint64 ext, GstClockTime now) {
+    gint64 ticks = (gint64)(ext - self->base_rtp);
+    gint64 ns = (gint64)gst_util_uint64_scale_int((guint64)ABS(ticks), GST_SECOND, self->clock_rate);
+    return (gint64)now - ((gint64)self->base_time + (ticks < 0 ? -ns : ns));
+}
+
+// The output timestamp: the first packet's arrival plus the RTP time since it, plus ts-offset;
+// the arrival itself when the clock rate is unknown.
+static GstClockTime stamp(SfbReorder *self, guint64 ext, GstClockTime now, gint64 ts_offset) {
     gint64 t = (gint64)now;
     if (self->clock_rate > 0) {
-        gint64 ticks = (gint64)(self->last_rtp - self->base_rtp);
+        gint64 ticks = (gint64)(ext - self->base_rtp);
         gint64 ns = (gint64)gst_util_uint64_scale_int((guint64)ABS(ticks), GST_SECOND, self->clock_rate);
         t = (gint64)self->base_time + (ticks < 0 ? -ns : ns);
     }
@@ -42,19 +56,74 @@ static GstClockTime stamp(SfbReorder *self, guint32 rtp, GstClockTime now, gint6
     return GST_CLOCK_TIME_IS_VALID(pts) ? pts : self->segment.start;
 }
 
+static GstFlowReturn push(SfbReorder *self, GstBuffer *buffer, GstClockTime now, gint64 ts_offset) {
+    guint64 ext = GST_BUFFER_OFFSET(buffer);
+    GST_BUFFER_OFFSET(buffer) = GST_BUFFER_OFFSET_NONE;
+    GST_BUFFER_PTS(buffer) = self->last_pts = stamp(self, ext, now, ts_offset);
+    GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
+    GST_LOG_OBJECT(self, "rtp %" G_GUINT64_FORMAT " → %" GST_TIME_FORMAT, ext, GST_TIME_ARGS(GST_BUFFER_PTS(buffer)));
+    return gst_pad_push(self->srcpad, buffer);
+}
+
+static GstFlowReturn release(SfbReorder *self, GstClockTime now);
+
 static GstFlowReturn emit(SfbReorder *self, GstBuffer *buffer, GstClockTime now, const SfbReorderSettings *settings) {
     guint8 h[8] = { 0 };
     gst_buffer_extract(buffer, 0, h, 8);
     guint32 rtp = (guint32)h[4] << 24 | (guint32)h[5] << 16 | (guint32)h[6] << 8 | h[7];
     buffer = gst_buffer_make_writable(buffer);
-    GST_BUFFER_PTS(buffer) = self->last_pts = stamp(self, rtp, now, settings->ts_offset);
-    GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
-    GST_LOG_OBJECT(self, "#%u rtp %u → %" GST_TIME_FORMAT, (guint)(h[2] << 8 | h[3]), rtp, GST_TIME_ARGS(GST_BUFFER_PTS(buffer)));
+    guint64 ext = advance(self, rtp, now);
+    gint64 off = self->clock_rate > 0 ? off_by(self, ext, now) : 0;
+    if (ABS(off) <= (gint64)SFB_REORDER_REBASE) {
+        self->off_since = GST_CLOCK_TIME_NONE;
+    } else if (!GST_CLOCK_TIME_IS_VALID(self->off_since)) {
+        self->off_since = now;
+    } else if (now >= self->off_since + SFB_REORDER_REBASE_AFTER) {
+        // What waits for lip sync is stamped on the old base first.
+        if (self->holding) release(self, now);
+        GST_DEBUG_OBJECT(self, "packets %" G_GINT64_FORMAT " ms off their RTP time since %" GST_TIME_FORMAT ": stamping from here",
+                         off / (gint64)GST_MSECOND, GST_TIME_ARGS(self->off_since));
+        self->base_time = (GstClockTime)((gint64)self->base_time + off);
+        self->off_since = GST_CLOCK_TIME_NONE;
+    }
+    GST_BUFFER_OFFSET(buffer) = ext;
     if (self->discont) {
         GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
         self->discont = FALSE;
     }
-    return gst_pad_push(self->srcpad, buffer);
+    if (self->holding) {
+        g_queue_push_tail(&self->held, buffer);
+        return GST_FLOW_OK;
+    }
+    return push(self, buffer, now, settings->ts_offset);
+}
+
+// What waited for lip sync goes out, stamped with the offset rtpbin has set by now (none if the
+// report never came), in the order it arrived in.
+static GstFlowReturn release(SfbReorder *self, GstClockTime now) {
+    GST_OBJECT_LOCK(self);
+    gint64 ts_offset = self->settings.ts_offset;
+    GST_OBJECT_UNLOCK(self);
+    GST_DEBUG_OBJECT(self, "%u held for lip sync go out with ts-offset %" G_GINT64_FORMAT " ns (sender report %s)",
+                     g_queue_get_length(&self->held), ts_offset, GST_CLOCK_TIME_IS_VALID(self->synced_at) ? "in" : "not in");
+    self->holding = FALSE;
+    GstFlowReturn ret = GST_FLOW_OK;
+    GstMiniObject *o;
+    while ((o = g_queue_pop_head(&self->held)) != NULL) {
+        if (GST_IS_BUFFER(o)) {
+            GstFlowReturn r = push(self, GST_BUFFER_CAST(o), now, ts_offset);
+            if (ret == GST_FLOW_OK) ret = r;
+        } else {
+            gst_pad_push_event(self->srcpad, GST_EVENT_CAST(o));
+        }
+    }
+    return ret;
+}
+
+void sfb_reorder_drop_held(SfbReorder *self) {
+    g_queue_clear_full(&self->held, (GDestroyNotify)gst_mini_object_unref);
+    self->holding = TRUE;
+    self->synced_at = GST_CLOCK_TIME_NONE;
 }
 
 // As rtpjitterbuffer's (gstrtpjitterbuffer.c, send_rtx_request): rtpssrcdemux adds the SSRC,
@@ -76,10 +145,13 @@ static void lost(SfbReorder *self, const SfbReorderOut *o, const SfbReorderSetti
     self->discont = TRUE;
     if (!settings->do_lost) return;
     // Depayloaders drop what they had of the frame and may ask for a keyframe (rtph264depay).
-    gst_pad_push_event(self->srcpad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+    GstEvent *event = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
         gst_structure_new("GstRTPPacketLost", "seqnum", G_TYPE_UINT, (guint)(o->seq & 0xffff),
             "timestamp", G_TYPE_UINT64, GST_CLOCK_TIME_IS_VALID(self->last_pts) ? self->last_pts : (guint64)0,
-            "duration", G_TYPE_UINT64, (guint64)0, "retry", G_TYPE_UINT, (guint)0, NULL)));
+            "duration", G_TYPE_UINT64, (guint64)0, "retry", G_TYPE_UINT, (guint)0, NULL));
+    // Behind the packets before it, when they wait for lip sync.
+    if (self->holding && self->have_base) g_queue_push_tail(&self->held, event);
+    else gst_pad_push_event(self->srcpad, event);
 }
 
 // Does what the ring said, in order. Returns the first failure to push (packets after it are
@@ -125,7 +197,13 @@ GstFlowReturn sfb_reorder_chain(GstPad *pad, GstObject *parent, GstBuffer *buffe
                                 .max_tries = MAX_TRIES, .request = settings.do_retransmission };
     guint n = sfb_reorder_ring_push(self->ring, seq, now, buffer, &policy, self->out);
     GST_OBJECT_UNLOCK(self);
-    return deliver(self, n, now, &settings);
+    GstFlowReturn ret = deliver(self, n, now, &settings);
+    gboolean settled = GST_CLOCK_TIME_IS_VALID(self->synced_at) && now >= self->synced_at + SFB_REORDER_SYNC_SETTLE;
+    if (self->holding && self->have_base && (settings.offset_set || settled || now >= self->hold_until)) {
+        GstFlowReturn r = release(self, now);
+        if (ret == GST_FLOW_OK) ret = r;
+    }
+    return ret;
 }
 
 void sfb_reorder_flush(SfbReorder *self) {
@@ -133,5 +211,7 @@ void sfb_reorder_flush(SfbReorder *self) {
     SfbReorderSettings settings = self->settings;
     guint n = sfb_reorder_ring_flush(self->ring, self->out);
     GST_OBJECT_UNLOCK(self);
-    deliver(self, n, now_running(self), &settings);
+    GstClockTime now = now_running(self);
+    deliver(self, n, now, &settings);
+    if (self->holding) release(self, now);
 }

@@ -45,6 +45,7 @@ static void set_property(GObject *o, guint id, const GValue *v, GParamSpec *spec
     case PROP_DO_RETRANSMISSION: self->settings.do_retransmission = g_value_get_boolean(v); break;
     case PROP_TS_OFFSET:
         self->settings.ts_offset = g_value_get_int64(v);
+        self->settings.offset_set = TRUE;
         GST_INFO_OBJECT(self, "ts-offset %" G_GINT64_FORMAT " ns", self->settings.ts_offset);
         break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(o, id, spec); break;
@@ -71,9 +72,12 @@ static void reset(SfbReorder *self) {
     GST_OBJECT_LOCK(self);
     sfb_reorder_ring_reset(self->ring, drop_item);
     self->have_base = FALSE;
+    self->settings.offset_set = FALSE;
     self->last_pts = GST_CLOCK_TIME_NONE;
+    self->off_since = GST_CLOCK_TIME_NONE;
     self->discont = TRUE;
     GST_OBJECT_UNLOCK(self);
+    sfb_reorder_drop_held(self);
 }
 
 static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
@@ -109,13 +113,14 @@ static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
 static gboolean src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
     SfbReorder *self = SFB_REORDER(parent);
     if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return gst_pad_query_default(pad, parent, query);
-    // As rtpjitterbuffer answers: upstream's, plus the time a packet may wait behind a gap.
+    // As rtpjitterbuffer answers: upstream's, plus the time a packet may wait behind a gap, plus
+    // the first packets' wait for lip sync.
     if (!gst_pad_peer_query(self->sinkpad, query)) return FALSE;
     gboolean live;
     GstClockTime min, max;
     gst_query_parse_latency(query, &live, &min, &max);
     GST_OBJECT_LOCK(self);
-    GstClockTime ours = (GstClockTime)self->settings.latency_ms * GST_MSECOND;
+    GstClockTime ours = (GstClockTime)self->settings.latency_ms * GST_MSECOND + SFB_REORDER_SYNC_HOLD;
     GST_OBJECT_UNLOCK(self);
     gst_query_set_latency(query, live, min + ours, GST_CLOCK_TIME_NONE);
     return TRUE;
@@ -135,6 +140,7 @@ static GstStateChangeReturn change_state(GstElement *element, GstStateChange tra
 static void finalize(GObject *o) {
     SfbReorder *self = SFB_REORDER(o);
     sfb_reorder_ring_free(self->ring, drop_item);
+    g_queue_clear_full(&self->held, (GDestroyNotify)gst_mini_object_unref);
     g_free(self->out);
     G_OBJECT_CLASS(sfb_reorder_parent_class)->finalize(o);
 }
@@ -184,6 +190,9 @@ static void sfb_reorder_init(SfbReorder *self) {
     self->out = g_new0(SfbReorderOut, sfb_reorder_ring_out_capacity(self->ring));
     self->settings.latency_ms = 200;
     self->asked_pt = -1;
+    g_queue_init(&self->held);
+    self->holding = TRUE;
+    self->synced_at = GST_CLOCK_TIME_NONE;
     gst_segment_init(&self->segment, GST_FORMAT_TIME);
 }
 
@@ -225,6 +234,7 @@ int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
         return 2;
     }
     g_signal_connect(rtpbin, "request-jitterbuffer", G_CALLBACK(make_reorder), NULL);
+    sfb_rtcp_split_watch(rtpbin);
     gst_object_unref(rtpbin);
     g_signal_connect(webrtc, "on-new-transceiver", G_CALLBACK(ask_for_retransmissions), NULL);
     return 0;

@@ -59,6 +59,14 @@ static GstFlowReturn rtcp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffe
         GST_DEBUG_OBJECT(self, "sender report: %" GST_PTR_FORMAT, s);
         g_signal_emit(self, handle_sync_signal, 0, s);
         gst_structure_free(s);
+        // rtpbin has this stream's report: what waits for lip sync goes out once its offset is
+        // set, or a moment later (reorder_chain.c).
+        GST_PAD_STREAM_LOCK(self->sinkpad);
+        if (!GST_CLOCK_TIME_IS_VALID(self->synced_at)) {
+            GstClockTime now = gst_element_get_current_running_time(GST_ELEMENT(self));
+            self->synced_at = GST_CLOCK_TIME_IS_VALID(now) ? now : (GstClockTime)g_get_monotonic_time() * GST_USECOND;
+        }
+        GST_PAD_STREAM_UNLOCK(self->sinkpad);
     }
     gst_buffer_unref(buffer);
     return GST_FLOW_OK;

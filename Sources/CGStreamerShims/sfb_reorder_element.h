@@ -7,6 +7,7 @@ typedef struct {
     guint latency_ms;
     gboolean do_lost, do_retransmission;
     gint64 ts_offset;
+    gboolean offset_set;  // rtpbin set ts-offset (lip sync) since the stream began
 } SfbReorderSettings;
 
 GST_DEBUG_CATEGORY_EXTERN(sfb_reorder_debug);
@@ -33,12 +34,42 @@ struct _SfbReorder {
     guint64 base_rtp, last_rtp;
     GstClockTime last_pts;
     gboolean discont;
+    // Since when packets arrive more than SFB_REORDER_REBASE off their RTP time (reorder_chain.c).
+    GstClockTime off_since;
+    // Lip sync (reorder_sync.c): ordered packets (their extended RTP time in the offset field)
+    // and lost events wait in `held` from the first packet until rtpbin set this stream's
+    // ts-offset, or had its first sender report SFB_REORDER_SYNC_SETTLE ago (the stream the
+    // others are delayed to gets none), or until `hold_until`: then all of them are stamped
+    // with that offset, so a stream's first second is not stamped without it and the rest with it.
+    GQueue held;
+    gboolean holding;
+    GstClockTime hold_until;
+    GstClockTime synced_at;  // when its first sender report went out in handle-sync
 };
+
+/// Janus sends the reports of all a PeerConnection's streams together: this long after its
+/// own, the other streams' are in, and rtpbin would have set an offset on this one.
+#define SFB_REORDER_SYNC_SETTLE (100 * GST_MSECOND)
+
+/// Packets arriving this far off the time their RTP timestamps give, for SFB_REORDER_REBASE_AFTER
+/// on end (a sender that paused without moving its RTP clock, or moved it ahead), restart the
+/// stamping from the arrival, as rtpjitterbuffer resyncs. A burst read at once after the
+/// recorder itself was held up is not off for that long: its stamps keep the media's timeline.
+#define SFB_REORDER_REBASE GST_SECOND
+#define SFB_REORDER_REBASE_AFTER (200 * GST_MSECOND)
+
+/// The longest the first packets wait for the first sender report (Janus sends them every
+/// second; a stream whose report never comes goes out unsynchronized after this).
+#define SFB_REORDER_SYNC_HOLD (2 * GST_SECOND)
 
 GstFlowReturn sfb_reorder_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer);
 /// The sink_rtcp request pad and the handle-sync signal (reorder_sync.c).
 void sfb_reorder_sync_class_init(GstElementClass *klass);
 /// At EOS: every packet held goes out (the gaps before them are losses).
 void sfb_reorder_flush(SfbReorder *self);
+/// Splits the RTCP leaving `rtpbin` per stream (rtcp_split.c).
+void sfb_rtcp_split_watch(GstElement *rtpbin);
+/// Forgets what waits for lip sync; the next packets wait again.
+void sfb_reorder_drop_held(SfbReorder *self);
 
 #endif

@@ -268,30 +268,3 @@ int sfb_webrtc_plain_jitterbuffers(GstElement *webrtc) {
   gst_object_unref(rtpbin);
   return 0;
 }
-
-// Adds an rtpjitterbuffer's (or an sfbreorder's) `num-lost` (packets it gave up waiting for,
-// after any retransmission requests) to *data.
-static void add_jitterbuffer_lost(const GValue *item, gpointer data) {
-  GstElement *element = g_value_get_object(item);
-  GstElementFactory *factory = gst_element_get_factory(element);
-  if (factory == NULL || (g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer") != 0
-                          && g_strcmp0(GST_OBJECT_NAME(factory), "sfbreorder") != 0)) return;
-  GstStructure *stats = NULL;
-  g_object_get(element, "stats", &stats, NULL);
-  if (stats == NULL) return;
-  guint64 lost = 0;
-  if (gst_structure_get_uint64(stats, "num-lost", &lost)) *(guint64 *)data += lost;
-  gst_structure_free(stats);
-}
-
-guint64 sfb_jitterbuffers_lost(GstElement *bin) {
-  if (!GST_IS_BIN(bin)) return 0;
-  guint64 lost = 0;
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-  while (gst_iterator_foreach(it, add_jitterbuffer_lost, &lost) == GST_ITERATOR_RESYNC) {
-    lost = 0;
-    gst_iterator_resync(it);
-  }
-  gst_iterator_free(it);
-  return lost;
-}

@@ -171,8 +171,9 @@ public final class WebRTCBin: @unchecked Sendable {
     /// retransmission (NACK: every transceiver gets `do-nack`, which webrtcbin's answer needs to
     /// offer it) and is given up, as a counted loss, once a packet arrives more than webrtcbin's
     /// `latency` after it was seen. rtpbin's lip sync works as with rtpjitterbuffer (RTCP sender
-    /// reports, `ts-offset`), but packets are not held: those before the first reports carry no
-    /// offset. Call before the first remote description. CGStreamerShims/include/sfb_reorder.h.
+    /// reports, `ts-offset`); a stream's first packets wait for it (2 s at most). The session's
+    /// RTCP goes out one compound per stream (`sfb_rtcp_split`, for Janus's NACK handling).
+    /// Call before the first remote description. CGStreamerShims/include/sfb_reorder.h.
     public func withReorderBuffers() throws(GStreamerError) {
         switch sfb_webrtc_reorder_jitterbuffers(element.pointer) {
         case 0: return

@@ -6,12 +6,11 @@ import TestSupport
 
 extension MediaScene.DirectReceiveTests {
     /// Packets lost on the way to the recorder. The direct path negotiates NACK and asks for
-    /// every missing packet (rtpsession sends the NACKs; Janus 1.1.2 logs "Just got some NACKS"),
-    /// but this Janus sends nothing back to a subscriber (its retransmit buffer for the stream
-    /// stays empty: no "  >> seq" line at debug level 7), and webrtcbin's path as set up today
-    /// does not even ask (no `do-nack` on its transceivers). So on both paths a lost packet
-    /// costs its picture: what is checked is that it costs only that, never a frame that
-    /// fails to open, the order, or the audio.
+    /// every missing packet, but on this loopback Janus 1.1.2 keeps none to send again (it
+    /// measures the round trip as 0 ms: `lostVideoIsRepaired`), and webrtcbin's path does not
+    /// even ask (no `do-nack` on its transceivers). So here a lost packet costs its picture on
+    /// both paths: what is checked is that it costs only that, never a frame that fails to
+    /// open, the order, or the audio.
     @Test("3 % of Janus's video to the recorder dropped (iptables): on either path a lost packet costs its picture and nothing more: every frame written opens, a keyframe is asked for, the audio is whole and in order",
           arguments: [ReceivePath.direct, .webrtcbin])
     func lostVideoCostsOnlyItsPictures(path: ReceivePath) async throws {
@@ -41,6 +40,42 @@ extension MediaScene.DirectReceiveTests {
             let place = try #require(Self.placement(sent: sent, received: received))
             #expect(place.outOfPlace == 0 && place.notReceived <= 3, "\(place)")
             #expect(audio.frames.droppedTotal == 0)
+        }
+    }
+
+    /// The direct path asks for every packet missing (NACK) and sends each stream's receiver
+    /// report in a compound of its own (`sfb_rtcp_split`): Janus 1.1.2 keeps a stream's packets
+    /// for retransmission only once it measured that stream's round trip, from a compound whose
+    /// first report block is the stream's, as a whole number of milliseconds that changed from 0,
+    /// and looks a NACK up in that stream only. So on a network what Janus's downlink lost comes
+    /// again, the pictures are all in the file, and `repaired` counts them. On the test
+    /// namespace's loopback the round trip is under 1 ms: Janus reads 0 and keeps nothing until
+    /// one report happens to take a millisecond (measured at Janus's debug level 7 with the
+    /// split: "rtt=1" twice in 10 s, then "Scheduling 317 for retransmission due to NACK", one
+    /// repaired; before it, "Can't retransmit packet 253, we don't have it"). That part is a
+    /// known issue here, not a pass.
+    @Test("direct path: 3 % of Janus's video to the recorder dropped (iptables): what Janus sends again when asked is counted in `repaired`, never more than was lost; on a network (a round trip of 1 ms or more) every picture is in the file")
+    func lostVideoIsRepaired() async throws {
+        let dir = try Scene.tempDirectory("repair")
+        let source = try await RelayCase.source(in: dir, seconds: 10)
+        try await OwnJanus.with(port: 8283, in: dir, rtpPorts: 15900...15999) { (janus: OwnJanus) async throws -> Void in
+            let room = try await Scene.createPermanentRoom(janus.url)
+            let (run, dropped) = try await Faults.withDownlinkLoss(from: janus.rtpPorts, percent: 3) {
+                try await Self.record(.file(source.path), path: .direct, janusURL: janus.url, room: room, in: dir)
+            }
+            let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
+            let first = try #require(video.firstMediaTime), last = try #require(video.lastMediaTime)
+            let pictures = Int(((last - first) * 15).rounded()) + 1
+            let repaired = try #require(run.manifest.repaired, "the manifest counts repairs once ICE connected")
+            let facts = "\(dropped) packets dropped, \(repaired) repaired; \(video.frames.opened) of \(pictures) pictures opened, \(video.frames.droppedTotal) failed; \(video.keyFrameRequests ?? 0) keyframe requests"
+            print("repair: \(facts)")
+            #expect(dropped >= 3 && repaired <= dropped, "\(facts)")
+            #expect(video.frames.droppedTotal == 0, "\(facts)")
+            withKnownIssue("loopback: Janus 1.1.2 measures a round trip under 1 ms as 0 and keeps no packet to send again", isIntermittent: true) {
+                // A retransmission can be dropped too (3 %): asked for again, up to four times.
+                #expect(repaired >= dropped * 3 / 4, "\(facts)")
+                #expect(video.frames.opened + 1 >= pictures, "\(facts)")
+            }
         }
     }
 

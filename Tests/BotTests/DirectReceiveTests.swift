@@ -65,22 +65,28 @@ extension MediaScene {
         static func isVideo(_ f: [UInt8]) -> Bool { f.count > 4 && f[0] == 0 && f[1] == 0 }
 
         /// rtpbin's lip sync works through sfbreorder's `sink_rtcp` pad and `handle-sync` signal:
-        /// once both streams' RTCP sender reports are in (about 1 s here), it sets `ts-offset` on
-        /// the stream that arrives earlier. Packets leave at once, so the ones before that carry
-        /// no offset: the audio's timestamps jump by it there (a hole of that length), and from
-        /// then on the file's timestamps put the flash and the tick together. Measured on the
-        /// file's timeline (`timed`), past the first 2 s.
-        @Test("direct path: from the first sender reports on, the test pattern's flash and tick are in sync by the file's timestamps")
+        /// once the streams' RTCP sender reports are in (Janus sends them every second), it sets
+        /// `ts-offset` on the stream that arrives earlier. The first packets wait for it, so the
+        /// first second is stamped as the rest: the flash and the tick together from the first
+        /// flash on, and no hole in the audio's timestamps where the offset came. (Before,
+        /// packets left at once and those before the reports had no offset: tick − flash −84 ms
+        /// at the first flash, and the audio's span read 2–4 frames more than it held.)
+        @Test("direct path: from the first frame on, the test pattern's flash and tick are in sync by the file's timestamps, and the audio's timestamps have no hole")
         func flashAndTickInSync() async throws {
             let dir = try Scene.tempDirectory("direct-sync")
             let run = try await Self.record(.testPattern, path: .direct, room: try await Scene.createRoom(), in: dir)
             let video = try #require(run.manifest.feeds.first { $0.kind == "video" })
+            let audio = try #require(run.manifest.feeds.first { $0.kind == "audio" })
             let file = run.out.appendingPathComponent(video.file)
             let timed = try await AVSync.tickMinusFlash(file, timed: true)
             let joined = try await AVSync.tickMinusFlash(file)
             print("direct sync: tick − flash on the timeline \(timed.map { Int($0 * 1000) }) ms; audio joined end to end \(joined.map { Int($0 * 1000) }) ms")
             #expect(timed.count >= 5, "\(timed.count) flashes found")
-            #expect(timed.dropFirst(2).allSatisfy { abs($0) <= 0.040 }, "tick − flash: \(timed.map { Int($0 * 1000) }) ms")
+            #expect(timed.allSatisfy { abs($0) <= 0.040 }, "tick − flash: \(timed.map { Int($0 * 1000) }) ms")
+            // 20 ms frames from the first timestamp to the last: as many as were written.
+            let first = try #require(audio.firstMediaTime), last = try #require(audio.lastMediaTime)
+            let span = Int(((last - first) / 0.020).rounded()) + 1
+            #expect(audio.frames.droppedTotal == 0 && span - audio.frames.opened <= 1, "\(audio.frames.opened) audio frames opened, \(span) in the span \(first)…\(last) s")
         }
 
         @Test("direct path: the tone and the pictures, every audio frame sent after the first recorded arrives once and in order, every picture opens, and no rtpjitterbuffer thread")

@@ -81,7 +81,7 @@ extension MediaScene {
         let recorderKeys = Self.store()
         let room = try await Scene.createRoom()
         let out = dir.appendingPathComponent("rec")
-        // A wait longer than the default 2 s: the key is handed in 1.6 s after the player starts,
+        // A wait longer than the default 2 s: the key is handed in 3.5 s after the player starts,
         // and a loaded machine may oversleep that.
         let recorder = Recorder(config: try Scene.config(room: room, display: "90:Rec",
                                                          protection: .indexed(IndexedProtection(store: recorderKeys, sender: "", keyWait: .seconds(8)))),
@@ -90,8 +90,9 @@ extension MediaScene {
         try await Task.sleep(for: .seconds(1))
         let tone = try await Audio.tone(880, seconds: 6, in: dir)
         let player = Task { try await Player(config: try Scene.config(room: room, display: "5:Late", protection: .indexed(IndexedProtection(store: sender, sender: "5"))), file: tone.path).run() }
-        // Past the player's ICE and DTLS (about 0.3–1 s here), inside the 2 s wait.
-        try await Task.sleep(for: .seconds(1.6))
+        // Past the player's ICE and DTLS (about 0.3–1 s here) and the first packets' wait for
+        // lip sync (the direct receive path: about 1 s, 2 s at most), inside the key wait.
+        try await Task.sleep(for: .seconds(3.5))
         let handedIn = Date()
         try recorderKeys.set(participant: "5", index: 0, material: k)
         _ = try await player.value

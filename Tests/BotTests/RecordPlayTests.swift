@@ -11,10 +11,11 @@ extension MediaScene {
     /// (as Ctrl-C would) a moment after the players finish, and returns their manifests.
     func session(
         room: Int64, players: [(URL, String, FrameProtection)], recorders: [(URL, FrameProtection)],
-        playerTap: FrameTap? = nil, recorderTap: FrameTap? = nil
+        playerTap: FrameTap? = nil, recorderTap: FrameTap? = nil, path: ReceivePath = .direct
     ) async throws -> (players: [Player.Report], manifests: [RecordingManifest]) {
         let recording = try recorders.enumerated().map { i, r in
-            let config = try Scene.config(room: room, display: "90\(i):Recorder \(i)", protection: r.1, tap: recorderTap)
+            var config = try Scene.config(room: room, display: "90\(i):Recorder \(i)", protection: r.1, tap: recorderTap)
+            config.receivePath = path
             let recorder = Recorder(config: config, directory: r.0)
             return Task { try await recorder.run() }
         }
@@ -33,13 +34,15 @@ extension MediaScene {
         return (reports, manifests)
     }
 
-    @Test func encryptedToneIsRecordedDecrypted() async throws {
-        let dir = try Scene.tempDirectory("tone")
+    /// On both receive paths: direct (the default) and webrtcbin (the fallback).
+    @Test(arguments: ReceivePath.allCases)
+    func encryptedToneIsRecordedDecrypted(path: ReceivePath) async throws {
+        let dir = try Scene.tempDirectory("tone-\(path)")
         let tone = try await Audio.tone(440, seconds: 12, in: dir)
         let ring = KeyRing(current: .random())
         let out = dir.appendingPathComponent("rec")
         let (reports, manifests) = try await session(
-            room: try await Scene.createRoom(), players: [(tone, "42:Alice", .e2ee(ring))], recorders: [(out, .e2ee(ring))])
+            room: try await Scene.createRoom(), players: [(tone, "42:Alice", .e2ee(ring))], recorders: [(out, .e2ee(ring))], path: path)
 
         #expect(reports[0].framesSent >= 599, "12 s of 20 ms frames, from the first")
         let feed = try #require(manifests[0].feeds.first)

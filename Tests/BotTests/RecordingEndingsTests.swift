@@ -31,10 +31,20 @@ extension MediaScene {
     @Test("every ending keeps every frame written, for every media kind",
           arguments: Ending.allCases, Media.allCases)
     func endingKeepsEverything(_ ending: Ending, _ media: Media) async throws {
+        try await ends(ending, media)
+    }
+
+    @Test("the webrtcbin receive path (the fallback): Ctrl-C and the publisher leaving keep every frame, audio and video",
+          arguments: [Ending.sigint, .publisherLeft])
+    func webrtcbinEndingKeepsEverything(_ ending: Ending) async throws {
+        try await ends(ending, .audioVideo, path: "webrtcbin")
+    }
+
+    func ends(_ ending: Ending, _ media: Media, path: String = "direct") async throws {
         let room = try await Scene.createRoom()
-        let dir = try Scene.tempDirectory("end-\(ending.rawValue)-\(media.rawValue)")
+        let dir = try Scene.tempDirectory("end-\(ending.rawValue)-\(media.rawValue)-\(path)")
         let out = dir.appendingPathComponent("rec"), mix = dir.appendingPathComponent("call.opus")
-        var recordArgs = ["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path]
+        var recordArgs = ["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key, "--out", out.path, "--receive-path", path]
         if media == .audioWithMix { recordArgs += ["--mix", mix.path] }
         if ending == .duration { recordArgs += ["--duration", "9"] }
         let recorder = try MediaScene.CLITests.start(recordArgs)

@@ -116,7 +116,7 @@ extension RecordingManifest {
 extension RecordingManifest {
     enum CodingKeys: String, CodingKey {
         case room, janus, e2ee, started, ended, feeds, timeline, mix, earlierMixes = "earlier_mixes", errors, gaps, pauses, reconnection, participants
-        case unrecorded, mixOnDisk = "mix_on_disk", proof, candidatePair = "candidate_pair", receiveDrops = "receive_drops", recording
+        case unrecorded, mixOnDisk = "mix_on_disk", proof, candidatePair = "candidate_pair", receiveDrops = "receive_drops", repaired, recording
         case frameFormat = "frame_format"
     }
 
@@ -142,6 +142,7 @@ extension RecordingManifest {
         proof = try c.decodeIfPresent(ManifestProof.self, forKey: .proof)
         candidatePair = try c.decodeIfPresent(CandidatePair.self, forKey: .candidatePair)
         receiveDrops = try c.decodeIfPresent(Int.self, forKey: .receiveDrops)
+        repaired = try c.decodeIfPresent(Int.self, forKey: .repaired)
         recording = try c.decodeIfPresent(String.self, forKey: .recording)
         frameFormat = try c.decodeIfPresent(FrameFormatName.self, forKey: .frameFormat)
     }

@@ -116,6 +116,9 @@ public struct RecordingManifest: Codable, Sendable {
     /// connected. Janus may have sent a dropped packet again when asked (NACK); if not, its
     /// frame is missing from a file.
     public var receiveDrops: Int? = nil
+    /// Packets lost on the way (in the network or the kernel) that the recorder asked for again
+    /// (NACK) and got in time, so no frame was missing for them; nil before ICE connected.
+    public var repaired: Int? = nil
     /// With a signing key: the recording's id, as every checkpoint signs it (`proof.jsonl`). Not
     /// signed here until the end, but `verify` fails a folder whose checkpoints name another.
     public var recording: String? = nil

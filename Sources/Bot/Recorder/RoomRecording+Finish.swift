@@ -22,6 +22,7 @@ extension RoomRecording {
         m.recording = proof?.chain.identity.id
         m.frameFormat = config.protection.formatName
         m.receiveDrops = receiveDrops.read ? receiveDrops.earlier + receiveDrops.current : nil
+        m.repaired = receiveDrops.read ? unrepaired.repairedEarlier + unrepaired.repaired : nil
         if let since = unrepaired.since {
             let drops = receiveDrops.earlier + receiveDrops.current, lost = unrepaired.earlier + unrepaired.current
             m.errors.append(.init(time: since, error: "the kernel dropped \(drops) packet(s) on the media socket (the recorder fell behind) and \(lost) never arrived, not repaired by retransmission: frames are missing from the files"))
@@ -55,6 +56,7 @@ extension RoomRecording {
         state = .finishing
         // The last count of packets lost with kernel drops, before the PeerConnection goes.
         if let peer, receiveDrops.current > 0 { await readUnrepaired(peer) }
+        await readRepaired()
         following?.cancel()
         rejoining?.cancel()
         await finishSegments()

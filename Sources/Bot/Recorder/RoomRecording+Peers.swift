@@ -92,7 +92,7 @@ extension RoomRecording {
         candidatePair = nil
         pairPending = false
         receiveDrops = (receiveDrops.earlier + receiveDrops.current, 0, receiveDrops.read)
-        unrepaired = (unrepaired.earlier + unrepaired.current, 0, unrepaired.since)
+        unrepaired = (unrepaired.earlier + unrepaired.current, 0, unrepaired.since, unrepaired.repairedEarlier + unrepaired.repaired, 0)
         let webrtc: WebRTCBin
         if peers == 1 {
             webrtc = try WebRTCBin(media.pipeline.element(named: "webrtc"))
@@ -218,6 +218,14 @@ extension RoomRecording {
         unrepaired.current = lost
     }
 
+    /// Packets repaired by retransmission on the current PeerConnection (the highest count seen:
+    /// a feed's buffer goes when the feed does), for the manifest's `repaired`.
+    func readRepaired() async {
+        guard let peer else { return }
+        let repaired = await peer.webrtc.jitterBuffersRepaired()
+        if self.peer?.number == peer.number, repaired > unrepaired.repaired { unrepaired.repaired = repaired }
+    }
+
     /// Reads the current PeerConnection's selected candidate pair (webrtcbin's stats): once ICE
     /// connects (`now`), every second until the stats hold it (on a loaded machine they may not
     /// yet, and a short recording ended without one), then every 10 s; not while it negotiates
@@ -226,6 +234,7 @@ extension RoomRecording {
     func readCandidatePair(now: Bool = false) async {
         candidateReads += 1
         await readReceiveDrops()
+        await readRepaired()
         if now { pairPending = true }
         guard pairPending || candidateReads % 10 == 0 else { return }
         guard let webrtc = peer?.webrtc, let pair = try? await webrtc.selectedCandidatePairs().first else { return }

@@ -63,9 +63,9 @@ actor RoomRecording {
     var receiveBufferCapped = false
     /// Kernel drops on the media sockets: of PeerConnections replaced, of the current one.
     var receiveDrops = (earlier: 0, current: 0, read: false)
-    /// Packets the jitter buffers gave up on, read while the kernel drops packets: of
-    /// PeerConnections replaced, of the current one, and when first seen with drops.
-    var unrepaired = (earlier: 0, current: 0, since: Date?.none)
+    /// Packets the jitter buffers gave up on, read while the kernel drops packets, and packets a
+    /// retransmission brought back: of PeerConnections replaced, of the current one; the first loss.
+    var unrepaired = (earlier: 0, current: 0, since: Date?.none, repairedEarlier: 0, repaired: 0)
     /// PeerConnections replaced because Janus's offer could not be answered.
     var negotiationFailures = 0
     var following: Task<Void, Never>?

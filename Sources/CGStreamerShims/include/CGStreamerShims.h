@@ -32,6 +32,8 @@ void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
 /// Packets every rtpjitterbuffer (and sfbreorder) inside `bin` gave up waiting for (its `num-lost`: not arrived,
 /// not repaired by a retransmission), summed; 0 for an element that is not a bin.
 guint64 sfb_jitterbuffers_lost(GstElement *bin);
+/// Packets every one of them asked for again (NACK) and got (its `rtx-success-count`), summed.
+guint64 sfb_jitterbuffers_repaired(GstElement *bin);
 /// The latest RTCP sender report of each remote source in webrtcbin's RTP sessions: its NTP
 /// time (64-bit fixed point) and packet count. Fills up to `max`; returns how many there are
 /// (possibly more than `max`), or -1 if `webrtc` has no rtpbin.

@@ -54,13 +54,21 @@ guint sfb_reorder_ring_flush(SfbReorderRing *ring, SfbReorderOut *out);
 guint sfb_reorder_ring_held(const SfbReorderRing *ring);
 SfbReorderCounts sfb_reorder_ring_counts(const SfbReorderRing *ring);
 
+/// One receiver-report compound into one compound per report block (RR with that block, the
+/// other packets, the NACK/PLI about that SSRC; feedback about no reported SSRC with the first),
+/// for Janus, which gives a compound to the stream of its first block only (rtcp_split.c).
+/// Writes them one after the other into `out` (`cap` bytes), their lengths into `lengths`;
+/// returns how many, or 0 when the compound is kept as it is (one block or none, a sender
+/// report, more than `max` blocks, malformed, or `out` too small).
+guint sfb_rtcp_split(const guint8 *in, gsize size, guint8 *out, gsize cap, gsize *lengths, guint max);
+
 /// Registers the `sfbreorder` element (a static plugin) once per process; FALSE if GStreamer refused.
 gboolean sfb_reorder_register(void);
 
 /// Gives webrtcbin's rtpbin an `sfbreorder` instead of an rtpjitterbuffer for each new receive
 /// stream (signal `request-jitterbuffer`), and turns on `do-nack` on every transceiver webrtcbin
 /// makes (`on-new-transceiver`), so the answer negotiates NACK and the reorder buffers ask for
-/// what is missing. Call before the first remote description.
+/// what is missing; and splits the session's RTCP per stream (`sfb_rtcp_split`) for Janus. Call before the first remote description.
 /// Returns 0, or 1 (no rtpbin) / 2 (GStreamer too old) / 3 (the element could not be registered).
 int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc);
 

@@ -43,4 +43,11 @@ extension WebRTCBin {
         let element = self.element
         return await OffPool.run { Int(clamping: sfb_jitterbuffers_lost(element.pointer)) }
     }
+
+    /// Packets its jitter buffers asked for again (NACK) and got, summed over the buffers there
+    /// are now; off the pool.
+    public func jitterBuffersRepaired() async -> Int {
+        let element = self.element
+        return await OffPool.run { Int(clamping: sfb_jitterbuffers_repaired(element.pointer)) }
+    }
 }
