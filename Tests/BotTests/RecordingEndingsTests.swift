@@ -179,6 +179,9 @@ extension MediaScene {
             let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", janus.url, "--room", "\(room)", "--key-hex", key,
                                                         "--display", "1:Gus", "--duration", "30", "--rejoin-timeout", "3"])
             defer { player.signal(SIGKILL) }
+            // 8 s of media before the kill, counted from when it reaches the disk (a loaded
+            // machine joins late: CI once decoded under 6 s of audio after a fixed 8 s).
+            #expect(await eventually(within: 30) { mediaOnDisk(in: out) }, "no media recorded")
             try await Task.sleep(for: .seconds(8))
             try await janus.kill9()
             let status = await recorder.exit(within: .seconds(30))

@@ -21,9 +21,14 @@ extension MediaScene.RelayTests {
         let folder = disk.appendingPathComponent("hls")
         let relay = try RelayCase.relay(to: "hls:\(folder.path)", room: room, seconds: 60)
         defer { relay.signal(SIGKILL) }
-        try await Task.sleep(for: .seconds(8))
-        // What was written before the disk filled: kept as it is, whatever comes after.
-        let before = try Self.segments(in: folder)
+        // What was written before the disk filled: kept as it is, whatever comes after. Filled once
+        // a segment is complete (a loaded machine joined slower than 8 s: CI once had none).
+        var before: [String: Data] = [:]
+        let written = ContinuousClock.now + .seconds(40)
+        while before.isEmpty, ContinuousClock.now < written {
+            try await Task.sleep(for: .milliseconds(500))
+            before = (try? Self.segments(in: folder)) ?? [:]
+        }
         let filler = disk.appendingPathComponent("filler")
         var s = statvfs()
         #expect(statvfs(disk.path, &s) == 0)

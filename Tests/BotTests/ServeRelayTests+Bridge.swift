@@ -42,7 +42,10 @@ extension MediaScene.ServeRelayTests {
         let id = try #require(try created.json()["id"] as? String, "\(created.text)")
         let sending = try await serve.waitFor("/v1/relays/\(id)", within: .seconds(30)) { $0["relayPhase"] as? String == "sending" }
         #expect(sending["toRoom"] as? Int64 == roomB || sending["toRoom"] as? Int == Int(roomB), "\(sending)")
-        try await Task.sleep(for: .seconds(3))
+        // Paused once room B's recorder records her (a loaded machine subscribes late: the lanes
+        // once recorded only what came after the pause, with no silence in it).
+        #expect(await eventually(within: 30) { mediaOnDisk(in: good, bytes: 8 * 1024) }, "room B's recorder records nothing")
+        try await Task.sleep(for: .seconds(2))
         let paused = try await serve.request("POST", "/v1/relays/\(id)/pause")
         #expect(paused.status == 200 && (try? paused.json()["paused"] as? Bool) == true, "\(paused.text)")
         try await Task.sleep(for: .seconds(4))

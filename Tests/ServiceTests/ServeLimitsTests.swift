@@ -198,7 +198,7 @@ extension MediaScene.ServeLimitsTests {
     @Test("lists come a page at a time (limit, after, Next-After); finished jobs are forgotten after --keep-finished, their files kept")
     func pagesAndPruning() async throws {
         let dir = try Scene.tempDirectory("serve-pages")
-        let serve = try await ServeProcess.start(port: 18496, in: dir, extra: ["--keep-finished", "3", "--rejoin-timeout", "0"])
+        let serve = try await ServeProcess.start(port: 18496, in: dir, extra: ["--keep-finished", "8", "--rejoin-timeout", "0"])
         defer { serve.process.signal(SIGKILL) }
         var ids: [String] = []
         for i in 0..<3 {
@@ -218,13 +218,13 @@ extension MediaScene.ServeLimitsTests {
         for id in ids { _ = try await serve.waitFor("/v1/recordings/\(id)") { $0["state"] as? String == "failed" } }
         let state = serve.stateDir.appendingPathComponent("jobs")
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".json") }.count == 3)
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + .seconds(25)
         var left = ids.count
         while ContinuousClock.now < deadline, left > 0 {
             try await Task.sleep(for: .milliseconds(500))
             left = try await serve.request("GET", "/v1/recordings").list().count
         }
-        print("serve pages: \(ids.count) failed jobs, \(left) listed after --keep-finished 3")
+        print("serve pages: \(ids.count) failed jobs, \(left) listed after --keep-finished 8")
         #expect(left == 0)
         #expect(try await serve.request("GET", "/v1/recordings/\(ids[0])").status == 404)
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".json") }.isEmpty)

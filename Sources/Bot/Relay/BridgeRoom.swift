@@ -40,7 +40,9 @@ actor BridgeRoom: RoomFollower {
 
     func start() async throws {
         let present = try await joinRoom()
-        status.set(.sending, destination: "room \(bridge.to.room)")
+        // `sending` (and `sendingSince`, serve's relay.started) once a participant's frames reach
+        // the other room: joining the first room's roster sends nothing yet.
+        status.set(.waiting, destination: destination)
         await relayLogged(present)
     }
 
@@ -57,7 +59,8 @@ actor BridgeRoom: RoomFollower {
             var to = bridge.to
             to.display = p.display
             to.protection = protection
-            let input = RoomInput(config: bridge.from, participant: id, pauses: bridge.pauses)
+            let (status, destination) = (status, destination)
+            let input = RoomInput(config: bridge.from, participant: id, pauses: bridge.pauses) { status.outputUp(destination: destination) }
             let player = Player(config: to, source: .room(input))
             let display = p.display
             log.info("bridging participant \(id) '\(display)' into room \(to.room)")
@@ -92,7 +95,9 @@ actor BridgeRoom: RoomFollower {
         ended.append(await b.task.value)
     }
 
-    func cameBack() { status.set(.sending) }
+    func cameBack() { status.set(status.snapshot.sendingSince == nil ? .waiting : .sending) }
+
+    var destination: String { "room \(bridge.to.room)" }
 
     /// The roster's session goes; the bridged participants go on (each has sessions of its own).
     func dropSession() async {

@@ -35,10 +35,16 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     /// A frame after this much silence is the participant back.
     static let away: Duration = .seconds(1)
 
-    public init(config: BotConfig, participant: String, pauses: RecordingPauses = RecordingPauses()) {
+    /// Called once, at the first frame taken by the publisher in the other room (a bridge's
+    /// `sending`: media reaches that room, not only the first room's roster joined).
+    private let firstSent: (@Sendable () -> Void)?
+    private let sentOnce = Atomic<Bool>(false)
+
+    public init(config: BotConfig, participant: String, pauses: RecordingPauses = RecordingPauses(), firstSent: (@Sendable () -> Void)? = nil) {
         self.config = config
         self.participant = participant
         self.pauses = pauses
+        self.firstSent = firstSent
     }
 
     var audioIsOpus: Bool { true }
@@ -91,7 +97,7 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
         arrived()
         if heldBack() { return }
-        sink.push(frame, running: nil, key: true, video: false)
+        if sink.push(frame, running: nil, key: true, video: false), !sentOnce.exchange(true, ordering: .relaxed) { firstSent?() }
     }
 
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
