@@ -31,10 +31,11 @@ public enum Scene {
         return room
     }
 
+    /// `SFUBOT_TEST_RECEIVE_PATH=direct` runs the in-process recorders on the direct path.
     public static func config(room: Int64, display: String, protection: FrameProtection, tap: FrameTap? = nil) throws -> BotConfig {
-        var c = BotConfig(janusURL: janusURL!, room: room, display: display, protection: protection,
-                          pipelines: try PipelineLibrary(), logger: logger)
+        var c = BotConfig(janusURL: janusURL!, room: room, display: display, protection: protection, pipelines: try PipelineLibrary(), logger: logger)
         c.frameTap = tap
+        c.receivePath = ProcessInfo.processInfo.environment["SFUBOT_TEST_RECEIVE_PATH"].flatMap(ReceivePath.init(rawValue:)) ?? c.receivePath
         return c
     }
 
