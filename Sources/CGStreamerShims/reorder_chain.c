@@ -120,6 +120,10 @@ static GstFlowReturn release(SfbReorder *self, GstClockTime now) {
     return ret;
 }
 
+void sfb_reorder_release_held(SfbReorder *self) {
+    if (self->holding && self->have_base) release(self, now_running(self));
+}
+
 void sfb_reorder_drop_held(SfbReorder *self) {
     g_queue_clear_full(&self->held, (GDestroyNotify)gst_mini_object_unref);
     self->holding = TRUE;

@@ -82,6 +82,11 @@ static void reset(SfbReorder *self) {
 
 static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
     SfbReorder *self = SFB_REORDER(parent);
+    if (GST_EVENT_TYPE(event) == GST_EVENT_CUSTOM_DOWNSTREAM && gst_event_has_name(event, SFB_REORDER_RELEASE_EVENT)) {
+        sfb_reorder_release_held(self);  // ours: not passed on
+        gst_event_unref(event);
+        return TRUE;
+    }
     switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_CAPS: {
         GstCaps *caps;

@@ -71,5 +71,9 @@ void sfb_reorder_flush(SfbReorder *self);
 void sfb_rtcp_split_watch(GstElement *rtpbin);
 /// Forgets what waits for lip sync; the next packets wait again.
 void sfb_reorder_drop_held(SfbReorder *self);
+/// What waits for lip sync goes out now (in the streaming thread: on the event below).
+void sfb_reorder_release_held(SfbReorder *self);
+/// A serialized custom downstream event, sent to the sink pad (reorder_release.c).
+#define SFB_REORDER_RELEASE_EVENT "sfb-reorder-release"
 
 #endif

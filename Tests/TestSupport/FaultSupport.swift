@@ -86,6 +86,14 @@ public enum Faults {
     /// Undoes `refuseTCP(port:)`; checked gone.
     public static func allowTCP(port: Int) async throws { try await removeInput(tcpRule(port)) }
 
+    /// Drops every RTCP sender report (a UDP compound whose first packet type is 200) in the
+    /// namespace until `allowSenderReports`: no receiver can sync its streams.
+    public static func dropSenderReports() async throws { try await insertInput(senderReportRule) }
+
+    public static func allowSenderReports() async throws { try await removeInput(senderReportRule) }
+
+    private static let senderReportRule = ["-p", "udp", "-m", "u32", "--u32", "0>>22&0x3C@8>>16&0xFF=0xC8", "-j", "DROP"]
+
     private static func tcpRule(_ port: Int) -> [String] { ["-p", "tcp", "--dport", "\(port)", "-j", "REJECT", "--reject-with", "tcp-reset"] }
 
     /// Drops every TCP packet sent to 127.0.0.1:`port` until `releaseTCP(port:)`: a client's

@@ -97,6 +97,8 @@ extension RoomRecording {
 
     /// Every live recording finished (end-of-stream, file closed, tracks merged).
     func finishSegments() async {
+        // On the direct path a stream's first packets wait up to 2 s for lip sync: out first.
+        if let peer { await peer.webrtc.releaseHeldPackets() }
         let live = branches.detachAll()
         if let media {
             await withTaskGroup(of: Void.self) { group in

@@ -55,6 +55,9 @@ extension RoomRecording {
         await peer.subscription.forget([p.id])
         log.info("publisher \(p.id) left")
         timeline.append(.init(time: Date(), event: "left", feedID: p.id, display: p.display))
+        // What of theirs waits for lip sync (direct path) goes out before the cut; the others'
+        // waits end too, their first packets stamped without the offset: late sync, not a loss.
+        await peer.webrtc.releaseHeldPackets()
         // Detached and handed to a task the stop waits for (`leaving`), with no suspension in
         // between: a stop that ran while these files were being finished wrote a manifest
         // without them (issue 39: `feeds: []`, "frames received: 0", the tracks not merged).

@@ -34,6 +34,9 @@ void sfb_webrtc_get_stats(GstElement *webrtc, GstPad *pad, GstPromise *promise);
 guint64 sfb_jitterbuffers_lost(GstElement *bin);
 /// Packets every one of them asked for again (NACK) and got (its `rtx-success-count`), summed.
 guint64 sfb_jitterbuffers_repaired(GstElement *bin);
+/// Every sfbreorder inside `bin` lets out what its first packets wait for (lip sync) at once;
+/// returns how many took the event. Blocks until each stream's packet in flight is through.
+guint sfb_reorders_release_held(GstElement *bin);
 /// The latest RTCP sender report of each remote source in webrtcbin's RTP sessions: its NTP
 /// time (64-bit fixed point) and packet count. Fills up to `max`; returns how many there are
 /// (possibly more than `max`), or -1 if `webrtc` has no rtpbin.

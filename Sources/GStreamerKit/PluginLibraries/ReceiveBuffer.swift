@@ -50,4 +50,13 @@ extension WebRTCBin {
         let element = self.element
         return await OffPool.run { Int(clamping: sfb_jitterbuffers_repaired(element.pointer)) }
     }
+
+    /// The direct receive path's first packets, held until lip sync (sfbreorder), go out now:
+    /// before a recording's branches are cut off, so what arrived reaches the files. Off the
+    /// pool (each send waits for the stream's packet in flight).
+    @discardableResult
+    public func releaseHeldPackets() async -> Int {
+        let element = self.element
+        return await OffPool.run { Int(sfb_reorders_release_held(element.pointer)) }
+    }
 }
