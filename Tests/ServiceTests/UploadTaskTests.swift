@@ -115,7 +115,7 @@ import Webhooks
             #expect(try await upload("kept.mka") == "available:1:true", "retried later, counted")
             #expect(try await upload("gone.mka") == "discarded:1:false", "its file gone: given up")
             #expect(FileManager.default.fileExists(atPath: kept), "a failed upload never loses a file")
-            let failed = "upload-\(UploadQueue.id(key: "rec/rec-2/kept.mka")).failed"
+            let failed = "upload-\(LocalTaskQueue.fileID(key: "rec/rec-2/kept.mka")).failed"
             #expect(try await t.sql("SELECT string_agg(key, ' ' ORDER BY key) FROM tasks WHERE kind = 'webhook' AND key LIKE '\(failed)%'") == "\(failed).0")
             // b tells the same try's failure (with its own body): queued once.
             let again = try #require(JobPublishing.uploadFailedEvent(job: "rec-2", file: "/disk-b/kept.mka", key: "rec/rec-2/kept.mka", "b", attempts: 1))
