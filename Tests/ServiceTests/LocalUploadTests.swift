@@ -42,11 +42,9 @@ import Webhooks
 
     /// A file of random bytes and its SHA-256.
     static func file(_ dir: URL, _ name: String, bytes: Int) throws -> (path: String, sha256: String) {
-        var data = Data(count: bytes)
-        data.withUnsafeMutableBytes { buffer in
-            var done = 0
-            while done < bytes { done += max(0, getrandom(buffer.baseAddress! + done, bytes - done, 0)) }
-        }
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        defer { try? random.close() }
+        let data = try #require(try random.read(upToCount: bytes))
         let url = dir.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try data.write(to: url)

@@ -42,8 +42,8 @@ import TestSupport
         let seeding = try JobPublishing(stateDirectory: state, storage: client, webhook: nil, logger: LocalUploadTests.log)
         try await LocalUploadTests.ended(seeding, id, out)
 
-        func serve(bucket: String) async throws -> ServeProcess {
-            try await ServeProcess.start(port: Self.servePort, in: dir, stateDir: state, janus: "ws://127.0.0.1:9", extra: [
+        func serve(bucket: String, token: String? = nil) async throws -> ServeProcess {
+            try await ServeProcess.start(port: Self.servePort, in: dir, stateDir: state, token: token, janus: "ws://127.0.0.1:9", extra: [
                 "--storage", "s3://\(bucket)/site", "--s3-endpoint", moto.endpoint, "--s3-credentials-file", credentials.path,
             ])
         }
@@ -61,7 +61,7 @@ import TestSupport
         _ = await first.process.finished()
         #expect(files.allSatisfy { FileManager.default.fileExists(atPath: $0.path) }, "a failed upload never loses a file")
 
-        let second = try await serve(bucket: "sfubot-restart")
+        let second = try await serve(bucket: "sfubot-restart", token: first.token)
         defer { second.process.signal(SIGKILL) }
         let done = await eventually(within: 60) { await uploads(second)["pending"] as? Int == 0 }
         let after = await uploads(second)
