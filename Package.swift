@@ -198,17 +198,15 @@ let package = Package(
             ],
             swiftSettings: strict),
         // Durable work kept in a directory (one JSON file per entry, written atomically) and the
-        // retry schedule: the upload queue and the webhook outbox survive restarts through it.
+        // retry schedule: the task queue and the webhook outbox survive restarts through it.
         .target(name: "Spool", dependencies: ["Locking", "Comeback", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // S3-compatible object storage: our own SigV4 signer (no AWS SDK), PUT and multipart
-        // uploads verified against the store's checksums, and the durable upload queue.
+        // uploads verified against the store's checksums (queued as tasks by Service).
         .target(
             name: "ObjectStore",
-            dependencies: ["Locking", "Spool", "PrivateIO",
+            dependencies: ["Locking", "PrivateIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -320,7 +318,7 @@ let package = Package(
         .testTarget(name: "SpoolTests", dependencies: ["Spool"], swiftSettings: strict),
         .testTarget(
             name: "ObjectStoreTests",
-            dependencies: ["ObjectStore", "Spool", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ObjectStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         // Signatures against the spec's vector and its Python library; the outbox against a receiver.
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Spool", "TestSupport"], swiftSettings: strict),

@@ -63,16 +63,4 @@ final class LocalFile: Sendable {
             return (size, SigV4.hex(hash.finalize()))
         }
     }
-
-    /// Deletes `path` (a verified upload's local copy); nil when done or already gone, else why not.
-    static func delete(_ path: String) async -> String? {
-        await OffPool.run { () -> String? in
-            unlink(path) == 0 || errno == ENOENT ? nil : String(cString: strerror(errno))
-        }
-    }
-
-    /// Whether `path` is still there (a failed upload of a vanished file is given up).
-    static func exists(_ path: String) async -> Bool {
-        await OffPool.run { FileManager.default.fileExists(atPath: path) }
-    }
 }

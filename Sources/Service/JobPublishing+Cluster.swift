@@ -7,8 +7,8 @@ import ObjectStore
 import Spool
 import Webhooks
 
-/// Uploads with `--database`: `upload` tasks and `job_folders` (ClusterStore+Uploads) replace
-/// the state directory's batches. Every instance shows a recording's uploads; a file is
+/// Uploads with `--database`: the cluster's `upload` tasks and `job_folders` (ClusterStore+Uploads)
+/// instead of the state folder's tasks. Every instance shows a recording's uploads; a file is
 /// uploaded by the instance its task is pinned to, and the tasks of one whose session is gone
 /// are re-pinned to another (it reads them where the first did: a folder is on shared storage,
 /// or else only its own instance queues it); once every folder is uploaded one instance writes

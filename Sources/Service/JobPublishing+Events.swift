@@ -2,35 +2,6 @@ import Crypto
 import Foundation
 import ObjectStore
 
-/// A recording's files on their way to the store: `job.finished` waits for all of them.
-struct UploadBatch: Codable, Sendable {
-    var job: String
-    var kind: String
-    var room: Int64
-    var failed: Bool
-    var files: [BatchFile]
-    var objects: [String: UploadedObject] = [:]
-    /// Keys given up: their file vanished before it could be uploaded.
-    var missing: Set<String> = []
-}
-
-extension JobStatus.Uploads {
-    /// Counted from a batch; tries and last error carried over from `before`.
-    init(_ batch: UploadBatch, before: Self? = nil) {
-        uploaded = batch.objects.count
-        missing = batch.missing.count
-        pending = batch.files.count - uploaded - missing
-        failedTries = before?.failedTries ?? 0
-        lastError = pending > 0 ? before?.lastError : nil
-    }
-}
-
-struct BatchFile: Codable, Sendable {
-    var key: String
-    /// Its path in the recording's folder.
-    var name: String
-}
-
 /// The `data` of every job event; fields that do not apply are left out.
 struct JobEvent: Encodable, Sendable {
     var job: String
@@ -104,7 +75,7 @@ extension JobPublishing {
     }
 
     /// Every regular file below a recording's folder (manifest and proof included, hidden ones not), sorted;
-    /// hashed when `hash` (the upload queue hashes what it uploads itself).
+    /// hashed when `hash` (an upload hashes what it sends itself).
     static func localFiles(_ directory: String, hash: Bool) -> [LocalFile] {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }

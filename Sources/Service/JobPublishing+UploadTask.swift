@@ -9,14 +9,19 @@ import ObjectStore
 import Spool
 import Webhooks
 
-/// An `upload` task's try with `--database` (TaskWorker): the file sent and verified against
-/// the store's answer (ETags, then HEAD for size and SHA-256), the object kept in the task,
-/// the local file deleted only then, and the task completed with the recording's next step in
-/// one transaction. A failed try keeps the file and the task (TaskPolicy's backoff, never
-/// given up while the file is there); its `upload.failed` on the first try and every tenth.
+/// An `upload` task's try (TaskWorker), one instance's or a cluster's: the file sent and
+/// verified against the store's answer (ETags, then HEAD for size and SHA-256), the object kept
+/// in the task, the local file deleted only then, and the task completed with the recording's
+/// next step (`UploadLedger`: the queue that holds the task). A failed try keeps the file and
+/// the task (TaskPolicy's backoff, never given up while the file is there); its
+/// `upload.failed` on the first try and every tenth.
 extension JobPublishing {
+    /// The queue that holds the upload tasks: the cluster's, or the state folder's.
+    var uploadLedger: any UploadLedger { clusterStore.map { $0 as any UploadLedger } ?? tasks }
+
     func uploadTask(_ task: QueuedTask) async -> RetryOutcome {
-        guard let store = clusterStore, let storage, let location, let job = task.job else { return .retry("no database or storage here") }
+        guard let storage, let location else { return .retry("no storage here") }
+        let store = uploadLedger, job = task.job ?? "-"
         let mergedKey = Self.mergedKey(job, location)
         var file = task.args["file"] ?? ""
         if let content = task.payload {
@@ -46,23 +51,23 @@ extension JobPublishing {
             do {
                 guard try await store.noteUploaded(task, object) else { return .retry("no longer this instance's to upload") }
             } catch {
-                return .retry("uploaded and verified, but the job database cannot be told: \(error)")
+                return .retry("uploaded and verified, but the task queue cannot be told: \(error)")
             }
         }
         if let why = await delete(file) { return .retry("uploaded and verified, but \(file) cannot be deleted: \(why)") }
         do {
             // nil: freed meanwhile (its claim ran out); its next try only settles.
-            guard try await store.settleUpload(task, uploaded: true, mergedKey: mergedKey) != nil else { return .retry("no longer this instance's to settle") }
+            guard try await store.endUpload(task, uploaded: true, why: nil, mergedKey: mergedKey) else { return .retry("no longer this instance's to settle") }
         } catch {
-            // Tried again: the object is in the task, so the next try only tells the database.
-            return .retry("uploaded and verified, but the job database cannot be told: \(error)")
+            // Tried again: the object is in the task, so the next try only tells the queue.
+            return .retry("uploaded and verified, but the task queue cannot be told: \(error)")
         }
         return .done
     }
 
     /// A failed try. A file that is gone cannot be uploaded: given up (`missing`), the recording
     /// moved on; any other failure keeps the file and the task.
-    private func failed(_ task: QueuedTask, file: String, _ why: String, retryable: Bool, store: ClusterStore, mergedKey: String) async -> RetryOutcome {
+    private func failed(_ task: QueuedTask, file: String, _ why: String, retryable: Bool, store: any UploadLedger, mergedKey: String) async -> RetryOutcome {
         // Cut short by a shutdown: not the store's failure (the task is released as it was).
         if Task.isCancelled { return .retry("cancelled") }
         Counter(label: "sfubot_upload_failures_total").increment()
@@ -75,9 +80,9 @@ extension JobPublishing {
         let there = await OffPool.run(on: files) { FileManager.default.fileExists(atPath: file) }
         guard !there else { return .retry(why) }
         do {
-            _ = try await store.settleUpload(task, uploaded: false, why: why, mergedKey: mergedKey)
+            _ = try await store.endUpload(task, uploaded: false, why: why, mergedKey: mergedKey)
         } catch {
-            return .retry("\(why); given up, but the job database cannot be told: \(error)")
+            return .retry("\(why); given up, but the task queue cannot be told: \(error)")
         }
         return .giveUp(why)
     }

@@ -29,11 +29,7 @@ extension JobPublishing {
     static func uploadFailedEvent(job: String?, file: String, key: String, _ why: String, attempts: Int) -> WebhookEvent? {
         guard attempts > 0, (attempts - 1) % 10 == 0 else { return nil }
         let event = UploadFailedEvent(job: job, file: file, key: key, attempts: attempts, reason: why)
-        return try? WebhookEvent(.uploadFailed, data: event, id: "upload-\(UploadQueue.id(key: key)).failed.\(attempts - 1)")
-    }
-
-    static func uploadFailedEvent(_ entry: UploadEntry, _ why: String, attempts: Int) -> WebhookEvent? {
-        uploadFailedEvent(job: entry.context["job"], file: entry.file, key: entry.key, why, attempts: attempts)
+        return try? WebhookEvent(.uploadFailed, data: event, id: "upload-\(LocalTaskQueue.fileID(key: key)).failed.\(attempts - 1)")
     }
 
     /// The events of an older version's outbox directory (`webhooks/`), queued as tasks (not

@@ -176,7 +176,7 @@ import Webhooks
             let first = try #require(JobPublishing.uploadFailedEvent(job: "rec-u", file: onA, key: key, "a: the store answered 503", attempts: 1))
             #expect(try await s.a.enqueue(first, job: "rec-u"))
             // Both queue the same event with their own bodies: the first body stays.
-            let id = "upload-\(UploadQueue.id(key: key)).failed.0"
+            let id = "upload-\(LocalTaskQueue.fileID(key: key)).failed.0"
             let again = try #require(JobPublishing.uploadFailedEvent(job: "rec-u", file: onB, key: key, "b: the store answered 503", attempts: 1))
             #expect(again.id == id)
             #expect(try await !s.b.enqueue(again, job: "rec-u"))

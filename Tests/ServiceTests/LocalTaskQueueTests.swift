@@ -94,7 +94,11 @@ import Webhooks
         let restarted = try worker(try Self.queue(dir))
         let running = Task { await restarted.run(session: { nil }, idle: .milliseconds(50), log: Self.log) }
         let ids = ["old.started.0", "rec-1.started.0", "rec-1.paused.1", "rec-1.resumed.1"]
-        let all = await eventually(within: 20) { ids.allSatisfy { !receiver.events(id: $0).isEmpty } }
+        // The receiver logs an event before it answers: its task is finished only once the answer came.
+        let all = await eventually(within: 20) {
+            guard ids.allSatisfy({ !receiver.events(id: $0).isEmpty }) else { return false }
+            return (try? await restarted.queue.depth(.webhook)) == 0
+        }
         running.cancel()
         await running.value
         #expect(all)

@@ -115,7 +115,7 @@ import Webhooks
             #expect(try await upload("kept.mka") == "available:1:true", "retried later, counted")
             #expect(try await upload("gone.mka") == "discarded:1:false", "its file gone: given up")
             #expect(FileManager.default.fileExists(atPath: kept), "a failed upload never loses a file")
-            let failed = "upload-\(UploadQueue.id(key: "rec/rec-2/kept.mka")).failed"
+            let failed = "upload-\(LocalTaskQueue.fileID(key: "rec/rec-2/kept.mka")).failed"
             #expect(try await t.sql("SELECT string_agg(key, ' ' ORDER BY key) FROM tasks WHERE kind = 'webhook' AND key LIKE '\(failed)%'") == "\(failed).0")
             // b tells the same try's failure (with its own body): queued once.
             let again = try #require(JobPublishing.uploadFailedEvent(job: "rec-2", file: "/disk-b/kept.mka", key: "rec/rec-2/kept.mka", "b", attempts: 1))
@@ -227,6 +227,30 @@ import Webhooks
                                      session: .init(host: "127.0.0.1", port: pg.port, username: "sfubot", password: nil, database: old, tls: .disable))
             let shown = try #require(try await store.uploads(of: "rec-m"))
             #expect(shown.pending == 2 && shown.uploaded == 1 && shown.missing == 1 && shown.failedTries == 5 && shown.lastError == "the store answered 503", "\(shown)")
+        }
+    }
+}
+
+extension UploadTaskTests {
+    @Test("a file's upload queued alone in the state folder (tasks/), started with --database: moved into the cluster's tasks pinned to this instance (its disk), the ended one kept local")
+    func movedPinned() async throws {
+        try await ClusterStoreTests.withServer { pg in
+            let t = try await ClusterStoreTests.two(pg, "moved")
+            defer { t.close() }
+            let dir = try Scene.tempDirectory("upload-tasks-moved")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let local = try LocalTaskQueue(directory: dir.appendingPathComponent("tasks"), policy: TaskPolicy(schedule: TaskPolicy<DatabaseInstant>.standardSchedule),
+                                           logger: Logger(label: "test.upload-tasks"))
+            let args = ["name": "a.mka", "file": dir.appendingPathComponent("a.mka").path, "kind": "recording", "room": "1"]
+            try local.enqueue([NewTask(kind: .upload, key: "rec/rec-5/a.mka", job: "rec-5", args: args),
+                               NewTask(kind: .upload, key: "rec/rec-5/b.mka", job: "rec-5", args: args)]) { task, entry in
+                if task.key.hasSuffix("b.mka") { entry.ended = .completed }
+            }
+            #expect(try await local.moveAll(into: t.a) == 1)
+            #expect(try await t.sql("SELECT string_agg(key || '@' || coalesce(pinned_to, '-'), ' ') FROM tasks WHERE kind = 'upload'") == "rec/rec-5/a.mka@a")
+            #expect(try await t.b.claim([.upload], session: 2, limit: 4).isEmpty, "on a's disk")
+            #expect(try await t.a.claim([.upload], session: 1, limit: 4).map(\.key) == ["rec/rec-5/a.mka"])
+            #expect(local.uploads(of: "rec-5")?.uploaded == 1 && local.uploads(of: "rec-5")?.pending == 0, "the ended one stays in the state folder")
         }
     }
 }

@@ -33,7 +33,12 @@ extension ClusterStore: TaskQueue {
         try await client.withTransaction(logger: log) { try await enqueue(task, $0) }
     }
 
-    func add(_ task: NewTask) async throws -> Bool { try await enqueue(task) }
+    /// A task moved from this instance's state folder: a file to upload is on this instance's disk.
+    func add(_ task: NewTask) async throws -> Bool {
+        var task = task
+        if task.kind == .upload, task.payload == nil, task.pinnedTo == nil { task.pinnedTo = instance }
+        return try await enqueue(task)
+    }
 
     /// Another instance's additions are not heard of: the worker looks again after `limit`.
     func nap(upTo limit: Duration) async { try? await Task.sleep(for: limit) }

@@ -163,7 +163,7 @@ extension JobManager {
     /// upload once the job has ended (JobPublishing+Folders). A failure is logged and the job
     /// runs: recording comes first.
     private func noteFolder(_ id: String, _ outputs: HeldOutputs?, _ store: ClusterStore) async {
-        guard let publishing = config.publishing, publishing.uploads != nil, let folder = outputs?.folder else { return }
+        guard let publishing = config.publishing, publishing.storage != nil, let folder = outputs?.folder else { return }
         do {
             let folderID = try await OffPool.run { () throws(RequestProblem) in try FolderMarker.id(of: folder) }
             try await store.setFolder(job: id, folderID: folderID)

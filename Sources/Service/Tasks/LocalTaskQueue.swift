@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Locking
 import Logging
@@ -9,7 +10,9 @@ import Synchronization
 /// once per kind and key, a job's ordered tasks one after the other, `TaskPolicy`'s retries),
 /// so that `TaskWorker` is one code path for both. This process is the only claimer: its claims
 /// live in memory and end with it, so the rescuer has nothing to do (after a crash every task
-/// is `available` again). A finished task's file is removed (its key can be queued again).
+/// is `available` again). A finished task's file is removed (its key can be queued again), but
+/// an upload of a job's file stays, completed or discarded, as long as its job
+/// (LocalTaskQueue+Uploads).
 final class LocalTaskQueue: TaskQueue {
     typealias Policy = TaskPolicy<DatabaseInstant>
 
@@ -24,55 +27,91 @@ final class LocalTaskQueue: TaskQueue {
         var runAt: Date
         var created: Date
         var lastError: String?
+        /// An upload's end (nil: open, and every other kind's).
+        var ended: Ended?
+
+        enum Ended: String, Codable, Sendable { case completed, discarded }
     }
 
     let spool: Spool<Entry>
     let policy: Policy
     let logger: Logger
+    /// Whether `upload.failed` and `job.finished` are queued here (`--webhook-url`).
+    let webhooks: Bool
     /// The tasks on disk (this process writes them all), and those claimed now.
-    private let state: Locked<(tasks: [String: Entry], claimed: Set<String>)>
+    let state: Locked<(tasks: [String: Entry], claimed: Set<String>)>
     /// Synced writes off Swift's cooperative pool.
-    private let io = DispatchQueue(label: "sfubot.tasks")
+    let io = DispatchQueue(label: "sfubot.tasks")
     /// Cuts the worker's idle wait short when a task is added.
-    private let added = Wakeup()
+    let added = Wakeup()
 
-    init(directory: URL, policy: Policy, logger: Logger) throws(SpoolError) {
+    init(directory: URL, policy: Policy, webhooks: Bool = false, logger: Logger) throws(SpoolError) {
         spool = try Spool(directory: directory, what: "the task queue")
         let (entries, unreadable) = spool.load()
         for name in unreadable { logger.error("the task queue: \(name) cannot be read; it stays in \(directory.path) for a person to look at") }
         state = Locked((Dictionary(entries.map { ($0.id, $0.entry) }, uniquingKeysWith: { a, _ in a }), []))
-        (self.policy, self.logger) = (policy, logger)
+        (self.policy, self.webhooks, self.logger) = (policy, webhooks, logger)
     }
 
-    static func name(_ kind: TaskKind, _ key: String) -> String { "\(kind.rawValue)-\(key)" }
+    /// A task's file name: its kind and key, or for a key no file may be named (an object key
+    /// has slashes) a hash of it with its readable tail.
+    static func name(_ kind: TaskKind, _ key: String) -> String {
+        let plain = "\(kind.rawValue)-\(key)"
+        return Spool<Entry>.isValid(id: plain) ? plain : "\(kind.rawValue)-\(fileID(key: key))"
+    }
+
+    /// An object key as a file name (readable tail, hash for uniqueness); names its `upload.failed` too.
+    static func fileID(key: String) -> String {
+        let readable = String(key.suffix(60).map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." ? $0 : "_" })
+        let digest = SHA256.hash(data: Data(key.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "\(digest)-\(readable)"
+    }
 
     /// Queues `task` (synced before it returns); false: one of its kind and key is queued.
     @discardableResult
     func enqueue(_ task: NewTask, now: Date = Date()) throws(SpoolError) -> Bool {
-        let name = Self.name(task.kind, task.key)
-        return try state.withLock { s throws(SpoolError) -> Bool in
-            guard s.tasks[name] == nil else { return false }
-            let seq = task.ordered && task.job != nil
-                ? (s.tasks.values.filter { $0.kind == task.kind && $0.job == task.job }.compactMap(\.seq).max() ?? 0) + 1 : nil
-            let entry = Entry(kind: task.kind, key: task.key, job: task.job, seq: seq, args: task.args, payload: task.payload, runAt: now, created: now)
-            guard try spool.add(name, entry) else { return false }
-            s.tasks[name] = entry
-            added.signal()
-            return true
+        try enqueue([task], now: now) == 1
+    }
+
+    /// Queues `tasks` together (none is claimed before all are queued), each `adjusted` first
+    /// (an older version's entry: its tries, next try, end); answers how many were new.
+    @discardableResult
+    func enqueue(_ tasks: [NewTask], now: Date = Date(), adjusted: (NewTask, inout Entry) -> Void = { _, _ in }) throws(SpoolError) -> Int {
+        try state.withLock { s throws(SpoolError) -> Int in
+            var count = 0
+            for task in tasks {
+                if try Self.insert(task, into: &s.tasks, spool: spool, now: now, adjusted: adjusted) { count += 1 }
+            }
+            if count > 0 { added.signal() }
+            return count
         }
+    }
+
+    /// `task` written and kept in `tasks` (under the lock) unless one of its kind and key is there.
+    static func insert(_ task: NewTask, into tasks: inout [String: Entry], spool: Spool<Entry>, now: Date,
+                       adjusted: (NewTask, inout Entry) -> Void = { _, _ in }) throws(SpoolError) -> Bool {
+        let name = Self.name(task.kind, task.key)
+        guard tasks[name] == nil else { return false }
+        let seq = task.ordered && task.job != nil
+            ? (tasks.values.filter { $0.kind == task.kind && $0.job == task.job }.compactMap(\.seq).max() ?? 0) + 1 : nil
+        var entry = Entry(kind: task.kind, key: task.key, job: task.job, seq: seq, args: task.args, payload: task.payload, runAt: now, created: now)
+        adjusted(task, &entry)
+        guard try spool.add(name, entry) else { return false }
+        tasks[name] = entry
+        return true
     }
 
     func add(_ task: NewTask) async throws -> Bool { try enqueue(task) }
 
     func nap(upTo limit: Duration) async { await added.wait(upTo: limit) }
 
-    /// The names of the tasks queued now (`name(_:_:)`).
-    var names: Set<String> { state.withLock { Set($0.tasks.keys) } }
+    /// The names of the tasks queued now and not ended (`name(_:_:)`).
+    var names: Set<String> { state.withLock { Set($0.tasks.filter { $0.value.ended == nil }.keys) } }
 
     func claim(_ kinds: [TaskKind], session: Int64?, limit: Int) async throws -> [QueuedTask] {
         let now = Date()
         return state.withLock { s -> [QueuedTask] in
-            let open = s.tasks
+            let open = s.tasks.filter { $0.value.ended == nil }
             // Not after an earlier task of its job and kind still open (waiting, or claimed now).
             func waits(_ e: Entry) -> Bool {
                 guard let seq = e.seq else { return false }
@@ -118,13 +157,13 @@ final class LocalTaskQueue: TaskQueue {
         return TaskDecision(decision)
     }
 
-    /// Every task not claimed, oldest first, queued in `queue` and removed here once it took
+    /// Every open task not claimed, oldest first, queued in `queue` and removed here once it took
     /// it (`--database`: what this instance queued on its own goes to the cluster). Stops at
     /// the first that cannot be moved (throws), so a job's tasks keep their order; answers how
     /// many were moved.
     @discardableResult
     func moveAll(into queue: any TaskQueue) async throws -> Int {
-        let open = state.withLock { s in s.tasks.filter { !s.claimed.contains($0.key) } }
+        let open = state.withLock { s in s.tasks.filter { !s.claimed.contains($0.key) && $0.value.ended == nil } }
             .sorted { ($0.value.created, $0.value.seq ?? 0, $0.key) < ($1.value.created, $1.value.seq ?? 0, $1.key) }
         var moved = 0
         for (name, e) in open {
@@ -144,7 +183,7 @@ final class LocalTaskQueue: TaskQueue {
     func rescue() async throws -> [(task: QueuedTask, decision: TaskDecision)] { [] }
 
     func depth(_ kind: TaskKind) async throws -> Int {
-        state.withLock { s in s.tasks.values.filter { $0.kind == kind }.count }
+        state.withLock { s in s.tasks.values.filter { $0.kind == kind && $0.ended == nil }.count }
     }
 }
 

@@ -7,9 +7,10 @@ enum TaskKind: String, Sendable, CaseIterable, Codable {
     /// A recording's merged manifest to build from the database and queue for upload (`--database`
     /// with `--storage`; key: the job), queued with the settle of its last file. Any instance.
     case merged
-    /// A finished file to upload to `--storage` and verify (`--database`; key: its object key;
-    /// args `name`, `file`, `folder`, `size`, `sha256`, then `object` and `by` once verified),
-    /// pinned to the instance whose disk holds it; inline in `payload` (the merged manifest): any.
+    /// A finished file to upload to `--storage` and verify (key: its object key; args `name`,
+    /// `file`, then `object` once verified; with `--database` `folder`, `size`, `sha256` and
+    /// `by`, alone the job's `kind` and `room`), pinned to the instance whose disk holds it;
+    /// inline in `payload` (the merged manifest): any.
     case upload
 }
 
