@@ -1,5 +1,6 @@
 import FrameCrypto
 import GStreamerKit
+import Synchronization
 
 /// The call-key opener of a recorded feed (`Opener`) that holds frames no key known opens
 /// (`KeyHold`, bounded), instead of dropping them at once: the ECall agent asks the key host
@@ -16,6 +17,9 @@ struct HoldingOpener<Format: FrameFormat>: HoldingFrameTransform {
     let onKeyMissing: (@Sendable () -> Void)?
     /// A frame was dropped for good (as `Opener`'s `onDrop`).
     let onDrop: (@Sendable (DropReason) -> Void)?
+    /// The held frames were settled: how many opened, how many were dropped.
+    var onSettled: (@Sendable (_ opened: Int, _ dropped: Int) -> Void)? = nil
+    private let settling = SettleCounts()
     var metrics = FrameMetrics(kind: Format.kind, format: FrameFormatName.ecall.rawValue)
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
@@ -44,9 +48,11 @@ struct HoldingOpener<Format: FrameFormat>: HoldingFrameTransform {
             let n = try Format.open(input, keys: ring.candidates, into: output)
             stats.opened()
             metrics.opened()
+            settling.opened.add(1, ordering: .relaxed)
             return n
         } catch {
             drop(error)
+            settling.dropped.add(1, ordering: .relaxed)
             return nil
         }
     }
@@ -54,6 +60,8 @@ struct HoldingOpener<Format: FrameFormat>: HoldingFrameTransform {
     func settled(abandoned: Int) {
         for _ in 0..<abandoned { drop(.noKey) }
         hold.settled()
+        let opened = settling.opened.exchange(0, ordering: .relaxed), dropped = settling.dropped.exchange(0, ordering: .relaxed)
+        onSettled?(opened, dropped + abandoned)
     }
 
     private func drop(_ reason: DropReason) {
@@ -61,6 +69,12 @@ struct HoldingOpener<Format: FrameFormat>: HoldingFrameTransform {
         metrics.dropped(reason)
         onDrop?(reason)
     }
+}
+
+/// One settlement's outcome, counted as the held frames are retried.
+final class SettleCounts: Sendable {
+    let opened = Atomic<Int>(0)
+    let dropped = Atomic<Int>(0)
 }
 
 extension Pad {
@@ -71,10 +85,11 @@ extension Pad {
     func attachRecordingReceiver<F: FrameFormat>(_ protection: FrameProtection, _ format: F.Type, sink: Pad, hold: KeyHoldBounds,
                                                         stats: FrameStats, times: FrameTimes, display: String, feedID: Int64,
                                                         openedBy: KeyIndexCounts?, onKeyMissing: (@Sendable () -> Void)?,
-                                                        onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
+                                                        onDrop: (@Sendable (DropReason) -> Void)? = nil,
+                                                        onSettled: (@Sendable (_ opened: Int, _ dropped: Int) -> Void)? = nil) -> PadProbe {
         if case .e2ee(let ring) = protection, hold != .none {
             return addHoldingFrameTransform(HoldingOpener<F>(ring: ring, stats: stats, times: times, hold: KeyHold(hold),
-                                                             onKeyMissing: onKeyMissing, onDrop: onDrop), sink: sink)
+                                                             onKeyMissing: onKeyMissing, onDrop: onDrop, onSettled: onSettled), sink: sink)
         }
         return attachReceiver(protection, format, stats: stats, times: times, display: display, feedID: feedID, openedBy: openedBy,
                               onDrop: { reason in

@@ -124,12 +124,15 @@ final class FeedRecording: Sendable {
         let openSink = try bin.element(named: "open").staticPad("sink")
         var keyMissing: (@Sendable () -> Void)?
         if let onKeyMissing { keyMissing = { onKeyMissing(feedID) } }
+        let settled: @Sendable (Int, Int) -> Void = { [file] opened, dropped in
+            logger.info("\(file.lastPathComponent): \(opened + dropped) frame(s) held while the call key was on its way: \(opened) opened, \(dropped) dropped")
+        }
         var probes = [
             kind.isAudio ? open.attachRecordingReceiver(protection, AudioFormat.self, sink: openSink, hold: keyHold, stats: stats, times: times,
-                                                        display: display, feedID: feedID, openedBy: keyIndexes, onKeyMissing: keyMissing)
+                                                        display: display, feedID: feedID, openedBy: keyIndexes, onKeyMissing: keyMissing, onSettled: settled)
                          : open.attachRecordingReceiver(protection, VideoFormat.self, sink: openSink, hold: keyHold, stats: stats, times: times,
                                                         display: display, feedID: feedID, openedBy: keyIndexes, onKeyMissing: keyMissing,
-                                                        onDrop: { _ in droppedSinceOpen.store(true, ordering: .relaxed) }),
+                                                        onDrop: { _ in droppedSinceOpen.store(true, ordering: .relaxed) }, onSettled: settled),
         ]
         // After the opening, before the file and the mix: a paused recording counts and drops.
         let pausedFrames = self.pausedFrames
