@@ -1,5 +1,4 @@
 import GStreamerKit
-import Locking
 import Synchronization
 import Testing
 
@@ -26,7 +25,7 @@ import Testing
         let unlocked = Atomic<Bool>(false)
         let retried = Atomic<Int>(0)
         let failedRetries = Atomic<Int>(0)
-        let settlements = Locked<[Int]>([])
+        let settlements = Mutex<[Int]>([])
 
         func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count }
 
@@ -57,7 +56,7 @@ import Testing
         let pipeline = try Pipeline(description: "appsrc name=src format=time caps=application/x-test ! identity name=open ! fakesink name=sink async=false")
         let open = try pipeline.element(named: "open")
         let probe = try open.staticPad("src").addHoldingFrameTransform(t, sink: try open.staticPad("sink"))
-        let reached = Locked<[(frame: UInt8, ms: Int)]>([])
+        let reached = Mutex<[(frame: UInt8, ms: Int)]>([])
         let sink = try pipeline.element(named: "sink").staticPad("sink").addTimedBufferObserver { bytes, pts in
             reached.withLock { $0.append((bytes[1], Int(((pts ?? -1) * 1000).rounded()))) }
         }
