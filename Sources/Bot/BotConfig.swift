@@ -17,6 +17,10 @@ public struct BotConfig: Sendable {
     /// Called (on a streaming thread, with the feed id) for each received frame no key in the
     /// ring opens: the ECall agent asks the key host for the call key then.
     public var onKeyMissing: (@Sendable (Int64) -> Void)?
+    /// With `onKeyMissing` (something asks for the key): how long and how many frames the
+    /// recorder holds per feed, in order, while the new call key is on its way, to open them
+    /// with it (`KeyHold`). Without `onKeyMissing` nothing is held: no new key would come.
+    public var keyHold = KeyHoldBounds()
     /// TURN servers a backend handed out with credentials of their own (ECall's `/credentials`),
     /// used beside `ice`'s, whose STUN server and transport policy apply; a `turns:` one goes
     /// through a bridge like `ice`'s.

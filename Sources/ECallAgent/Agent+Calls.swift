@@ -55,6 +55,7 @@ extension Agent {
         var bot = BotConfig(janusURL: config.janus, room: room, display: "\(c.me.userId):\(config.displayName)", protection: .e2ee(session.ring),
                             janus: JanusSession.Options(apiSecret: config.janusApiSecret), pipelines: pipelines, logger: log)
         bot.onKeyMissing = { [weak self] _ in Task { await self?.keyMissing(callID: callID) } }
+        bot.receivePath = config.receive
         bot.issuedTURN = c.issuedTURN
         bot.fetchIssuedTURN = { [weak self] in
             guard let self else { throw AgentError.backend("the agent stopped") }

@@ -31,6 +31,12 @@ public struct AgentConfig: Codable, Sendable {
     public var pollSeconds: Double?
     /// As key host: how often the call key is rotated (ECall: 300 s).
     public var rotationSeconds: Double?
+    /// How a recording call's media is received: `webrtcbin` (default) or `direct`
+    /// (`sfubot record --receive-path`).
+    public var receivePath: String?
+
+    /// `receive_path` read (checked by `load`).
+    public var receive: ReceivePath { receivePath.flatMap(ReceivePath.init(rawValue:)) ?? .webrtcbin }
 
     public enum InviteAction: Sendable, Equatable { case record(directory: String), play(file: String) }
 
@@ -58,7 +64,7 @@ public struct AgentConfig: Codable, Sendable {
         case api, apiId = "api_id", apiSecret = "api_secret", identity, session, email, phoneNumber = "phone_number"
         case displayName = "display_name", otp, janus, janusApiSecret = "janus_api_secret", stomp
         case onInvite = "on_invite", playFile = "play_file", recordings, pollSeconds = "poll_seconds", rotationSeconds = "rotation_seconds"
-        case turnCAFile = "turn_ca_file"
+        case receivePath = "receive_path", turnCAFile = "turn_ca_file"
     }
 
     /// Reads the file; relative paths become relative to its folder.
@@ -74,6 +80,7 @@ public struct AgentConfig: Codable, Sendable {
         c.playFile = c.playFile.map(resolve)
         c.recordings = resolve(c.recordings ?? "recordings")
         c.turnCAFile = c.turnCAFile.map(resolve)
+        if let r = c.receivePath, ReceivePath(rawValue: r) == nil { throw .config("\(path): receive_path must be webrtcbin or direct, not \(r)") }
         // A usage error now rather than a refused TURN server in the first call.
         do { try ICEServers(caFile: c.turnCAFile).checkCAFile(option: "turn_ca_file") } catch { throw .config("\(path): \(error)") }
         return c

@@ -7,16 +7,20 @@ import Locking
 public final class PadProbe: Sendable {
     private let pad: Pad
     private let id: Locked<gulong>
+    /// Probes on other pads that work with this one and go with it (a hold's end-of-stream).
+    private let companions: [PadProbe]
 
-    init(pad: Pad, id: gulong) {
+    init(pad: Pad, id: gulong, companions: [PadProbe] = []) {
         self.pad = pad
         self.id = Locked(id)
+        self.companions = companions
     }
 
     /// Detaches the probe; later calls do nothing.
     public func remove() {
         let current = id.withLock { id in defer { id = 0 }; return id }
         if current != 0 { gst_pad_remove_probe(pad.pointer, current) }
+        for c in companions { c.remove() }
     }
 
     deinit { remove() }

@@ -166,7 +166,7 @@ final class FeedBranches: Sendable {
                 let recording = try FeedRecording(
                     kind: kind, feedID: feed, display: display, mid: mid, file: folder.access.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
-                    pause: pause, onKeyMissing: config.onKeyMissing,
+                    pause: pause, onKeyMissing: config.onKeyMissing, keyHold: config.onKeyMissing == nil ? .none : config.keyHold,
                     askKeyFrame: { [keyFrames] in keyFrames.ask(mid: mid) }, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording

@@ -66,7 +66,7 @@ final class FeedRecording: Sendable {
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
     init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
-         pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil,
+         pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil, keyHold: KeyHoldBounds = .none,
          askKeyFrame: @escaping @Sendable () -> Void = {}, logger: Logger) throws {
         self.kind = kind
         self.feedID = feedID
@@ -121,16 +121,18 @@ final class FeedRecording: Sendable {
         // refers to pictures the file lacks: ask for a keyframe then. Not on the drop itself: a
         // wrong or missing key drops every frame, and a keyframe a second would not help.
         let droppedSinceOpen = Atomic<Bool>(false)
+        let openSink = try bin.element(named: "open").staticPad("sink")
+        var keyMissing: (@Sendable () -> Void)?
+        if let onKeyMissing { keyMissing = { onKeyMissing(feedID) } }
+        let settled: @Sendable (Int, Int) -> Void = { [file] opened, dropped in
+            logger.info("\(file.lastPathComponent): \(opened + dropped) frame(s) held while the call key was on its way: \(opened) opened, \(dropped) dropped")
+        }
         var probes = [
-            kind.isAudio ? open.attachReceiver(protection, AudioFormat.self, stats: stats, times: times,
-                                                     display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
-                               if reason == .noKey { onKeyMissing?(feedID) }
-                           })
-                           : open.attachReceiver(protection, VideoFormat.self, stats: stats, times: times,
-                                                     display: display, feedID: feedID, openedBy: keyIndexes, onDrop: { reason in
-                               droppedSinceOpen.store(true, ordering: .relaxed)
-                               if reason == .noKey { onKeyMissing?(feedID) }
-                           }),
+            kind.isAudio ? open.attachRecordingReceiver(protection, AudioFormat.self, sink: openSink, hold: keyHold, stats: stats, times: times,
+                                                        display: display, feedID: feedID, openedBy: keyIndexes, onKeyMissing: keyMissing, onSettled: settled)
+                         : open.attachRecordingReceiver(protection, VideoFormat.self, sink: openSink, hold: keyHold, stats: stats, times: times,
+                                                        display: display, feedID: feedID, openedBy: keyIndexes, onKeyMissing: keyMissing,
+                                                        onDrop: { _ in droppedSinceOpen.store(true, ordering: .relaxed) }, onSettled: settled),
         ]
         // After the opening, before the file and the mix: a paused recording counts and drops.
         let pausedFrames = self.pausedFrames
