@@ -53,8 +53,8 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The media socket's receive buffer, in bytes (default 4 MiB; past net.core.rmem_max only with CAP_NET_ADMIN). Packets the kernel drops when it is full and that no retransmission repairs are a loss (exit 74).", valueName: "bytes"))
     var receiveBuffer: Int?
 
-    @Option(help: ArgumentHelp("How media is received: webrtcbin (the default: its queue thread and a jitter-buffer thread per stream) or direct (opt-in: packets reordered and written in the thread that read them, no thread per stream; NACK negotiated; docs/performance.md).", valueName: "webrtcbin|direct"))
-    var receivePath = ReceivePathArgument.webrtcbin
+    @Option(help: ArgumentHelp("How media is received: direct (the default: packets reordered and written in the thread that read them, no thread per stream; NACK negotiated) or webrtcbin (the fallback: its queue thread and a jitter-buffer thread per stream; docs/performance.md).", valueName: "webrtcbin|direct"))
+    var receivePath = ReceivePathArgument.direct
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
@@ -105,6 +105,6 @@ struct Record: AsyncParsableCommand {
 }
 
 enum ReceivePathArgument: String, ExpressibleByArgument, CaseIterable {
-    case webrtcbin, direct
+    case direct, webrtcbin
     var path: ReceivePath { self == .direct ? .direct : .webrtcbin }
 }
