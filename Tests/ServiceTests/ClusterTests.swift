@@ -3,9 +3,10 @@ import Testing
 import TestSupport
 
 /// `sfubot serve --database` end to end, with Janus and media: two instances on one PostgreSQL
-/// (the test's own, `LocalPostgres`). Only what needs a recorder's files, a player or a running
-/// job stays here (docs/testing.md, the cluster's tests): every store transition is tested in
-/// ClusterStoreTests and its neighbours, against the real PostgreSQL without media.
+/// (the test's own, `LocalPostgres`). Only the three that need a recorder's files stay here
+/// (docs/testing.md, the cluster's tests): the SIGKILL failover, the iptables cut, uploads from
+/// each owner's own disk. Every store transition is tested in ClusterStoreTests and its
+/// neighbours, against the real PostgreSQL without media.
 extension MediaScene {
 @Suite struct ClusterTests {
     let key = String(repeating: "d4", count: 32)
@@ -57,45 +58,6 @@ extension MediaScene {
         let tone = try await Audio.tone(Self.tone, seconds: 3, in: dir)
         return try SfubotProcess.start(["play", tone.path, "--loop", "--janus", Scene.janusURL!, "--room", "\(room)",
                                         "--key-hex", key, "--display", "9:Tone", "--duration", "90"])
-    }
-
-    @Test("a playback taken over after a SIGKILL goes on from where it was in its file")
-    func playbackResumesAtItsPosition() async throws {
-        let room = try await Scene.createRoom()
-        let dir = try Scene.tempDirectory("cluster-play")
-        let pg = try await LocalPostgres.start(port: 15434)
-        var pair = Pair(pg: pg, dir: dir, a: try await Self.serve("a", port: 18527, dir: dir, database: pg.url()))
-        do {
-            let a = pair.a
-            let b = try await Self.serve("b", port: 18528, dir: dir, database: pg.url(), token: a.token)
-            pair.b = b
-            let tone = try await Audio.tone(Self.tone, seconds: 30, in: dir)
-            let play = try await a.request("POST", "/v1/playbacks", json: ["room": room, "key": ["hex": key], "file": tone.path, "display": "9:Tone"])
-            let id = try #require(try play.json()["id"] as? String)
-            func position() async throws -> Double? { Double(try await pg.psql("SELECT position_seconds FROM jobs WHERE id = '\(id)'")) }
-            let deadline = ContinuousClock.now + .seconds(40)
-            while (try await position() ?? 0) < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(300)) }
-            let first = try await pg.psql("SELECT owner FROM jobs WHERE id = '\(id)'")
-            let (owner, other) = first == "a" ? (a, b) : (b, a)
-            owner.process.signal(SIGKILL)
-            _ = await owner.process.exit(within: .seconds(10))
-            let before = try #require(try await position())
-            #expect(before >= 5)
-            // The first position the next owner reports: past where the first one was, not near 0.
-            var next: Double?
-            while next == nil, ContinuousClock.now < deadline + .seconds(20) {
-                if let p = try await position(), p != before { next = p }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            print("cluster: playback at \(String(format: "%.2f", before)) s when its owner was killed; the next owner's first position \(next.map { String(format: "%.2f", $0) } ?? "none")")
-            #expect((next ?? 0) >= before - 1, "the playback went on from its position")
-            let status = try await other.request("GET", "/v1/playbacks/\(id)").json()
-            #expect(status["owner"] as? String != first && Self.owners(status).count == 2, "\(status)")
-        } catch {
-            await pair.stop()
-            throw error
-        }
-        await pair.stop()
     }
 
     /// Runs serve in a mount namespace of its own where `folder` is `disk`: a second machine
