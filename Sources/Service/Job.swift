@@ -40,11 +40,15 @@ final class Job: Sendable {
     let keys: (any IndexedKeying)?
     /// Relay: what it does now (waiting for the participant, sending, retrying its destination).
     let relay: RelayStatus?
+    /// A recording's folder, held: its files are listed through it when it ends (JobPublishing).
+    let folder: RecordingFolder?
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
-         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil, relay: RelayStatus? = nil) {
+         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil, relay: RelayStatus? = nil,
+         folder: RecordingFolder? = nil) {
+        self.folder = folder
         self.keys = keys
         self.relay = relay
         self.chainHead = chainHead

@@ -190,7 +190,7 @@ actor JobManager: Service {
             recorder.instance = clusterOptions.instanceID
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead,
-                      keys: protection.indexedKeys)
+                      keys: protection.indexedKeys, folder: outputs.folder)
             let configured = recorder
             // Errors name the folders as the job gave them, never their /proc/self/fd paths.
             let show: @Sendable (String) -> String = { text in

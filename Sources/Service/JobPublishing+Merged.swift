@@ -118,7 +118,9 @@ extension JobManager {
     func publishEnded(_ job: Job, _ outcome: Job.Outcome) {
         guard let publishing = config.publishing else { return }
         let failed = outcome.state == .failed ? outcome.error ?? "failed" : nil
-        publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, directory: job.spec.out)
+        // Its held folder; one that never ran here (its time was up while serve was away) by its path.
+        let folder = job.folder ?? job.spec.out.map { RecordingFolder(URL(fileURLWithPath: $0)) }
+        publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, folder: folder)
         if let relay = job.relay?.snapshot {
             publishing.relayEnded(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, resumes: job.resumes, to: job.shownDestination,
                                   status: relay, failed: failed)
