@@ -28,9 +28,16 @@ extension S3Client {
     /// what was sent (the store also checks our Content-MD5 on arrival), a multipart object's
     /// ETag against the MD5 of its parts' MD5s, then HEAD for size, ETag and our SHA-256.
     /// A multipart upload that fails is aborted, so the store keeps no orphan parts.
-    public func upload(file path: String, key: String, sizes: UploadSizes = UploadSizes()) async throws(ObjectStoreError) -> UploadedObject {
+    /// `listed`: the size and SHA-256 the file had when it was listed; a file that differs now
+    /// (replaced at its path) is refused before anything is sent.
+    public func upload(file path: String, key: String, listed: (size: Int, sha256: String)? = nil,
+                       sizes: UploadSizes = UploadSizes()) async throws(ObjectStoreError) -> UploadedObject {
         let file = try await LocalFile.open(path)
         let (size, sha256) = try await file.sizeAndSHA256()
+        if let listed, listed != (size, sha256) {
+            throw ObjectStoreError(.localFile("\(path) is not the file listed for \(key) (\(listed.size) bytes, SHA-256 \(listed.sha256)), "
+                + "it has \(size) bytes, SHA-256 \(sha256): replaced since; put the listed file back, or remove it to give it up"))
+        }
         let etag: String, parts: Int
         if size <= sizes.multipartThreshold {
             let (bytes, md5Bytes) = try await file.read(at: 0, count: size)

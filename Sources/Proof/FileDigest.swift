@@ -17,6 +17,11 @@ public enum FileDigest {
         let fd = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw errno == ENOENT ? .missing : .unreadable(String(cString: strerror(errno))) }
         defer { close(fd) }
+        return try of(descriptor: fd, limit: limit)
+    }
+
+    /// Of the file open at `fd` (not closed), read from where it is (a fresh descriptor: its start).
+    public static func of(descriptor fd: Int32, limit: Int? = nil) throws(Failure) -> Result {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw .notRegular }
         let size = Int(st.st_size), want = min(limit ?? size, size)

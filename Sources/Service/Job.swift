@@ -40,11 +40,16 @@ final class Job: Sendable {
     let keys: (any IndexedKeying)?
     /// Relay: what it does now (waiting for the participant, sending, retrying its destination).
     let relay: RelayStatus?
+    /// A recording's folder, held until its end is published (its files are listed through it,
+    /// JobPublishing); not for as long as the job is kept (--keep-finished): a descriptor each.
+    private let folder: Locked<RecordingFolder?>
     private let ending = Locked<(outcome: Outcome?, stopRequested: Bool)>((nil, false))
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(id: String, spec: JobSpec, created: Date, resumes: Int, live: LiveStatus, sent: (FrameStats, FrameStats)?, played: PlayedPosition? = nil,
-         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil, relay: RelayStatus? = nil) {
+         pause: JobPause? = nil, chainHead: ChainHead? = nil, keys: (any IndexedKeying)? = nil, relay: RelayStatus? = nil,
+         folder: RecordingFolder? = nil) {
+        self.folder = Locked(folder)
         self.keys = keys
         self.relay = relay
         self.chainHead = chainHead
@@ -59,6 +64,9 @@ final class Job: Sendable {
     }
 
     var outcome: Outcome? { ending.withLock { $0.outcome } }
+
+    /// Its held folder, given up: the caller's copy is the last.
+    func releaseFolder() -> RecordingFolder? { folder.withLock { f in defer { f = nil }; return f } }
 
     var state: State {
         if let outcome { return outcome.state }

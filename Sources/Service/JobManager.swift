@@ -190,7 +190,7 @@ actor JobManager: Service {
             recorder.instance = clusterOptions.instanceID
             if case .recording(let pauses) = pause { recorder.pauses = pauses }
             job = Job(id: id, spec: spec, created: created, resumes: resumes, live: recorder.status, sent: nil, pause: pause, chainHead: recorder.chainHead,
-                      keys: protection.indexedKeys)
+                      keys: protection.indexedKeys, folder: outputs.folder)
             let configured = recorder
             // Errors name the folders as the job gave them, never their /proc/self/fd paths.
             let show: @Sendable (String) -> String = { text in
@@ -244,6 +244,8 @@ actor JobManager: Service {
 
     func ended(_ job: Job) {
         guard let outcome = job.outcome else { return }
+        // Whichever way it ended, its folder's descriptor closes once its end is published.
+        let folder = job.releaseFolder()
         // Taken again here after a fence, the job has a later run: this one's end is not the job's.
         guard jobs[job.id] === job else {
             log.info("job \(job.id): an earlier run here stopped writing; the job runs on")
@@ -262,7 +264,7 @@ actor JobManager: Service {
         log.info("job \(job.id) \(outcome.state.rawValue)\(outcome.error.map { ": \($0)" } ?? "")")
         // Stopped by the shutdown: left "running" on disk, to be resumed.
         if shuttingDown && outcome.state == .done && job.stopRequested { return }
-        publishEnded(job, outcome)
+        publishEnded(job, outcome, folder: folder)
         persist(job)
     }
 

@@ -1,6 +1,8 @@
-import Crypto
+import Bot
 import Foundation
+import Logging
 import ObjectStore
+import Proof
 
 /// The `data` of every job event; fields that do not apply are left out.
 struct JobEvent: Encodable, Sendable {
@@ -53,8 +55,8 @@ struct FileEvent: Encodable, Sendable {
         (self.name, size, sha256, url, path) = (name, object.size, object.sha256, object.url, nil)
     }
 
-    init(local: JobPublishing.LocalFile) {
-        (name, size, sha256, url, path) = (local.relative, local.size, local.sha256, nil, local.path)
+    init(local: RecordingFiles.File, in folder: RecordingFolder) {
+        (name, size, sha256, url, path) = (local.name, local.size, local.sha256, nil, folder.shown.appendingPathComponent(local.name).path)
     }
 }
 
@@ -67,42 +69,13 @@ struct UploadFailedEvent: Encodable, Sendable {
 }
 
 extension JobPublishing {
-    struct LocalFile {
-        var path: String
-        var relative: String
-        var size = 0
-        var sha256 = ""
-    }
-
-    /// Every regular file below a recording's folder (manifest and proof included, hidden ones not), sorted;
-    /// hashed when `hash` (an upload hashes what it sends itself).
-    static func localFiles(_ directory: String, hash: Bool) -> [LocalFile] {
-        let root = URL(fileURLWithPath: directory).standardizedFileURL
-        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
-        var files: [LocalFile] = []
-        // Hidden files are the recorder's own (the folder's marker, a killed process's
-        // manifest reserve or half-written temporary), never the recording's.
-        for case let url as URL in walker where !url.lastPathComponent.hasPrefix(".")
-            && (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
-            let path = url.standardizedFileURL.path
-            var file = LocalFile(path: path, relative: String(path.dropFirst(root.path.count).drop { $0 == "/" }))
-            if hash {
-                guard let (size, sha256) = Self.hash(path) else { continue }
-                (file.size, file.sha256) = (size, sha256)
-            }
-            files.append(file)
+    /// A finished recording's files (RecordingFiles: the list its proof signs), read through
+    /// `folder` (the job's held one, or opened once by its path); none if it cannot be listed,
+    /// said in the log. Blocking: on `files`.
+    func listed(_ folder: RecordingFolder, job: String) -> [RecordingFiles.File] {
+        do { return try folder.files() } catch {
+            logger.error("job \(job): its folder \(folder.shown.path) cannot be listed (\(folder.showing("\(error)"))); its files stay there, not published")
+            return []
         }
-        return files.sorted { $0.relative < $1.relative }
-    }
-
-    static func hash(_ path: String) -> (Int, String)? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        var digest = SHA256(), size = 0
-        while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            digest.update(data: chunk)
-            size += chunk.count
-        }
-        return (size, digest.finalize().map { String(format: "%02x", $0) }.joined())
     }
 }

@@ -1,7 +1,9 @@
+import Bot
 import Foundation
 import Locking
 import Logging
 import ObjectStore
+import Proof
 import Spool
 
 /// A recording folder this instance wrote, noted in its state directory before the first
@@ -50,13 +52,15 @@ extension JobPublishing {
 
     private func queueFolder(_ part: RecordingPart, prefix: String, _ store: ClusterStore) async throws {
         guard let location else { return }
-        let (found, manifest) = await OffPool.run(on: files) {
-            (Self.localFiles(part.folder, hash: true),
+        // Only its path is noted (it outlives this process): opened once, listed and hashed through that.
+        let folder = RecordingFolder(URL(fileURLWithPath: part.folder))
+        let (found, manifest) = await OffPool.run(on: files) { [self] in
+            (listed(folder, job: part.job),
              try? String(contentsOfFile: URL(fileURLWithPath: part.folder).appendingPathComponent("manifest.json").path, encoding: .utf8))
         }
         let rows = found.map { file in
-            ClusterStore.UploadRow(job: part.job, key: location.key("\(part.job)/\(prefix)\(file.relative)"), name: prefix + file.relative,
-                                   file: file.path, folderID: part.folderID, size: file.size, sha256: file.sha256)
+            ClusterStore.UploadRow(job: part.job, key: location.key("\(part.job)/\(prefix)\(file.name)"), name: prefix + file.name,
+                                   file: folder.shown.appendingPathComponent(file.name).path, folderID: part.folderID, size: file.size, sha256: file.sha256)
         }
         guard try await store.queueFolder(job: part.job, folderID: part.folderID, folder: part.folder, prefix: prefix, manifest: manifest,
                                           rows: rows) else {

@@ -115,10 +115,13 @@ extension JobManager {
     /// A job's end to publishing. With `--database` and storage, a recording's folders are
     /// queued by the instances holding them once its end is in the database
     /// (JobPublishing+Folders), this one's included.
-    func publishEnded(_ job: Job, _ outcome: Job.Outcome) {
+    /// `folder`: the recording's, still held (else reached by its path).
+    func publishEnded(_ job: Job, _ outcome: Job.Outcome, folder: RecordingFolder? = nil) {
         guard let publishing = config.publishing else { return }
         let failed = outcome.state == .failed ? outcome.error ?? "failed" : nil
-        publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, directory: job.spec.out)
+        // Its held folder; one that never ran here (its time was up while serve was away) by its path.
+        let folder = folder ?? job.spec.out.map { RecordingFolder(URL(fileURLWithPath: $0)) }
+        publishing.ended(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, failed: failed, folder: folder)
         if let relay = job.relay?.snapshot {
             publishing.relayEnded(job: job.id, kind: job.spec.kind.rawValue, room: job.spec.room, resumes: job.resumes, to: job.shownDestination,
                                   status: relay, failed: failed)

@@ -41,7 +41,9 @@ extension JobPublishing {
         if task.args["object"] == nil {
             let object: UploadedObject
             do throws(ObjectStoreError) {
-                object = try await storage.upload(file: file, key: task.key)
+                // The size and SHA-256 it was listed with (RecordingFiles, the proof's): what reaches the bucket is what the proof signs.
+                let listed = task.args["size"].flatMap(Int.init).flatMap { size in task.args["sha256"].map { (size: size, sha256: $0) } }
+                object = try await storage.upload(file: file, key: task.key, listed: listed)
             } catch {
                 return await failed(task, file: file, "\(error)", retryable: error.retryable, store: store, mergedKey: mergedKey)
             }

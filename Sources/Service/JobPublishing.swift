@@ -1,7 +1,9 @@
+import Bot
 public import Foundation
 public import Logging
 public import ObjectStore
 public import Webhooks
+import Proof
 import ServiceLifecycle
 import Spool
 
@@ -87,33 +89,36 @@ public final class JobPublishing: Sendable {
     /// A job ended (not one stopped by a shutdown: that one is resumed). A recording's folder
     /// is queued for upload (with `--database`, by the folder sweep instead); `job.failed` says
     /// why a job failed, `job.finished` what it made.
-    func ended(job: String, kind: String, room: Int64, failed error: String?, directory: String?) {
+    func ended(job: String, kind: String, room: Int64, failed error: String?, folder: RecordingFolder?) {
         // With --database, job.failed is queued in the transaction that writes the end.
         if let error, clusterStore == nil { send(.jobFailed, JobEvent(job: job, kind: kind, room: room, reason: error), id: "\(job).failed") }
-        guard let directory else {
+        guard let folder else {
             if error == nil { send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: []), id: "\(job).finished") }
             return
         }
         if storage != nil, clusterStore != nil { return }
         files.async { [self] in
-            let found = Self.localFiles(directory, hash: storage == nil)
+            let found = listed(folder, job: job)
             guard let location, !found.isEmpty else {
                 if error == nil {
-                    send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map(FileEvent.init(local:))), id: "\(job).finished")
+                    send(.jobFinished, JobEvent(job: job, kind: kind, room: room, files: found.map { FileEvent(local: $0, in: folder) }), id: "\(job).finished")
                 }
                 return
             }
             var args = ["kind": kind, "room": "\(room)"]
             if error != nil { args["failed"] = "true" }
             let uploads = found.map { file in
-                NewTask(kind: .upload, key: location.key("\(job)/\(file.relative)"), job: job, args: args.merging(["name": file.relative, "file": file.path]) { $1 })
+                // By its shown path (all a try after a restart has), checked against the listed size and SHA-256.
+                NewTask(kind: .upload, key: location.key("\(job)/\(file.name)"), job: job,
+                        args: args.merging(["name": file.name, "file": folder.shown.appendingPathComponent(file.name).path,
+                                            "size": "\(file.size)", "sha256": file.sha256]) { $1 })
             }
             do {
                 // Together: none is tried (and found the last) before all are queued.
                 try tasks.enqueue(uploads)
                 logger.info("job \(job): \(found.count) file(s) queued for \(location)")
             } catch {
-                logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(directory)")
+                logger.error("job \(job): cannot queue its files for upload: \(error); they stay in \(folder.shown.path)")
             }
         }
     }

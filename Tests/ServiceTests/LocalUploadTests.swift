@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bot
 import Crypto
 import Foundation
 import Logging
@@ -55,7 +56,7 @@ import Webhooks
 
     /// `folder` ended as recording `job`; returns once its files are queued.
     static func ended(_ publishing: JobPublishing, _ job: String, _ folder: URL) async throws {
-        publishing.ended(job: job, kind: "recording", room: 1234, failed: nil, directory: folder.path)
+        publishing.ended(job: job, kind: "recording", room: 1234, failed: nil, folder: RecordingFolder(folder))
         #expect(await eventually(within: 10) { publishing.uploads(of: job) != nil }, "\(job)'s files queued")
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+public import Proof
 
 /// A folder the recorder writes in, spelled two ways: `shown`, the path people see (logs, the
 /// manifest, errors, the proof), and `access`, the path the file-system calls and GStreamer's
@@ -56,6 +57,29 @@ public struct RecordingFolder: Sendable {
             rest = rest[r.upperBound...]
         }
         return out + rest
+    }
+}
+
+extension RecordingFolder {
+    /// The recording's files in this folder (`RecordingFiles`: the proof's list and the
+    /// uploads'), hashed. Blocking: off the cooperative pool.
+    public func files(except skipped: Set<String> = []) throws(RecordingFiles.Failure) -> [RecordingFiles.File] {
+        try through { fd throws(RecordingFiles.Failure) in try RecordingFiles.files(in: fd, except: skipped) }
+    }
+
+    /// Their names only (a checkpoint hashes what each file grew by itself).
+    public func fileNames() throws(RecordingFiles.Failure) -> [String] {
+        try through { fd throws(RecordingFiles.Failure) in try RecordingFiles.names(in: fd) }
+    }
+
+    /// `body` with the held descriptor; a folder reached by its name (`record`, serve after a
+    /// restart) is opened once for it, so what is listed and what is read is one folder even
+    /// if its path is swapped meanwhile.
+    private func through<T>(_ body: (Int32) throws(RecordingFiles.Failure) -> T) throws(RecordingFiles.Failure) -> T {
+        if let held { return try body(held.fd) }
+        let fd = try RecordingFiles.open(access.path)
+        defer { close(fd) }
+        return try body(fd)
     }
 }
 

@@ -19,7 +19,7 @@ extension JobManager {
             try? await store.notify("released")
         case .failed(let error):
             log.error("job \(row.id) failed: \(error)")
-            config.publishing?.ended(job: row.id, kind: row.spec.kind.rawValue, room: row.spec.room, failed: error, directory: nil)
+            config.publishing?.ended(job: row.id, kind: row.spec.kind.rawValue, room: row.spec.room, failed: error, folder: nil)
         case .notHeld:
             log.warning("job \(row.id) cannot start on \(store.instance) (\(reason)), and is no longer this instance's")
         }

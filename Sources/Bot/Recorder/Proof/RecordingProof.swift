@@ -26,20 +26,37 @@ public final class RecordingProof: Sendable {
         chain = ProofChain(directory: folder.access, key: key, identity: identity, instance: instance, takeover: takeover, head: head, locate: locate)
     }
 
-    /// Every file of the recording: tracks, the mix, and the mixes of earlier runs (a resume).
-    func files(_ m: RecordingManifest) -> [String] {
-        m.feeds.map(\.file) + ([m.mix].compactMap { $0 } + m.earlierMixes).map(name)
+    /// Every file of the recording: its folder's (`RecordingFiles`, the list serve uploads) but
+    /// the proof's own, and a mix outside the folder (named by its path). Blocking: off the pool.
+    static func files(_ m: RecordingManifest, in folder: RecordingFolder) throws(RecordingFiles.Failure) -> [String] {
+        try folder.fileNames().filter { !RecordingFiles.proofOwn.contains($0) } + outside(m, of: folder)
+    }
+
+    /// The mixes (this run's and earlier runs') written outside the folder, by their paths.
+    static func outside(_ m: RecordingManifest, of folder: RecordingFolder) -> [String] {
+        Array(Set(([m.mix].compactMap { $0 } + m.earlierMixes).map { name($0, in: folder) }.filter { $0.hasPrefix("/") })).sorted()
+    }
+
+    /// `files`, or (the folder cannot be listed) what is outside it, said in the log.
+    private func files(_ m: RecordingManifest, log: Logger) async -> [String] {
+        let folder = self.folder
+        return await OffPool.run { () -> [String] in
+            do { return try Self.files(m, in: folder) } catch {
+                log.error("the proof cannot list the recording's folder (\(folder.showing("\(error)"))): its files are left out of this checkpoint")
+                return Self.outside(m, of: folder)
+            }
+        }
     }
 
     /// Names as the proof gives them: relative to the folder if inside it, else the path.
-    func name(_ path: String) -> String {
+    static func name(_ path: String, in folder: RecordingFolder) -> String {
         let prefix = folder.shown.standardizedFileURL.path + "/"
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
     /// One checkpoint of every file `live` lists, with its counters; `final` once it is finished.
     func checkpoint(_ live: RecordingManifest, log: Logger, final: Bool = false) async {
-        let files = self.files(live)
+        let files = await self.files(live, log: log)
         let feeds: [JSONValue] = live.feeds.map { f in
             .object([
                 "feed_id": .number(Double(f.feedID)), "display": .string(f.display), "kind": .string(f.kind),
@@ -64,16 +81,20 @@ public final class RecordingProof: Sendable {
     func seal(_ final: RecordingManifest, log: Logger) async -> RecordingManifest {
         await checkpoint(final, log: log, final: true)
         var m = final
-        let names = files(m)
-        let (directory, locate) = (folder.access, self.locate)
+        let (folder, locate, outside) = (self.folder, self.locate, Self.outside(m, of: folder))
         let cost = chain.cost
         let files: [ManifestProof.File] = await OffPool.run { cost.measure {
+            // The folder's files as serve uploads them (RecordingFiles), a mix outside it by its path.
             var out: [ManifestProof.File] = []
-            for n in Array(Set(names)).sorted() {
-                let url = n.hasPrefix("/") ? locate(n) : directory.appendingPathComponent(n)
-                if let d = try? FileDigest.of(url) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
+            do {
+                out = try folder.files(except: RecordingFiles.proofOwn).map { .init(name: $0.name, bytes: $0.size, sha256: $0.sha256) }
+            } catch {
+                log.error("the proof cannot read the recording's folder (\(folder.showing("\(error)"))): its files are not signed")
             }
-            return out
+            for n in outside {
+                if let d = try? FileDigest.of(locate(n)) { out.append(.init(name: n, bytes: d.size, sha256: d.sha256)) }
+            }
+            return out.sorted { $0.name < $1.name }
         } }
         let end = chain.end
         m.proof = ManifestProof(
