@@ -141,7 +141,8 @@ extension MediaScene {
         let file = out.appendingPathComponent(video.file)
         let pictures = try await Audio.videoLuma(file).count
         #expect(pictures == video.written && Double(pictures) >= seconds * 9, "\(pictures) pictures, \(video.written ?? -1) written")
-        #expect(Double(try await Audio.decode(file).count) / 48000 >= seconds)
+        let audio = Double(try await Audio.decode(file).count) / 48000
+        #expect(audio >= seconds, "\(audio) s of audio decoded, \(pictures) pictures")
     }
 
     @Test("the room destroyed mid-call: the recording ends by itself, every file whole, exit 0")
@@ -154,6 +155,9 @@ extension MediaScene {
         let player = try MediaScene.CLITests.start(["play", "--test-pattern", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-hex", key,
                                                     "--display", "3:Ray", "--duration", "30"])
         defer { player.signal(SIGKILL) }
+        // 8 s from the first media on disk (the lanes once decoded under 6 s of audio after a
+        // fixed 8 s from the player's start).
+        #expect(await eventually(within: 30) { mediaOnDisk(in: out) }, "no media recorded")
         try await Task.sleep(for: .seconds(8))
         let session = try await JanusSession.connect(url: Scene.janusURL!, logger: Scene.logger)
         _ = try await session.attach(plugin: VideoRoom.plugin).message(["request": "destroy", "room": .int(room)])

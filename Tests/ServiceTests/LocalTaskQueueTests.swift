@@ -10,7 +10,9 @@ import Webhooks
 /// the task worker over it delivering to a real receiver that verifies every signature. A
 /// "restart" is a second queue on the same folder; times are set in the past, never waited for.
 @Suite(.serialized) struct LocalTaskQueueTests {
-    static let policy = TaskPolicy<DatabaseInstant>(schedule: RetrySchedule(first: .milliseconds(200), maximum: .seconds(1), giveUpAfter: .seconds(86_400)))
+    /// A first retry 2 s on: "not due yet" must hold between two calls on a loaded machine (200 ms
+    /// did not, with 8 suites at once).
+    static let policy = TaskPolicy<DatabaseInstant>(schedule: RetrySchedule(first: .seconds(2), maximum: .seconds(2), giveUpAfter: .seconds(86_400)))
     static let log = Logger(label: "test.tasks")
 
     static func queue(_ dir: URL) throws -> LocalTaskQueue {
@@ -41,8 +43,13 @@ import Webhooks
         let again = try Self.queue(dir)
         #expect(try await again.depth(.webhook) == 3)
         #expect(try await again.claim([.webhook], session: nil, limit: 16).map(\.key) == ["rec-2.started.0"])
-        try await Task.sleep(for: .milliseconds(260))
-        let retried = try #require(try await again.claim([.webhook], session: nil, limit: 16).first)
+        var due: [QueuedTask] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while due.isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            due = try await again.claim([.webhook], session: nil, limit: 16)
+        }
+        let retried = try #require(due.first, "rec-1's first is due again after its backoff")
         #expect(retried.key == "rec-1.started.0" && retried.attempts == 1)
         #expect(try await again.finish(retried, .done, cancelled: false) == .complete)
         #expect(try await again.claim([.webhook], session: nil, limit: 16).map(\.key) == ["rec-1.paused.1"])
