@@ -305,7 +305,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore", "Webhooks", "Spool",
+                "Service", "Bot", "FrameCrypto", "Janus", "TestSupport", "ObjectStore", "Webhooks", "Spool", "Proof",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
