@@ -97,7 +97,9 @@ public final class RoomInput: LiveInput, RelayFrameSink {
     func pushAudio(_ frame: UnsafeRawBufferPointer) {
         arrived()
         if heldBack() { return }
-        if sink.push(frame, running: nil, key: true, video: false), !sentOnce.exchange(true, ordering: .relaxed) { firstSent?() }
+        // A load per frame; the exchange only until the first frame went (50 frames a second).
+        if sink.push(frame, running: nil, key: true, video: false), !sentOnce.load(ordering: .relaxed),
+           !sentOnce.exchange(true, ordering: .relaxed) { firstSent?() }
     }
 
     func pushVideo(_ au: UnsafeRawBufferPointer, isKey: Bool) -> RelayGraph.PushResult {
