@@ -4,6 +4,7 @@
 #define GST_USE_UNSTABLE_API 1
 #include <gst/gst.h>
 #include <gst/app/app.h>
+#include <gst/base/gstaggregator.h>
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
 #include <gst/pbutils/pbutils.h>

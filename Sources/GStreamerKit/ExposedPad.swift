@@ -33,4 +33,14 @@ extension Bin {
         }
         gst_object_unref(UnsafeMutableRawPointer(target))
     }
+
+    /// Whether the aggregator pad behind `ghost` (from `exposeRequestPad`) has taken in its
+    /// end-of-stream, so everything before it was aggregated. False if it is not an aggregator's.
+    public func exposedPadTookEndOfStream(_ ghost: Pad) -> Bool {
+        let ghostPointer = UnsafeMutableRawPointer(ghost.pointer).assumingMemoryBound(to: GstGhostPad.self)
+        guard let target = gst_ghost_pad_get_target(ghostPointer) else { return false }
+        defer { gst_object_unref(UnsafeMutableRawPointer(target)) }
+        guard g_type_check_instance_is_a(UnsafeMutableRawPointer(target).assumingMemoryBound(to: GTypeInstance.self), gst_aggregator_pad_get_type()) != 0 else { return false }
+        return gst_aggregator_pad_is_eos(UnsafeMutableRawPointer(target).assumingMemoryBound(to: GstAggregatorPad.self)) != 0
+    }
 }

@@ -267,8 +267,10 @@ extension MediaScene {
         }.joined()
         let summary = heard.replacing(/(.)\1*/) { String($0.output.1) }
         #expect(summary.contains("LBL") && !summary.contains("S"), "per 250 ms (L: 440 Hz alone, B: both, S: 1000 Hz alone): \(heard)")
-        #expect(heard.filter { $0 == "B" }.count >= 10, "the short publisher's 3 s: \(heard)")
-        #expect(heard.filter { $0 != "-" }.count >= 24, "the long publisher's 7 s: \(heard)")
+        // Whole, the first second too: frames that reach the mix late (held for lip sync on the
+        // direct path) are still mixed.
+        #expect(heard.filter { $0 == "B" }.count >= 11, "the short publisher's 3 s: \(heard)")
+        #expect(heard.filter { $0 != "-" }.count >= 27, "the long publisher's 7 s: \(heard)")
     }
 
     @Test func aBranchThatCannotBeBuiltLeavesNoFileBehind() async throws {

@@ -57,6 +57,7 @@ extension MediaScene {
         case .resizingVideo: playArgs.insert(contentsOf: [try await Self.resizingClip(in: dir).path], at: 1)
         case .audio, .audioWithMix: playArgs.insert(try await Audio.tone(440, seconds: 40, in: dir).path, at: 1)
         }
+        let playerStarted = Date()
         let player = try MediaScene.CLITests.start(playArgs)
         defer { player.signal(SIGKILL) }
         try await Task.sleep(for: .seconds(8))
@@ -90,7 +91,9 @@ extension MediaScene {
         // never the stop).
         let firstFrame = try #require(feeds.first { $0.kind == "audio" }?.firstFrame, "the audio's first frame")
         let stop = ending == .duration ? manifest.started.addingTimeInterval(9) : stopped
-        let expected = ending == .publisherLeft ? 5.0 : min(6.5, stop.timeIntervalSince(firstFrame) - 0.5)
+        // The player that leaves publishes 6 s from its start, less its own join.
+        let left = playerStarted.addingTimeInterval(6)
+        let expected = ending == .publisherLeft ? min(5.0, left.timeIntervalSince(firstFrame) - 0.5) : min(6.5, stop.timeIntervalSince(firstFrame) - 0.5)
         if media == .resizingVideo {
             // One file with both tracks across the size change; FFmpeg decodes every picture
             // written, at the sizes (parts) the manifest gives.

@@ -58,6 +58,18 @@ final class CallMix: Sendable {
     struct Input: Sendable {
         fileprivate let mix: Bin, feed: Bin, tap: Pad, decode: Bin, sink: Pad
 
+        /// After the recording's end-of-stream went into the branch: waits until the mixer took
+        /// it in, at most `timeout`. The mix runs `record-mix.pipeline`'s delay behind the clock,
+        /// and what its pad still holds would be lost with the pad. False if it did not.
+        func drained(timeout: Duration) async -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while !mix.exposedPadTookEndOfStream(sink) {
+                guard ContinuousClock.now < deadline else { return false }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            return true
+        }
+
         /// After the recording's end-of-stream went through: takes the branch out and gives
         /// the mixer pad back (the mix goes on with the others and the silence).
         func remove(from pipeline: Pipeline) {

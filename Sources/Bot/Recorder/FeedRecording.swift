@@ -43,6 +43,7 @@ final class FeedRecording: Sendable {
     private let bin: Bin
     /// Audio with `--mix`: the branch feeding the call's mix.
     private let mixInput: CallMix.Input?
+    private let logger: Logger
     /// Video: the file bin and its parts.
     private let videoFile: VideoFile?
     /// Audio: running time of the first and last frame written, in seconds.
@@ -69,6 +70,7 @@ final class FeedRecording: Sendable {
          pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil, keyHold: KeyHoldBounds = .none,
          askKeyFrame: @escaping @Sendable () -> Void = {}, logger: Logger) throws {
         self.kind = kind
+        self.logger = logger
         self.feedID = feedID
         self.display = display
         self.mid = mid
@@ -215,6 +217,9 @@ final class FeedRecording: Sendable {
                 let first = await group.next() ?? false
                 group.cancelAll()
                 return first
+            }
+            if let mixInput, !(await mixInput.drained(timeout: timeout)) {
+                logger.warning("\(file.lastPathComponent): the call mix did not take in its end within \(timeout): the mix may lack its last seconds")
             }
             await OffPool.run { [self] in
                 mixInput?.remove(from: pipeline)
