@@ -49,9 +49,9 @@ public struct BotConfig: Sendable {
     /// The recorder's media socket receive buffer, in bytes (the kernel doubles it); nil: 4 MiB.
     /// Smaller only to test what a starved recorder reports.
     public var receiveBufferBytes: Int? = nil
-    /// How the recorder receives media (`ReceivePath`): webrtcbin's own path (the default), or
-    /// no thread per stream (opt-in: docs/performance.md says why it is not the default yet).
-    public var receivePath = ReceivePath.webrtcbin
+    /// How the recorder receives media (`ReceivePath`): no thread per stream (the default), or
+    /// webrtcbin's own path (the fallback).
+    public var receivePath = ReceivePath.direct
     /// A publisher opens a `keepalive` data channel and sends `ping:<epoch>` on it this often,
     /// as ECall phones do (ECALL-WIRE §6); nil: no channel.
     public var keepaliveInterval: Duration? = .seconds(30)

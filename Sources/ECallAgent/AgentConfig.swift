@@ -31,12 +31,12 @@ public struct AgentConfig: Codable, Sendable {
     public var pollSeconds: Double?
     /// As key host: how often the call key is rotated (ECall: 300 s).
     public var rotationSeconds: Double?
-    /// How a recording call's media is received: `webrtcbin` (default) or `direct`
-    /// (`sfubot record --receive-path`).
+    /// How a recording call's media is received: `direct` (default, as `sfubot record`'s) or
+    /// `webrtcbin` (`sfubot record --receive-path`).
     public var receivePath: String?
 
     /// `receive_path` read (checked by `load`).
-    public var receive: ReceivePath { receivePath.flatMap(ReceivePath.init(rawValue:)) ?? .webrtcbin }
+    public var receive: ReceivePath { receivePath.flatMap(ReceivePath.init(rawValue:)) ?? .direct }
 
     public enum InviteAction: Sendable, Equatable { case record(directory: String), play(file: String) }
 

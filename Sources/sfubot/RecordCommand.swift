@@ -2,7 +2,6 @@ import ArgumentParser
 import Bot
 import FrameCrypto
 import Foundation
-import Logging
 import Telemetry
 
 struct Record: AsyncParsableCommand {
@@ -54,8 +53,8 @@ struct Record: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The media socket's receive buffer, in bytes (default 4 MiB; past net.core.rmem_max only with CAP_NET_ADMIN). Packets the kernel drops when it is full and that no retransmission repairs are a loss (exit 74).", valueName: "bytes"))
     var receiveBuffer: Int?
 
-    @Option(help: ArgumentHelp("How media is received: webrtcbin (the default: its queue thread and a jitter-buffer thread per stream) or direct (opt-in: packets reordered and written in the thread that read them, no thread per stream; NACK negotiated; docs/performance.md).", valueName: "webrtcbin|direct"))
-    var receivePath = ReceivePathArgument.webrtcbin
+    @Option(help: ArgumentHelp("How media is received: direct (the default: packets reordered and written in the thread that read them, no thread per stream; NACK negotiated) or webrtcbin (the fallback: its queue thread and a jitter-buffer thread per stream; docs/performance.md).", valueName: "webrtcbin|direct"))
+    var receivePath = ReceivePathArgument.direct
 
     func validate() throws {
         try OptionCheck.seconds(duration, "--duration")
@@ -76,10 +75,6 @@ struct Record: AsyncParsableCommand {
             config.joinTimeout = try OptionCheck.seconds(joinTimeout, "--join-timeout") ?? config.joinTimeout
             config.receiveBufferBytes = receiveBuffer
             config.receivePath = receivePath.path
-            if receivePath == .direct, mix != nil {
-                // docs/performance.md: the mixer drops a publisher's first frames held for lip sync.
-                config.logger.warning("--mix with --receive-path direct: the mix may miss up to 2 s of each publisher's start (their own files do not); use --receive-path webrtcbin for a whole mix")
-            }
             let signer = SigningKeyOption.load(signingKey)
             var recorder = Recorder(
                 config: config, directory: URL(fileURLWithPath: out),
@@ -110,6 +105,6 @@ struct Record: AsyncParsableCommand {
 }
 
 enum ReceivePathArgument: String, ExpressibleByArgument, CaseIterable {
-    case webrtcbin, direct
+    case direct, webrtcbin
     var path: ReceivePath { self == .direct ? .direct : .webrtcbin }
 }
