@@ -30,6 +30,7 @@ static guint64 advance(SfbReorder *self, guint32 rtp, GstClockTime now) {
         self->base_time = now;
         self->base_rtp = self->last_rtp = ((guint64)1 << 32) | rtp;
         self->hold_until = now + SFB_REORDER_SYNC_HOLD;
+        if (self->holding) sfb_reorder_schedule_release(self, self->hold_until);
     }
     self->last_rtp += (gint32)(rtp - (guint32)self->last_rtp);
     return self->last_rtp;

@@ -77,6 +77,7 @@ static void reset(SfbReorder *self) {
     self->off_since = GST_CLOCK_TIME_NONE;
     self->discont = TRUE;
     GST_OBJECT_UNLOCK(self);
+    sfb_reorder_cancel_release(self);
     sfb_reorder_drop_held(self);
 }
 

@@ -45,6 +45,7 @@ struct _SfbReorder {
     gboolean holding;
     GstClockTime hold_until;
     GstClockTime synced_at;  // when its first sender report went out in handle-sync
+    GstClockID release_at;   // the clock's call at `hold_until` (reorder_release.c); object lock
 };
 
 /// Janus sends the reports of all a PeerConnection's streams together: this long after its
@@ -73,6 +74,12 @@ void sfb_rtcp_split_watch(GstElement *rtpbin);
 void sfb_reorder_drop_held(SfbReorder *self);
 /// What waits for lip sync goes out now (in the streaming thread: on the event below).
 void sfb_reorder_release_held(SfbReorder *self);
+/// At `running_time` the release event is sent even if no packet comes: a sender that stops
+/// inside the wait (hung, or muted without leaving) has its packets written then, not at the
+/// recording's end. Nothing without a clock (the next packet or the stop releases them).
+void sfb_reorder_schedule_release(SfbReorder *self, GstClockTime running_time);
+/// Cancels it (the stream is reset).
+void sfb_reorder_cancel_release(SfbReorder *self);
 /// A serialized custom downstream event, sent to the sink pad (reorder_release.c).
 #define SFB_REORDER_RELEASE_EVENT "sfb-reorder-release"
 

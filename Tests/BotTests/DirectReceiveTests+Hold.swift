@@ -1,6 +1,8 @@
 import Bot
 import FrameCrypto
 import Foundation
+import Locking
+import Synchronization
 import Testing
 import TestSupport
 
@@ -47,5 +49,43 @@ extension MediaScene.DirectReceiveTests {
         let seconds = Double(try await Audio.decode(file).count) / 48000
         #expect(seconds >= Double(audio.frames.opened) * 0.02 * 0.9, "\(seconds) s decoded of \(audio.frames.opened) frames")
         print("direct path stopped during the hold: \(audio.frames.opened) audio and \(video.written ?? 0) video frames written after the stop, \(String(format: "%.2f", seconds)) s of audio")
+    }
+
+    /// A sender that stops within the wait (hung, or muted without leaving: Janus still lists it)
+    /// sends no next packet to release what waits; its frames went to the file only at the
+    /// recording's end (SilentPublishersTests, on a loaded machine: nothing of a publisher that
+    /// joined late). The wait's end is on the clock now: sender reports dropped, so 2 s from the
+    /// first packet, the held frames are opened while the recording runs and the sender is paused.
+    @Test("direct path: a sender that stops inside the wait for lip sync has its first frames written when the wait ends, not at the recording's end")
+    func senderThatStopsInsideTheWait() async throws {
+        let dir = try Scene.tempDirectory("direct-hold-quiet")
+        let room = try await Scene.createRoom()
+        let ring = KeyRing(current: .random())
+        let opened = Locked<[Date]>([])
+        var config = try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring))
+        config.receivePath = .direct
+        config.frameTap = { point, _, _ in if point == .afterOpen { opened.withLock { $0.append(Date()) } } }
+        let out = dir.appendingPathComponent("rec")
+        try await Faults.dropSenderReports()
+        let recording = Task { [config] in try await Recorder(config: config, directory: out).run() }
+        try? await Task.sleep(for: .seconds(1))
+        let tone = try await Audio.tone(440, seconds: 20, in: dir)
+        let player = Player(config: try Scene.config(room: room, display: "3:Quiet", protection: .e2ee(ring)), source: .file(tone.path), duration: .seconds(30))
+        let playing = Task { try await player.run() }
+        // Paused after half a second of frames: inside the 2 s wait, nothing more comes.
+        let sent = await eventually(within: 20) { player.stats.snapshot.sealed >= 25 }
+        _ = player.pauses.pause()
+        let pausedAt = Date()
+        let written = await eventually(within: 6) { opened.withLock { $0.count } >= 10 }
+        let seen = opened.withLock { $0 }
+        recording.cancel()
+        playing.cancel()
+        let result = await recording.result
+        try await Faults.allowSenderReports()
+        _ = try result.get()
+        #expect(sent, "the player sent nothing")
+        let after = seen.first.map { String(format: "%.2f", $0.timeIntervalSince(pausedAt)) } ?? "never"
+        print("direct path, sender paused inside the wait: \(seen.count) frames opened while the recording ran, the first \(after) s after the pause")
+        #expect(written, "\(seen.count) frames opened in the 6 s after the sender paused; the first \(after) s after it")
     }
 }
