@@ -60,6 +60,9 @@ extension MediaScene.FrameFormatTests {
                 "A's frames opened while B waited for its key: \(during.count), longest gap \(String(format: "%.3f", longest)) s")
         let bFirstOpened = opened.withLock { $0.first { $0.key != feedA }?.value.first }
         #expect((bFirstOpened ?? 0) >= handedIn, "B's first frame opened before its key was in")
+        let waited = arrived.withLock { $0.first { $0.key != feedA }?.value.filter { $0 < handedIn }.count ?? 0 }
+        #expect(waited >= 25, "B's frames that arrived before its key: \(waited)")
+        print("key stall: A opened \(during.count) frames while B waited, longest gap \(String(format: "%.3f", longest)) s; B: \(waited) frames waited for the key")
         // Read back: every frame of each opened, each tone whole in its file.
         #expect(Set(manifest.feeds.map(\.userID)) == ["7", "8"] && manifest.unrecorded.isEmpty)
         for (id, hz, seconds) in [("7", 440.0, 16.0), ("8", 880.0, 5.0)] {
