@@ -104,35 +104,6 @@ struct Sealer<Format: FrameFormat>: FrameTransform {
     }
 }
 
-/// Opens each received frame after the depayloader; frames that do not open are counted by
-/// reason, never reach the file, and call `onDrop` with the reason (video asks for a keyframe
-/// there; the agent asks for the call key when no key opens them).
-struct Opener<Format: FrameFormat>: FrameTransform {
-    let ring: KeyRing
-    let stats: FrameStats
-    let times: FrameTimes
-    var onDrop: (@Sendable (DropReason) -> Void)? = nil
-    var metrics = FrameMetrics(kind: Format.kind, format: FrameFormatName.ecall.rawValue)
-
-    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { Format.openedCapacity(input) }
-
-    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
-        stats.received()
-        times.mark()
-        do {
-            let n = try Format.open(input, keys: ring.candidates, into: output)
-            stats.opened()
-            metrics.opened()
-            return n
-        } catch {
-            stats.dropped(error)
-            metrics.dropped(error)
-            onDrop?(error)
-            return nil
-        }
-    }
-}
-
 /// Wall-clock time of the first and last frame a stream received, in Unix milliseconds.
 package final class FrameTimes: Sendable {
     package init() {}
@@ -181,7 +152,7 @@ extension Pad {
                                         onDrop: (@Sendable (DropReason) -> Void)? = nil) -> PadProbe {
         func attach(_ t: any FrameTransform) -> PadProbe { custom?(t) ?? addFrameTransform(t) }
         switch protection {
-        case .e2ee(let ring): return attach(Opener<F>(ring: ring, stats: stats, times: times, onDrop: onDrop))
+        case .e2ee(let ring): return attach(Opener(ring: ring, F.self, stats: stats, times: times, onDrop: onDrop))
         case .perSender(let map):
             let sender = map.keys(display: display, feedID: feedID)
             return attach(SenderOpener<F>(
@@ -189,8 +160,10 @@ extension Pad {
         case .indexed(let p):
             // The sender's participant id, by default as PQSRTC names key owners: the display's "<id>:" part, else the feed id.
             let participant = p.participantIDs.id(display: display, feedID: feedID)
+            // Nothing is held here (no pad to push held frames on): a frame naming a key not
+            // handed in yet is dropped at once. Recorders and relays hold (`attachRecordingReceiver`).
             return attach(p.transforms.opener(kind: F.mediaKind, participant: participant, stats: stats, times: times,
-                                        counts: openedBy ?? KeyIndexCounts(), keyWait: p.keyWait, onDrop: onDrop))
+                                              counts: openedBy ?? KeyIndexCounts(), hold: nil, onDrop: onDrop, onSettled: nil))
         case .none:
             let metrics = FrameMetrics(kind: F.kind, format: "none")
             return addBufferObserver { _ in

@@ -26,8 +26,11 @@ package protocol IndexedTransforms: Sendable {
     /// The same keys opening frames of a Janus recording (`mjr decrypt`).
     func mjrKeys() -> any MjrKeySource
     func sealer(kind: MediaKind, participant: String, index: SealingIndex, stats: FrameStats) -> any FrameTransform
-    func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts,
-                keyWait: Duration, onDrop: (@Sendable (DropReason) -> Void)?) -> any FrameTransform
+    /// The opener of one feed; with a `hold`, frames naming a key not handed in yet are held
+    /// for it (on a pad with `addHoldingFrameTransform`), else dropped at once.
+    func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts, hold: KeyHold?,
+                onDrop: (@Sendable (DropReason) -> Void)?,
+                onSettled: (@Sendable (_ opened: Int, _ dropped: Int) -> Void)?) -> any HoldingFrameTransform & FrameTransform
 }
 
 /// `FrameProtection.indexed`: the call's keys and who this bot is when it sends.
@@ -38,7 +41,8 @@ public struct IndexedProtection: Sendable {
     public var sender: String
     /// The key index this bot seals with (`--key-index`); moved on to rotate (PQSRTC's `setKeyIndex`).
     public let sealing: SealingIndex
-    /// How long frames naming a key this bot lacks wait for it to be handed in (`--key-feed`).
+    /// How long frames naming a key this bot lacks wait for it to be handed in (`--key-feed`):
+    /// held, in order, at most this long from the first of them (`KeyHold`).
     public var keyWait: Duration
     /// How a publisher's participant id, whose keys open its frames, is read (`--participant-id`).
     public var participantIDs: ParticipantIDRule = .displayPrefix
@@ -67,10 +71,11 @@ extension FrameKeyStore: IndexedTransforms {
         IndexedSealer(store: self, kind: kind, participant: participant, index: index, state: format.makeStreamState(kind: kind), stats: stats)
     }
 
-    package func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts,
-                       keyWait: Duration, onDrop: (@Sendable (DropReason) -> Void)?) -> any FrameTransform {
-        IndexedOpener(store: self, kind: kind, participant: participant, stats: stats, times: times, counts: counts,
-                      wait: KeyWait(limit: keyWait), onDrop: onDrop)
+    package func opener(kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes, counts: KeyIndexCounts, hold: KeyHold?,
+                        onDrop: (@Sendable (DropReason) -> Void)?,
+                        onSettled: (@Sendable (_ opened: Int, _ dropped: Int) -> Void)?) -> any HoldingFrameTransform & FrameTransform {
+        Opener(IndexedOpening(store: self, kind: kind, participant: participant, counts: counts),
+               stats: stats, times: times, hold: hold, onDrop: onDrop, onSettled: onSettled)
     }
 }
 
@@ -112,57 +117,28 @@ struct IndexedSealer<Format: IndexedFormat>: FrameTransform {
 }
 
 /// Opens each frame with the key of the index it names. A frame naming a key not handed in
-/// yet waits for it (on this streaming thread, up to the track's wait budget), so the race
-/// between key delivery and the first frames loses nothing.
-struct IndexedOpener<Format: IndexedFormat>: FrameTransform {
+/// yet fails `missing_key`, which the opener's hold keeps it for (the race between key
+/// delivery and the first frames loses nothing, and no streaming thread waits).
+struct IndexedOpening<Format: IndexedFormat>: FrameOpening {
     let store: FrameKeyStore<Format>
     let kind: MediaKind
     let participant: String
-    let stats: FrameStats
-    let times: FrameTimes
     let counts: KeyIndexCounts
-    let wait: KeyWait
-    let onDrop: (@Sendable (DropReason) -> Void)?
-    let metrics: FrameMetrics
     let replay = ReplayWindows()
 
-    init(store: FrameKeyStore<Format>, kind: MediaKind, participant: String, stats: FrameStats, times: FrameTimes,
-         counts: KeyIndexCounts, wait: KeyWait, onDrop: (@Sendable (DropReason) -> Void)?) {
-        self.store = store
-        self.kind = kind
-        self.participant = participant
-        self.stats = stats
-        self.times = times
-        self.counts = counts
-        self.wait = wait
-        self.onDrop = onDrop
-        metrics = FrameMetrics(kind: kind.rawValue, format: store.format.name.rawValue)
-    }
+    var labels: (kind: String, format: String) { (kind.rawValue, store.format.name.rawValue) }
+    var keyPending: DropReason { .missingKey }
 
     func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { store.format.openedCapacity(input, kind: kind) }
 
-    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
-        stats.received()
-        times.mark()
-        do throws(DropReason) {
-            let index = try store.format.keyIndex(of: input, kind: kind)
-            let key = store.key(participant: participant, index: index)
-                ?? wait.deadline(for: index).flatMap { store.waitForKey(participant: participant, index: index, until: $0) }
-            guard let key else { throw .missingKey }
-            let n = try store.format.open(input, kind: kind, key: key, into: output)
-            // Authenticated now, so the counter is the sender's: an old or repeated one is a replay.
-            if let counter = store.format.replayCounter(of: input), !replay.accept(index: index, counter: counter) { throw .replayed }
-            wait.clear()
-            counts.opened(index: index)
-            stats.opened()
-            metrics.opened()
-            return n
-        } catch {
-            stats.dropped(error)
-            metrics.dropped(error)
-            onDrop?(error)
-            return nil
-        }
+    func open(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DropReason) -> Int {
+        let index = try store.format.keyIndex(of: input, kind: kind)
+        guard let key = store.key(participant: participant, index: index) else { throw .missingKey }
+        let n = try store.format.open(input, kind: kind, key: key, into: output)
+        // Authenticated now, so the counter is the sender's: an old or repeated one is a replay.
+        if let counter = store.format.replayCounter(of: input), !replay.accept(index: index, counter: counter) { throw .replayed }
+        counts.opened(index: index)
+        return n
     }
 }
 
@@ -172,38 +148,6 @@ public final class SealingIndex: Sendable {
     public init(_ index: UInt64) { self.index = Atomic(index) }
     public var value: UInt64 { index.load(ordering: .relaxed) }
     public func set(_ index: UInt64) { self.index.store(index, ordering: .relaxed) }
-}
-
-/// One track's budget for waiting on a missing key: the first frame naming a key index this
-/// bot lacks starts a wait of `limit`; frames naming it after that are dropped at once (counted
-/// `missing_key`) until a frame opens again. A frame that opens ends the episode.
-final class KeyWait: Sendable {
-    private let limit: Duration
-    private let episode = Locked<(index: UInt64, deadline: Date)?>(nil)
-    /// Whether an episode is open: read on every frame that opens, so the lock is taken only
-    /// after a key was missing, never per frame.
-    private let open = Atomic<Bool>(false)
-
-    init(limit: Duration) { self.limit = limit }
-
-    /// Until when a frame naming `index` may wait; nil once the episode's time is spent.
-    func deadline(for index: UInt64) -> Date? {
-        let now = Date()
-        let deadline = episode.withLock { (e: inout (index: UInt64, deadline: Date)?) -> Date in
-            if let e, e.index == index { return e.deadline }
-            let d = now.addingTimeInterval(Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18)
-            e = (index, d)
-            return d
-        }
-        open.store(true, ordering: .relaxed)
-        return deadline > now ? deadline : nil
-    }
-
-    func clear() {
-        guard open.load(ordering: .relaxed) else { return }
-        open.store(false, ordering: .relaxed)
-        episode.withLock { $0 = nil }
-    }
 }
 
 /// One track's replay windows, one per key index (SFrame: per KID, whose CTR never repeats).

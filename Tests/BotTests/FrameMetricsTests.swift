@@ -18,9 +18,9 @@ import TestSupport
         let factory = PrometheusMetricsFactory(registry: registry)
         let ring = KeyRing(current: .random())
         let sealer = Sealer<AudioFormat>(ring: ring, stats: FrameStats(), metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
-        let opener = Opener<AudioFormat>(ring: ring, stats: FrameStats(), times: FrameTimes(),
+        let opener = Opener(ring: ring, AudioFormat.self, stats: FrameStats(), times: FrameTimes(),
                                          metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
-        let stranger = Opener<AudioFormat>(ring: KeyRing(current: .random()), stats: FrameStats(), times: FrameTimes(),
+        let stranger = Opener(ring: KeyRing(current: .random()), AudioFormat.self, stats: FrameStats(), times: FrameTimes(),
                                            metrics: FrameMetrics(kind: AudioFormat.kind, format: "ecall", factory: factory))
         let frame = (0..<80).map { UInt8($0) }
         var last: [UInt8] = []

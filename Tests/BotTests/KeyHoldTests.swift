@@ -59,7 +59,7 @@ import Testing
         let fresh = CallKey.random()
         let ring = KeyRing(current: .random())
         let stats = FrameStats(), failures = Locked(0)
-        let opener = HoldingOpener<AudioFormat>(ring: ring, stats: stats, times: FrameTimes(), hold: KeyHold(bounds), onKeyMissing: {
+        let opener = Opener(ring: ring, AudioFormat.self, stats: stats, times: FrameTimes(), hold: KeyHold(bounds), onKeyMissing: {
             if failures.withLock({ $0 += 1; return $0 }) == keyAt { ring.setCurrent(fresh) }
         }, onDrop: nil)
         let pipeline = try Pipeline(description: "appsrc name=src format=time caps=audio/x-opus ! identity name=open ! fakesink name=sink async=false")

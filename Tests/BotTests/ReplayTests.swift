@@ -21,7 +21,7 @@ import TestSupport
         let sealer = sender.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats())
         let stats = FrameStats()
         let opener = receiver.opener(kind: .audio, participant: "a", stats: stats, times: FrameTimes(), counts: KeyIndexCounts(),
-                                     keyWait: .zero, onDrop: nil)
+                                     hold: nil, onDrop: nil, onSettled: nil)
         let frames: [[UInt8]] = (0..<200).map { (i: Int) -> [UInt8] in sealer.run([0xF8, UInt8(i & 0xFF), 1, 2, 3]) ?? [] }
         // In order but for one pair swapped (reordering within the window opens).
         for i in [0, 2, 1] + Array(3..<200) { #expect(opener.run(frames[i]) == [0xF8, UInt8(i & 0xFF), 1, 2, 3]) }
@@ -41,9 +41,9 @@ import TestSupport
         try high.set(participant: nil, index: 3, material: material)
         try low.set(participant: nil, index: 3, material: material)
         let first = receiver.opener(kind: .audio, participant: "a", stats: FrameStats(), times: FrameTimes(), counts: KeyIndexCounts(),
-                                    keyWait: .zero, onDrop: nil)
+                                    hold: nil, onDrop: nil, onSettled: nil)
         let second = receiver.opener(kind: .audio, participant: "a", stats: FrameStats(), times: FrameTimes(), counts: KeyIndexCounts(),
-                                     keyWait: .zero, onDrop: nil)
+                                     hold: nil, onDrop: nil, onSettled: nil)
         let a = try #require(high.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()).run([0xF8, 9]))
         let b = try #require(low.sealer(kind: .audio, participant: "a", index: SealingIndex(3), stats: FrameStats()).run([0xF8, 8]))
         let ctrA = a.withUnsafeBytes { SFrameOpener.header(of: $0)?.ctr ?? 0 }, ctrB = b.withUnsafeBytes { SFrameOpener.header(of: $0)?.ctr ?? 0 }

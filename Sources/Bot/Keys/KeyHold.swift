@@ -30,7 +30,7 @@ public struct KeyHoldBounds: Sendable, Equatable {
 /// first frame held, how many, how many bytes); spent (a bound was hit: frames that fail are
 /// dropped at once until one opens, so a key that never comes costs one hold, not one per 3 s).
 /// A frame that opens ends the episode either way.
-final class KeyHold: Sendable {
+package final class KeyHold: Sendable {
     private enum State: Equatable {
         case idle
         case holding(since: Double, frames: Int, bytes: Int)

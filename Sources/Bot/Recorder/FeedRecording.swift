@@ -127,7 +127,7 @@ final class FeedRecording: Sendable {
         var keyMissing: (@Sendable () -> Void)?
         if let onKeyMissing { keyMissing = { onKeyMissing(feedID) } }
         let settled: @Sendable (Int, Int) -> Void = { [file] opened, dropped in
-            logger.info("\(file.lastPathComponent): \(opened + dropped) frame(s) held while the call key was on its way: \(opened) opened, \(dropped) dropped")
+            logger.info("\(file.lastPathComponent): \(opened + dropped) frame(s) held while their key was on its way: \(opened) opened, \(dropped) dropped")
         }
         var probes = [
             kind.isAudio ? open.attachRecordingReceiver(protection, AudioFormat.self, sink: openSink, hold: keyHold, stats: stats, times: times,

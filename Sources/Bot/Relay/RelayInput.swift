@@ -145,15 +145,17 @@ final class RelayInput: Sendable {
             let mid = stream.mid
             let requests = KeyFrameRequests(ask: { [keyFrames] in keyFrames.ask(mid: mid) })
             output.keyFrames.withLock { $0 = requests }
-            probes.append(try open.staticPad("src").attachReceiver(protection, VideoFormat.self, stats: video, times: times,
-                                                                   display: display, feedID: feed, onDrop: { _ in requests.request() }))
+            probes.append(try open.staticPad("src").attachRecordingReceiver(protection, VideoFormat.self, sink: try open.staticPad("sink"), hold: .none,
+                                                                            stats: video, times: times, display: display, feedID: feed, openedBy: nil,
+                                                                            onKeyMissing: nil, onDrop: { _ in requests.request() }))
             let push: @Sendable (UnsafeRawBufferPointer, UInt64?) -> Void = { au, at in
                 if output.pushVideo(au, isKey: AnnexB.containsIDR(au), clockTime: at) == .waitingForKeyFrame { requests.request() }
             }
             probes.append(Self.observe(out, clockTime: output.wantsClockTime, of: pipeline, push))
         } else {
-            probes.append(try open.staticPad("src").attachReceiver(protection, AudioFormat.self, stats: audio, times: times,
-                                                                   display: display, feedID: feed))
+            probes.append(try open.staticPad("src").attachRecordingReceiver(protection, AudioFormat.self, sink: try open.staticPad("sink"), hold: .none,
+                                                                            stats: audio, times: times, display: display, feedID: feed, openedBy: nil,
+                                                                            onKeyMissing: nil))
             probes.append(Self.observe(out, clockTime: output.wantsClockTime, of: pipeline) { output.pushAudio($0, clockTime: $1) })
         }
         guard bin.syncStateWithParent() else { throw BotError.pipelineFailed("the relay branch for mid \(stream.mid) did not start") }
