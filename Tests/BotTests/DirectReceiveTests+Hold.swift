@@ -65,6 +65,8 @@ extension MediaScene.DirectReceiveTests {
         var config = try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring))
         config.receivePath = .direct
         config.frameTap = { point, _, _ in if point == .afterOpen { opened.withLock { $0.append(Date()) } } }
+        let log = CapturedLog()
+        config.logger = log.logger("rec")
         let out = dir.appendingPathComponent("rec")
         try await Faults.dropSenderReports()
         let recording = Task { [config] in try await Recorder(config: config, directory: out).run() }
@@ -72,8 +74,10 @@ extension MediaScene.DirectReceiveTests {
         let tone = try await Audio.tone(440, seconds: 20, in: dir)
         let player = Player(config: try Scene.config(room: room, display: "3:Quiet", protection: .e2ee(ring)), source: .file(tone.path), duration: .seconds(30))
         let playing = Task { try await player.run() }
-        // Paused after half a second of frames: inside the 2 s wait, nothing more comes.
-        let sent = await eventually(within: 20) { player.stats.snapshot.sealed >= 25 }
+        // Paused half a second after the recorder's path is up (its first packets a DTLS
+        // handshake later): inside the 2 s wait, and nothing more comes.
+        let connected = await eventually(within: 20) { log.text.contains("ICE completed") }
+        try? await Task.sleep(for: .milliseconds(500))
         _ = player.pauses.pause()
         let pausedAt = Date()
         let written = await eventually(within: 6) { opened.withLock { $0.count } >= 10 }
@@ -83,7 +87,7 @@ extension MediaScene.DirectReceiveTests {
         let result = await recording.result
         try await Faults.allowSenderReports()
         _ = try result.get()
-        #expect(sent, "the player sent nothing")
+        #expect(connected, "the recorder's ICE never came up: \(log.text.suffix(1500))")
         let after = seen.first.map { String(format: "%.2f", $0.timeIntervalSince(pausedAt)) } ?? "never"
         print("direct path, sender paused inside the wait: \(seen.count) frames opened while the recording ran, the first \(after) s after the pause")
         #expect(written, "\(seen.count) frames opened in the 6 s after the sender paused; the first \(after) s after it")
