@@ -54,6 +54,14 @@ SfbDirectTrack *sfb_direct_track_new(SfbDirectRTP *d, GstElement *pay, gboolean 
     if (stats) gst_structure_free(stats);
     if (!read || rate == 0 || pt > 127) { *why = "the payloader's stats have no SSRC, clock rate or payload type yet"; return NULL; }
     if (mtu < 64 || mtu > SFB_MAX_RTP) { *why = "the payloader's MTU is not one the frame path sends"; return NULL; }
+    // RTP header extensions (none are offered, so none are negotiated) would be the payloader's
+    // to write: with any, the payloader keeps sending.
+    GValue extensions = G_VALUE_INIT;
+    g_value_init(&extensions, GST_TYPE_ARRAY);
+    g_object_get_property(G_OBJECT(pay), "extensions", &extensions);
+    guint n_extensions = gst_value_array_get_size(&extensions);
+    g_value_unset(&extensions);
+    if (n_extensions > 0) { *why = "the payloader writes RTP header extensions"; return NULL; }
     SfbDirectTrack *t = g_new0(SfbDirectTrack, 1);
     t->video = video;
     t->pt = (guint8)pt;
