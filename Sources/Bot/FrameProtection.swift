@@ -175,3 +175,33 @@ extension Pad {
         }
     }
 }
+
+extension FrameProtection {
+    /// The send side for frames of `format` as a transform of its own, for a
+    /// sender that seals without a pad (load publishers' frame path): the sealer, which gives
+    /// nil for a frame it cannot seal (no key: nothing may be sent), or with no E2EE a copy,
+    /// counted as `attachSender`'s observer counts.
+    package func senderTransform<F: FrameFormat>(_ format: F.Type, stats: FrameStats) -> any FrameTransform {
+        switch self {
+        case .e2ee(let ring): Sealer<F>(ring: ring, stats: stats)
+        case .perSender: Sealer<F>(ring: KeyRing(), stats: stats)
+        case .indexed(let p): p.transforms.sealer(kind: F.mediaKind, participant: p.sender, index: p.sealing, stats: stats)
+        case .none: PlainCopy(stats: stats, metrics: FrameMetrics(kind: F.kind, format: "none"))
+        }
+    }
+}
+
+/// No E2EE: the frame as is, counted as sent.
+private struct PlainCopy: FrameTransform {
+    let stats: FrameStats
+    let metrics: FrameMetrics
+
+    func outputCapacity(for input: UnsafeRawBufferPointer) -> Int { input.count }
+
+    func transform(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        output.copyMemory(from: input)
+        stats.sealed()
+        metrics.sealed()
+        return input.count
+    }
+}

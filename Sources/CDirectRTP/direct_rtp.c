@@ -12,8 +12,6 @@
 enum { CIPHER_AES_128_ICM = 1, CIPHER_AES_256_ICM = 2, CIPHER_AES_128_GCM = 3, CIPHER_AES_256_GCM = 4 };
 enum { AUTH_NULL = 0, AUTH_HMAC_SHA1_32 = 1, AUTH_HMAC_SHA1_80 = 2 };
 
-// The largest RTP packet sent; larger ones are dropped and counted (an MTU-sized packet fits).
-#define MAX_RTP 1500
 
 static struct {
     __typeof__(srtp_create) *create;
@@ -203,7 +201,7 @@ static void read_route(SfbDirectRTP *d) {
 
 // Is `ssrc` ours to protect? Claims it on its first packet (called with the lock held): one
 // srtpenc was given is not ours, nor one past the SSRCs a sender keeps.
-static gboolean owns(SfbDirectRTP *d, guint32 ssrc) {
+gboolean sfb_direct_owns_locked(SfbDirectRTP *d, guint32 ssrc) {
     gint n = __atomic_load_n(&d->n_ssrcs, __ATOMIC_RELAXED);
     for (gint i = 0; i < n; i++) if (d->ssrcs[i] == ssrc) return TRUE;
     if (n == SFB_DIRECT_SSRCS || !sfb_srtp_guard_claim(d->guard, ssrc)) return FALSE;
@@ -222,11 +220,15 @@ gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize
     return sent;
 }
 
+gboolean sfb_direct_protect_locked(SfbDirectRTP *d, guint8 *packet, int *len) {
+    return lib.protect(d->session, packet, len) == srtp_err_status_ok;
+}
+
 gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep) {
-    guint8 packet[MAX_RTP + SRTP_MAX_TRAILER_LEN];
+    guint8 packet[SFB_MAX_RTP + SRTP_MAX_TRAILER_LEN];
     gsize n = gst_buffer_get_size(buffer);
     gsize payload;
-    if (n > MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = sfb_rtp_payload_length(packet, n)) == 0) {
+    if (n > SFB_MAX_RTP || gst_buffer_extract(buffer, 0, packet, n) != n || (payload = sfb_rtp_payload_length(packet, n)) == 0) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return FALSE;
     }
@@ -234,7 +236,7 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep) 
     guint32 ssrc = ((guint32)packet[8] << 24) | ((guint32)packet[9] << 16) | ((guint32)packet[10] << 8) | packet[11];
     pthread_mutex_lock(&d->lock);
     // An SSRC is claimed before its first packet is protected; one srtpenc was given is not ours.
-    if (!owns(d, ssrc)) {
+    if (!sfb_direct_owns_locked(d, ssrc)) {
         pthread_mutex_unlock(&d->lock);
         __atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);

@@ -53,6 +53,19 @@ struct SfbDirectRTP {
 #define SFB_HISTORY_BYTES (64 * 1024)
 #define SFB_HISTORY_SLOTS 256
 
+// The largest RTP packet sent; larger ones are dropped and counted (an MTU-sized packet fits).
+#define SFB_MAX_RTP 1500
+
+// Is `ssrc` ours to protect? Claims it on its first packet: one srtpenc was given is not ours,
+// nor one past the SSRCs a sender keeps. Called with the lock held.
+gboolean sfb_direct_owns_locked(SfbDirectRTP *d, guint32 ssrc);
+
+// Protects an RTP packet in place (`*len` grows by the trailer); called with the lock held.
+gboolean sfb_direct_protect_locked(SfbDirectRTP *d, guint8 *packet, int *len);
+
+// Counts an IDR sent, answering the keyframe requests pending (direct_video.c).
+void sfb_direct_keyframe_sent(SfbDirectRTP *d);
+
 // Sends one RTP buffer (protect, then sendto or libnice); TRUE if it left. `keep`: into the
 // history for NACKs (video).
 gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep);

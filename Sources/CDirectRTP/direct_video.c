@@ -13,7 +13,10 @@ static void send_video(SfbDirectRTP *d, GstBuffer *buffer) {
         if (head[0] & 0x10 && n >= h + 4) h += 4 + 4 * (((gsize)head[h + 2] << 8) | head[h + 3]);
         idr = h < n && sfb_h264_rtp_starts_idr(head + h, n - h);
     }
-    if (!sfb_direct_send_one(d, buffer, TRUE) || !idr) return;
+    if (sfb_direct_send_one(d, buffer, TRUE) && idr) sfb_direct_keyframe_sent(d);
+}
+
+void sfb_direct_keyframe_sent(SfbDirectRTP *d) {
     __atomic_fetch_add(&d->keyframes_sent, 1, __ATOMIC_RELAXED);
     gint64 since = __atomic_exchange_n(&d->pending_since, 0, __ATOMIC_RELAXED);
     if (since == 0) return;

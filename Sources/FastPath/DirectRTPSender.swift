@@ -15,7 +15,7 @@ public import GStreamerKit
 /// claimed from the guard).
 public final class DirectRTPSender: @unchecked Sendable {
     // @unchecked: the C object's counters are atomics and its session is locked.
-    private let pointer: OpaquePointer
+    let pointer: OpaquePointer
 
     /// Reads keys and transport from `webrtc`; call once its DTLS is connected. Throws why it
     /// cannot (the caller keeps webrtcbin's path). From here on webrtcbin's srtpenc and this

@@ -144,4 +144,48 @@ void sfb_direct_rtp_nacks(SfbDirectRTP *sender, guint64 *nacks, guint64 *request
 /// Answers NACKs (the default) or only counts them.
 void sfb_direct_rtp_answer_nacks(SfbDirectRTP *sender, gboolean answer);
 
+// The frame path (direct_frames.c, packetize.c): a sealed frame straight from the fan-out to
+// RTP, SRTP and the socket, with no payloader, pad or GstBuffer per publisher. A track takes
+// its payloader's place after negotiation: the payloader's SSRC, payload type, MTU, sequence
+// (continued) and timestamp base, and for H.264 its SPS/PPS, so the packets are those it would
+// have made. The payloader stays in the pipeline (webrtcbin negotiated with its caps) but is
+// fed nothing once the track sends.
+
+/// Where a packetizer puts each RTP payload it makes (`payload` is reused for the next one).
+typedef void (*SfbPayloadEmit)(void *ctx, const guint8 *payload, gsize len, gboolean marker);
+
+#define SFB_H264_MAX_SETS 16
+/// What rtph264pay sends an avc stream with: the MTU (RTP header and payload), the NAL length
+/// size, and the parameter sets (SPS then PPS, from the caps' codec_data) sent before each IDR.
+typedef struct {
+    guint mtu;
+    guint nal_length_size;
+    guint n_sets;
+    gsize set_offset[SFB_H264_MAX_SETS], set_len[SFB_H264_MAX_SETS], used;
+    guint8 bytes[1024];
+} SfbH264Params;
+
+/// Reads codec_data (an AVCDecoderConfigurationRecord) into `params`, keeping its `mtu`; FALSE
+/// if it is malformed or holds more than the struct keeps.
+gboolean sfb_h264_params_parse(SfbH264Params *params, const guint8 *avcc, gsize size);
+
+/// Cuts one access unit (avc: length-prefixed NAL units) into RTP payloads as rtph264pay does
+/// with aggregate-mode=zero-latency and config-interval=-1; `out` must hold mtu - 12 bytes.
+/// Returns the payloads emitted.
+guint sfb_h264_packetize(const SfbH264Params *params, const guint8 *au, gsize size, guint8 *out, SfbPayloadEmit emit, void *ctx);
+
+typedef struct SfbDirectTrack SfbDirectTrack;
+
+/// A track of `sender` in `payloader`'s place (rtpopuspay, or rtph264pay with `video`), read
+/// from the payloader now; its SSRC is claimed from the SRTP guard. NULL with `*why` (static).
+SfbDirectTrack *sfb_direct_track_new(SfbDirectRTP *sender, GstElement *payloader, gboolean video, const char **why);
+
+/// Packetizes one sealed frame (Opus: one packet; H.264: an avc access unit) with the RTP
+/// timestamp of `running_time` (ns; GST_CLOCK_TIME_NONE: the previous frame's), protects and
+/// sends each packet; video's go to the NACK history. Returns the packets sent. Called from one
+/// thread at a time (the fan-out's).
+guint sfb_direct_track_send(SfbDirectTrack *track, const guint8 *frame, gsize size, guint64 running_time);
+
+void sfb_direct_track_free(SfbDirectTrack *track);
+
 #endif

@@ -12,9 +12,9 @@ import Locking
 final class PublisherBot: LoadBot {
     let index: Int
     let display: String
-    private let context: LoadContext
+    let context: LoadContext
     /// This bot's own key ring (the run's key with its own ciphers: bots share no lock).
-    private let protection: FrameProtection
+    let protection: FrameProtection
     var keyProtection: FrameProtection { protection }
     let audioStats = FrameStats()
     let videoStats = FrameStats()
@@ -31,6 +31,8 @@ final class PublisherBot: LoadBot {
         var publisher: Publisher
         var feedID: Int64?
         var outlets: [(Outlet, FanOut)] = []
+        /// The frame path's consumers, in the outlets' place once it sends (`sendFrames`).
+        var consumers: [(FrameConsumer, FanOut)] = []
         var probes: [PadProbe] = []
         var tasks: [Task<Void, Never>] = []
         /// Audio and video RTP sent past webrtcbin's send chain (`LoadPlan.SendPath.direct`).
@@ -170,9 +172,14 @@ final class PublisherBot: LoadBot {
                     }
                     let direct = try made.get()
                     direct.answerNACKs(context.answerNACKs)
-                    var sent = [try direct.attach(to: pay.staticPad("src"))]
-                    // Sealed once per frame on vpay's sink; each packet protected and sent here.
-                    if source.hasVideo { sent.append(try direct.attachVideo(to: pipeline.element(named: "vpay").staticPad("src"))) }
+                    var sent: [PadProbe] = []
+                    if context.framePath, let consumers = sendFrames(direct, pipeline: pipeline, replacing: outlets, log: log) {
+                        core.update { $0.consumers = consumers }
+                    } else {
+                        sent.append(try direct.attach(to: pay.staticPad("src")))
+                        // Sealed once per frame on vpay's sink; each packet protected and sent here.
+                        if source.hasVideo { sent.append(try direct.attachVideo(to: pipeline.element(named: "vpay").staticPad("src"))) }
+                    }
                     let reports = direct.watchReports(webrtc)
                     core.update { $0.direct = direct; $0.probes += sent + (reports.map { [$0] } ?? []) }
                 } catch {
@@ -192,6 +199,7 @@ final class PublisherBot: LoadBot {
     /// Stops sending: the fan-out no longer feeds this attempt.
     func stopping(_ l: Live) {
         for (outlet, fan) in l.outlets { fan.detach(outlet) }
+        for (consumer, fan) in l.consumers { fan.detach(consumer) }
     }
 
     func stopped(_ l: Live) { l.probes.forEach { $0.remove() } }

@@ -37,6 +37,9 @@ struct LoadContext: Sendable {
     var decodeEvery: Int?
     /// Direct-path publishers answer Janus's NACKs (`LoadPlan.answerNACKs`).
     var answerNACKs = true
+    /// Direct-path publishers packetize their sealed frames in C from the fan-out (`sendFrames`),
+    /// with no payloader per packet; `SFUBOT_LOAD_PACKETIZER=element` keeps the payloaders.
+    var framePath = ProcessInfo.processInfo.environment["SFUBOT_LOAD_PACKETIZER"] != "element"
     /// Packets subscribers' nicesrc gave past the queue and through it (`ReceiveInline`),
     /// added when an attempt ends.
     let receivedPastQueue = SharedCount()
