@@ -231,10 +231,11 @@ static void ask_for_retransmissions(GstElement *webrtc, GObject *transceiver, gp
 }
 
 // webrtcbin keeps every received packet for 250 ms in rtpbin's rtpstorage (its `new-storage`
-// handler sets size-time) and puts an rtpulpfecdec after each stream's demuxer, both only for
-// ULPFEC, which Janus never sends (sdp.c strips red and ulpfec from what it negotiates). The
-// stored reference made every packet shared, so the FEC decoder, which renumbers each packet,
-// copied it. Connected after webrtcbin's: size-time 0 disables the storage.
+// handler sets size-time), only for the ULPFEC decoder after each stream's demuxer; Janus never
+// sends ULPFEC (sdp.c strips red and ulpfec from what it negotiates). The stored reference made
+// every packet shared, so that decoder, which renumbers each packet, copied it. Connected after
+// webrtcbin's: size-time 0 disables the storage. (Blocking webrtcbin's FEC decoder handler as
+// well made webrtcbin warn "jitter_buffer_set_retransmission: code should not be reached".)
 static void no_storage(GstElement *rtpbin, GstElement *storage, guint session, gpointer data) {
     (void)rtpbin; (void)session; (void)data;
     g_object_set(storage, "size-time", (guint64)0, NULL);
@@ -250,10 +251,6 @@ int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
     }
     g_signal_connect(rtpbin, "request-jitterbuffer", G_CALLBACK(make_reorder), NULL);
     g_signal_connect(rtpbin, "new-storage", G_CALLBACK(no_storage), NULL);
-    // No FEC decoder: webrtcbin's handler (the only one, with webrtcbin as its data) blocked,
-    // rtpbin exposes each stream's pad without one.
-    guint fec = g_signal_lookup("request-fec-decoder-full", G_OBJECT_TYPE(rtpbin));
-    if (fec) g_signal_handlers_block_matched(rtpbin, G_SIGNAL_MATCH_ID | G_SIGNAL_MATCH_DATA, fec, 0, NULL, NULL, webrtc);
     sfb_rtcp_split_watch(rtpbin);
     gst_object_unref(rtpbin);
     g_signal_connect(webrtc, "on-new-transceiver", G_CALLBACK(ask_for_retransmissions), NULL);
