@@ -231,6 +231,17 @@ static void ask_for_retransmissions(GstElement *webrtc, GObject *transceiver, gp
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(transceiver), "do-nack")) g_object_set(transceiver, "do-nack", TRUE, NULL);
 }
 
+// webrtcbin keeps every received packet for 250 ms in rtpbin's rtpstorage (its `new-storage`
+// handler sets size-time), only for the ULPFEC decoder after each stream's demuxer; Janus never
+// sends ULPFEC (sdp.c strips red and ulpfec from what it negotiates). The stored reference made
+// every packet shared, so that decoder, which renumbers each packet, copied it. Connected after
+// webrtcbin's: size-time 0 disables the storage. (Blocking webrtcbin's FEC decoder handler as
+// well made webrtcbin warn "jitter_buffer_set_retransmission: code should not be reached".)
+static void no_storage(GstElement *rtpbin, GstElement *storage, guint session, gpointer data) {
+    (void)rtpbin; (void)session; (void)data;
+    g_object_set(storage, "size-time", (guint64)0, NULL);
+}
+
 int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
     if (!sfb_reorder_register()) return 3;
     GstElement *rtpbin = gst_bin_get_by_name(GST_BIN(webrtc), "rtpbin");
@@ -240,6 +251,7 @@ int sfb_webrtc_reorder_jitterbuffers(GstElement *webrtc) {
         return 2;
     }
     g_signal_connect(rtpbin, "request-jitterbuffer", G_CALLBACK(make_reorder), NULL);
+    g_signal_connect(rtpbin, "new-storage", G_CALLBACK(no_storage), NULL);
     sfb_rtcp_split_watch(rtpbin);
     gst_object_unref(rtpbin);
     g_signal_connect(webrtc, "on-new-transceiver", G_CALLBACK(ask_for_retransmissions), NULL);
