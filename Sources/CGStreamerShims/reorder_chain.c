@@ -31,6 +31,13 @@ static guint64 advance(SfbReorder *self, guint32 rtp, GstClockTime now) {
         self->base_rtp = self->last_rtp = ((guint64)1 << 32) | rtp;
         self->hold_until = now + SFB_REORDER_SYNC_HOLD;
         if (self->holding) sfb_reorder_schedule_release(self, self->hold_until);
+        // Video: a keyframe asked for now, not when the held packets go out and the branch
+        // appears (up to 2 s later): a file starts at a keyframe, and what comes before the
+        // first one is not written. As a depayloader asks (rtpssrcdemux adds the SSRC,
+        // rtpsession sends the request).
+        if (self->clock_rate == 90000)
+            gst_pad_push_event(self->sinkpad, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
+                gst_structure_new("GstForceKeyUnit", "all-headers", G_TYPE_BOOLEAN, TRUE, NULL)));
     }
     self->last_rtp += (gint32)(rtp - (guint32)self->last_rtp);
     return self->last_rtp;
