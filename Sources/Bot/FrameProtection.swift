@@ -109,6 +109,8 @@ package final class FrameTimes: Sendable {
     package init() {}
     private let first = Atomic<Int64>(0)
     private let last = Atomic<Int64>(0)
+    /// How long the first frame had waited before it was marked (milliseconds).
+    private let firstWaited = Atomic<Int64>(0)
 
     package func mark() {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -116,7 +118,15 @@ package final class FrameTimes: Sendable {
         last.store(now, ordering: .relaxed)
     }
 
-    package var firstDate: Date? { Self.date(first.load(ordering: .relaxed)) }
+    /// The first frame arrived `waited` before it was marked: the direct receive path holds a
+    /// stream's first packets up to 2 s for lip sync, and the first frame is when it came.
+    package func firstFrameWaited(_ waited: Duration) {
+        firstWaited.store(Int64(waited.seconds * 1000), ordering: .relaxed)
+    }
+
+    package var firstDate: Date? {
+        Self.date(first.load(ordering: .relaxed)).map { $0.addingTimeInterval(-Double(firstWaited.load(ordering: .relaxed)) / 1000) }
+    }
     package var lastDate: Date? { Self.date(last.load(ordering: .relaxed)) }
     private static func date(_ ms: Int64) -> Date? { ms == 0 ? nil : Date(timeIntervalSince1970: Double(ms) / 1000) }
 }

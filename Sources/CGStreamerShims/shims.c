@@ -151,6 +151,26 @@ GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info) {
   return GST_PAD_PROBE_INFO_BUFFER(info);
 }
 
+gint64 sfb_pad_buffer_age(GstPad *pad, GstBuffer *buffer) {
+  if (!GST_BUFFER_PTS_IS_VALID(buffer)) return -1;
+  GstElement *element = gst_pad_get_parent_element(pad);
+  if (element == NULL) return -1;
+  GstClock *clock = gst_element_get_clock(element);
+  GstClockTime base = gst_element_get_base_time(element);
+  gst_object_unref(element);
+  if (clock == NULL) return -1;
+  GstClockTime now = gst_clock_get_time(clock);
+  gst_object_unref(clock);
+  GstEvent *event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+  if (event == NULL) return -1;
+  const GstSegment *segment = NULL;
+  gst_event_parse_segment(event, &segment);
+  GstClockTime running = gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer));
+  gst_event_unref(event);
+  if (!GST_CLOCK_TIME_IS_VALID(running) || now < base) return -1;
+  return (gint64)(now - base) - (gint64)running;
+}
+
 gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify) {
   return g_signal_connect_data(instance, signal, handler, data, notify, 0);
 }

@@ -235,29 +235,6 @@ private final class StartGate: Sendable {
     init(_ isKeyFrame: (@Sendable (UnsafeRawBufferPointer) -> Bool)?) { self.isKeyFrame = isKeyFrame }
 }
 
-private final class FirstBufferBox: Sendable {
-    let handler: @Sendable (UnsafeRawBufferPointer) -> Void
-    init(_ h: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { handler = h }
-}
-
-extension Pad {
-    /// Calls `handler` with the first buffer's bytes to pass this pad, then removes itself
-    /// (no cost per buffer after that). It lives as long as the pad if no buffer ever comes.
-    public func onFirstBuffer(_ handler: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) {
-        let box = Unmanaged.passRetained(FirstBufferBox(handler)).toOpaque()
-        gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
-            guard let info, let data, let buffer = sfb_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
-            var map = GstMapInfo()
-            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_PAD_PROBE_REMOVE }
-            Unmanaged<FirstBufferBox>.fromOpaque(data).takeUnretainedValue().handler(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
-            gst_buffer_unmap(buffer, &map)
-            return GST_PAD_PROBE_REMOVE
-        }, box, { data in
-            if let data { Unmanaged<FirstBufferBox>.fromOpaque(data).release() }
-        })
-    }
-}
-
 private final class CapsBox: Sendable {
     let handler: @Sendable (String) -> Void
     init(_ h: @escaping @Sendable (String) -> Void) { handler = h }

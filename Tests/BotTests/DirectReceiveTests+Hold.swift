@@ -25,6 +25,8 @@ extension MediaScene.DirectReceiveTests {
         var config = try Scene.config(room: room, display: "9:Rec", protection: .e2ee(ring))
         config.receivePath = .direct
         config.logger = log.logger("rec")
+        let firstOpened = Locked<Date?>(nil)
+        config.frameTap = { point, _, _ in if point == .afterOpen { firstOpened.withLock { $0 = $0 ?? Date() } } }
         let out = dir.appendingPathComponent("rec")
         // Nothing throws until the reports are allowed again (the rule would outlive the test).
         try await Faults.dropSenderReports()
@@ -41,8 +43,11 @@ extension MediaScene.DirectReceiveTests {
         #expect(connected, "the recorder's ICE never came up: \(log.text.suffix(1500))")
         let audio = try #require(manifest.feeds.first { $0.kind == "audio" }, "nothing recorded: \(manifest.feeds) \(manifest.errors)")
         let video = try #require(manifest.feeds.first { $0.kind == "video" }, "no video: \(manifest.feeds.map(\.kind))")
-        // The stop came while they waited: their frames were first handled after it.
-        #expect(audio.firstFrame.map { $0 >= stoppedAt } == true, "first frame \(String(describing: audio.firstFrame)), stopped at \(stoppedAt)")
+        // The stop came while they waited: frames that arrived before it were first opened
+        // after it. The manifest's first frame is the arrival, not the end of the wait.
+        let opened = firstOpened.withLock { $0 }
+        #expect(opened.map { $0 >= stoppedAt } == true, "first opened \(String(describing: opened)), stopped at \(stoppedAt)")
+        #expect(audio.firstFrame.map { $0 < stoppedAt } == true, "first frame \(String(describing: audio.firstFrame)), stopped at \(stoppedAt)")
         #expect(audio.frames.opened >= 10 && audio.frames.droppedTotal == 0 && audio.written == audio.frames.opened, "\(audio.frames) written \(audio.written ?? -1)")
         #expect(video.frames.droppedTotal == 0 && (video.written ?? 0) > 0, "\(video.frames) written \(video.written ?? -1)")
         let file = out.appendingPathComponent(audio.file)

@@ -124,6 +124,8 @@ final class FeedRecording: Sendable {
         // wrong or missing key drops every frame, and a keyframe a second would not help.
         let droppedSinceOpen = Atomic<Bool>(false)
         let openSink = try bin.element(named: "open").staticPad("sink")
+        // The manifest's first frame is when it arrived, not when a lip-sync hold let it go.
+        openSink.onFirstBufferAge { times.firstFrameWaited($0) }
         var keyMissing: (@Sendable () -> Void)?
         if let onKeyMissing { keyMissing = { onKeyMissing(feedID) } }
         let settled: @Sendable (Int, Int) -> Void = { [file] opened, dropped in

@@ -26,7 +26,8 @@ public struct RecordingManifest: Codable, Sendable {
         public var file: String
         public var joined: Date
         public var left: Date?
-        /// Wall-clock time of the first and last frame received (before decryption).
+        /// Wall-clock time of the first and last frame received (before decryption): the first
+        /// as it arrived (by its time stamp, a lip-sync hold not counted), the last as handled.
         public var firstFrame: Date?
         public var lastFrame: Date?
         public var frames: FrameStats.Snapshot

@@ -76,6 +76,10 @@ char *sfb_structure_get_error_message(const GstStructure *s);
 /// Replaces the buffer carried by a pad probe; the old one is unreffed.
 void sfb_probe_info_replace_buffer(GstPadProbeInfo *info, GstBuffer *buffer);
 GstBuffer *sfb_probe_info_buffer(GstPadProbeInfo *info);
+/// How long ago `buffer` on `pad` was due by its own time stamp: the running time of
+/// `pad`'s element's clock now minus the buffer's (its PTS in the pad's segment), in ns; -1
+/// when either is unknown (no clock yet, no PTS, no segment).
+gint64 sfb_pad_buffer_age(GstPad *pad, GstBuffer *buffer);
 
 /// Connects `handler` (a C function of the signal's own signature) with user data freed by `notify`.
 gulong sfb_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data, GClosureNotify notify);
