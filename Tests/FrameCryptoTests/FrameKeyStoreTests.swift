@@ -2,17 +2,12 @@ import FrameCrypto
 import Foundation
 import Testing
 
-/// The keys of formats that name their key: a participant's own before the shared one, keys
-/// handed in while a frame waits, ratchets; no media, no I/O.
+/// The keys of formats that name their key: a participant's own before the shared one,
+/// ratchets; no media, no I/O.
 @Suite struct FrameKeyStoreTests {
     let a = try! KeyMaterial(Array(repeating: 1, count: 16)), b = try! KeyMaterial(Array(repeating: 2, count: 16))
 
     func store() -> FrameKeyStore<SFrameFormat> { FrameKeyStore(format: SFrameFormat()) }
-
-    /// A wait blocks its thread, as a streaming thread's does: never one of the test pool's.
-    func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { c in Thread { c.resume(returning: body()) }.start() }
-    }
 
     @Test func ownKeyBeforeTheSharedOne() throws {
         let s = store()
@@ -23,32 +18,6 @@ import Testing
         #expect(s.key(participant: "bob", index: 4) == nil)
         #expect(s.key(participant: "alice", index: 3) !== s.key(participant: "bob", index: 3))
         #expect(s.summary.participants == ["alice": [3]] && s.summary.shared == [3])
-    }
-
-    @Test func aWaitingFrameWakesWhenItsKeyArrives() async throws {
-        let s = store()
-        let started = Date()
-        // A deadline no loaded machine reaches: only the key can end this wait before it.
-        let waiter = Task { await onThread { s.waitForKey(participant: "alice", index: 1, until: Date().addingTimeInterval(60)) != nil } }
-        try await Task.sleep(for: .milliseconds(200))
-        try s.set(participant: "alice", index: 1, material: a)
-        #expect(await waiter.value)
-        #expect(Date().timeIntervalSince(started) < 59, "woken by the key, not by the deadline")
-    }
-
-    @Test func aWaitEndsAtItsDeadlineWithoutAKey() async {
-        let s = store()
-        let started = Date()
-        let found = await onThread { s.waitForKey(participant: "alice", index: 1, until: Date().addingTimeInterval(0.3)) != nil }
-        #expect(!found && Date().timeIntervalSince(started) >= 0.29)
-    }
-
-    @Test func anotherKeyDoesNotEndTheWait() async throws {
-        let s = store()
-        let waiter = Task { await onThread { s.waitForKey(participant: "alice", index: 1, until: Date().addingTimeInterval(0.5)) != nil } }
-        try s.set(participant: "bob", index: 1, material: a)
-        try s.set(participant: "alice", index: 2, material: a)
-        #expect(await waiter.value == false)
     }
 
     @Test func ratchetMovesTheMaterialOnceAStep() throws {

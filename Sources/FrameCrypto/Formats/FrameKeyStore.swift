@@ -1,15 +1,15 @@
-public import Foundation
+import Foundation
 
 /// The keys of a format that names them, as PQSRTC's key provider holds them: shared keys
 /// (`--key-hex`, index 0 for every participant unless a participant has its own) and each
 /// participant's own (`--key-map`, `--key-feed`), by index.
 ///
 /// Thread-safe. Read once per frame from GStreamer streaming threads (one short lock, two
-/// dictionary reads); keys handed in while the call runs wake the frames waiting for them.
-/// Keys are derived (PBKDF2 for FrameCryptor: tens of milliseconds) on the thread that hands
+/// dictionary reads); a frame whose key is not there yet is held by its opener (`KeyHold`),
+/// never waited for here. Keys are derived (PBKDF2 for FrameCryptor: tens of milliseconds) on the thread that hands
 /// them in, never under the lock and never on a streaming thread.
 public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
-    // @unchecked: every stored property is immutable or guarded by `condition`.
+    // @unchecked: every stored property is immutable or guarded by `lock`.
     public let format: Format
     private struct Entry {
         var material: KeyMaterial
@@ -17,7 +17,7 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
     }
     private var shared: [UInt64: Entry] = [:]
     private var own: [String: [UInt64: Entry]] = [:]
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var observer: (@Sendable (_ participant: String?, _ index: UInt64, _ material: KeyMaterial) -> Void)?
 
     public init(format: Format) {
@@ -28,11 +28,10 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
     /// a key of its own at that index).
     public func set(participant: String?, index: UInt64, material: KeyMaterial) throws(KeyError) {
         let key = try format.key(from: material, index: index)
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         let entry = Entry(material: material, key: key)
         if let participant { own[participant, default: [:]][index] = entry } else { shared[index] = entry }
-        condition.broadcast()
         // Under the lock: the log sees keys in the order they were set.
         observer?(participant, index, material)
     }
@@ -40,8 +39,8 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
     /// Calls `observer` with every key held now and each one set from now on (ratchet steps
     /// included): `--key-log`. It runs under the store's lock, so it must be quick (a write).
     public func observeKeys(_ observer: @escaping @Sendable (_ participant: String?, _ index: UInt64, _ material: KeyMaterial) -> Void) {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         self.observer = observer
         for (index, e) in shared.sorted(by: { $0.key < $1.key }) { observer(nil, index, e.material) }
         for (participant, keys) in own.sorted(by: { $0.key < $1.key }) {
@@ -65,29 +64,16 @@ public final class FrameKeyStore<Format: IndexedFormat>: @unchecked Sendable {
         entry(participant: participant, index: index, exact: false)?.key
     }
 
-    /// As `key`, but waits until `deadline` for a key that has not been handed in yet.
-    /// Blocks the calling thread: for a streaming thread, whose frames may wait, never Swift's pool.
-    public func waitForKey(participant: String, index: UInt64, until deadline: Date) -> Format.Key? {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let e = lookup(participant: participant, index: index, exact: false) { return e.key }
-            guard Date() < deadline, condition.wait(until: deadline) || Date() < deadline else {
-                return lookup(participant: participant, index: index, exact: false)?.key
-            }
-        }
-    }
-
     /// Participants with keys of their own, and the shared indexes (never a key).
     public var summary: (participants: [String: [UInt64]], shared: [UInt64]) {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return (own.mapValues { $0.keys.sorted() }, shared.keys.sorted())
     }
 
     private func entry(participant: String?, index: UInt64, exact: Bool) -> Entry? {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return lookup(participant: participant, index: index, exact: exact)
     }
 
