@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: deps build demo test test-build test-venvs test-swift test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record soak fuzz clean
+.PHONY: deps build demo test test-build test-venvs test-swift test-chromium tsan tsan-build fuzz-build bench bench-chromium bench-load bench-record bench-limits soak fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -101,6 +101,13 @@ bench-record: deps
 	swift build -c release --product sfubot
 	swift build -c release --product sfubot-bench
 	scripts/in-netns scripts/bench-record
+
+# Issue 42's figures in one run: bench-record at the ECall preset, then bench-load's A/V part,
+# the lines with a target printed together at the end with the load averages.
+bench-limits: deps
+	swift build -c release --product sfubot
+	swift build -c release --product sfubot-bench
+	scripts/in-netns scripts/bench-limits
 
 # A recorder, a player and 20 load bots in one E2EE room for an hour (SOAK_SECONDS=N for less);
 # fails on growth of RSS, descriptors or threads above 5 % or on any lost frame.
