@@ -16,6 +16,9 @@ final class CallMix: Sendable {
     private let failed = Atomic<Bool>(false)
     /// The name of the mix's branch in the pipeline (its inputs are `<feed branch>-mix<n>`).
     static let branchName = "mix"
+    /// How far the mix runs behind the clock (`record-mix.pipeline`'s silence queue): what an
+    /// input's pad may hold when it is taken out.
+    static let delay = Duration.milliseconds(2500)
 
     /// Adds the mixer to the (running) subscriber pipeline and starts it.
     init(file: RecordingFile, pipeline: Pipeline, library: PipelineLibrary) throws {

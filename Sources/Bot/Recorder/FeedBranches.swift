@@ -33,9 +33,15 @@ final class FeedBranches: Sendable {
         var retired: [PadProbe] = []
         var discards: [String: Bin] = [:]
         var files: Set<String> = []
-        /// mid → the feed whose branch on it failed: not given a new branch while Janus still
-        /// sends that feed there (it would fail again).
-        var failed: [String: Int64] = [:]
+        /// mid → the feed whose branch on it failed, and that branch's name: not given a new
+        /// branch while Janus still sends that feed there (it would fail again).
+        var failed: [String: (feed: Int64, branch: String)] = [:]
+        /// Feeds whose publisher left: no branch until they are subscribed again. An offer Janus
+        /// made before the leave, negotiated after it, or a pad that appears late, still names them.
+        var left: Set<Int64> = []
+        /// Branch name → branches that had it: a new branch never takes the name of one that may
+        /// still be being finished (GStreamer refuses a second child of that name).
+        var branchNames: [String: Int] = [:]
     }
 
     init(config: BotConfig, folder: RecordingFolder, pause: PauseFlag = PauseFlag(), logger: Logger) {
@@ -56,8 +62,8 @@ final class FeedBranches: Sendable {
     func reattachReused(pipeline: Pipeline, mix: CallMix?) {
         let reused = state.withLock { m in
             m.pads.filter { mid, _ in
-                m.recordings[mid] == nil && m.idle[mid] != nil && m.streams[mid]?.active == true && m.streams[mid]?.feedID != nil
-                    && (m.failed[mid] == nil || m.failed[mid] != m.streams[mid]?.feedID)
+                guard let feed = m.streams[mid]?.feedID, m.streams[mid]?.active == true, !m.left.contains(feed) else { return false }
+                return m.recordings[mid] == nil && m.idle[mid] != nil && m.failed[mid]?.feed != feed
             }
         }
         for (mid, pad) in reused { attach(pad: pad, mid: mid, pipeline: pipeline, mix: mix) }
@@ -76,20 +82,25 @@ final class FeedBranches: Sendable {
         state.withLock { m in
             guard let hit = m.recordings.first(where: { $0.value.owns(bin: bin) }) else { return nil }
             let (mid, recording) = (hit.key, hit.value)
-            m.failed[mid] = recording.feedID
+            m.failed[mid] = (recording.feedID, recording.branchName)
             Self.unfeed(mid, &m)
             return recording
         }
     }
 
-    /// Stops feeding `feed`'s branches (their pads get a drop probe); returns them to finish.
+    /// Its publisher left: stops feeding `feed`'s branches (their pads get a drop probe) and
+    /// gives it none until `admit`; returns them to finish.
     func detach(feed: Int64) -> [FeedRecording] {
         state.withLock { m in
+            m.left.insert(feed)
             let gone = m.recordings.filter { $0.value.feedID == feed }
             for (mid, _) in gone { Self.unfeed(mid, &m) }
             return Array(gone.values)
         }
     }
+
+    /// `feeds` are being subscribed (again): a publisher that left and came back gets branches.
+    func admit(_ feeds: [Int64]) { state.withLock { $0.left.subtract(feeds) } }
 
     /// Every live branch, detached, to finish at the end.
     func detachAll() -> [FeedRecording] {
@@ -114,15 +125,16 @@ final class FeedBranches: Sendable {
     func reserve(files: [String]) { state.withLock { $0.files.formUnion(files) } }
 
     /// The PeerConnection is being replaced: its pads, discard branches and mids are forgotten
-    /// (the live recordings were detached and finished before); file names stay taken.
+    /// (the live recordings were detached and finished before); file and branch names stay
+    /// taken, and feeds that left stay gone.
     func forgetPeer(pipeline: Pipeline) {
         let discards = state.withLock { m in
             for (_, probe) in m.idle { probe.remove() }
             for probe in m.retired { probe.remove() }
             let d = Array(m.discards.values)
-            let files = m.files
+            let (files, names, left) = (m.files, m.branchNames, m.left)
             m = Map()
-            m.files = files
+            (m.files, m.branchNames, m.left) = (files, names, left)
             return d
         }
         for bin in discards { pipeline.remove(bin) }
@@ -151,7 +163,7 @@ final class FeedBranches: Sendable {
                 m.streams.values.contains { $0.feedID == m.streams[mid]?.feedID && $0.type == "video" && $0.active } ? .audioTrack : .audio
             default: nil
             }
-            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID, let kind else {
+            guard let stream = m.streams[mid], stream.active, let feed = stream.feedID, !m.left.contains(feed), let kind else {
                 discard(pad: pad, mid: mid, pipeline: pipeline, &m)
                 return
             }
@@ -164,10 +176,11 @@ final class FeedBranches: Sendable {
                 if let bin = m.discards.removeValue(forKey: mid) { pad.unlink(); pipeline.remove(bin) }
                 let idle = m.idle.removeValue(forKey: mid)
                 let recording = try FeedRecording(
-                    kind: kind, feedID: feed, display: display, mid: mid, file: folder.access.appendingPathComponent(name),
+                    kind: kind, feedID: feed, display: display, mid: mid, branch: Self.newBranchName(feed: feed, mid: mid, &m),
+                    file: folder.access.appendingPathComponent(name),
                     source: pad, pipeline: pipeline, library: config.pipelines, protection: config.protection, tap: config.frameTap, mix: mix,
                     pause: pause, onKeyMissing: config.onKeyMissing, keyHold: config.onKeyMissing == nil ? .none : config.keyHold,
-                    askKeyFrame: { [keyFrames] in keyFrames.ask(mid: mid) }, logger: log)
+                    askKeyFrame: { [keyFrames] in keyFrames.ask(mid: mid) }, onMixLoss: { [weak self] in self?.note($0) }, logger: log)
                 idle?.remove()
                 m.recordings[mid] = recording
                 log.info("recording feed \(feed) \(kind.rawValue) (mid \(mid)) to \(name)", metadata: ["janus.feed": "\(feed)"])
@@ -185,7 +198,7 @@ final class FeedBranches: Sendable {
     /// Janus still sends the same feed there; returns how many.
     func retry(branches names: Set<String>, pipeline: Pipeline, mix: CallMix?) -> Int {
         let pads = state.withLock { m in
-            let mids = m.failed.filter { mid, feed in names.contains("feed-\(feed)-\(mid)") && m.streams[mid]?.feedID == feed }.map(\.key)
+            let mids = m.failed.filter { mid, f in names.contains(f.branch) && m.streams[mid]?.feedID == f.feed && !m.left.contains(f.feed) }.map(\.key)
             for mid in mids { m.failed[mid] = nil }
             return mids.compactMap { mid in m.pads[mid].map { (mid, $0) } }
         }
@@ -225,6 +238,15 @@ final class FeedBranches: Sendable {
         }
         m.files.insert(name)
         return name
+    }
+
+    /// `feed-<feed>-<mid>`, with `-<n>` from its second branch on: one being finished off-thread
+    /// (up to seconds) is still in the pipeline under its name.
+    private static func newBranchName(feed: Int64, mid: String, _ m: inout Map) -> String {
+        let base = "feed-\(feed)-\(mid)"
+        let n = m.branchNames[base, default: 0] + 1
+        m.branchNames[base] = n
+        return n == 1 ? base : "\(base)-\(n)"
     }
 
     /// A stream the recorder does not write still needs a sink, or it stalls the session.

@@ -43,6 +43,9 @@ final class FeedRecording: Sendable {
     private let bin: Bin
     /// Audio with `--mix`: the branch feeding the call's mix.
     private let mixInput: CallMix.Input?
+    private let mix: CallMix?
+    /// Told when the mix lost the end of this track (a loss for the manifest's `errors`).
+    private let onMixLoss: @Sendable (RecordingManifest.OutputError) -> Void
     private let logger: Logger
     /// Video: the file bin and its parts.
     private let videoFile: VideoFile?
@@ -65,11 +68,15 @@ final class FeedRecording: Sendable {
 
     /// Builds the branch from `record-audio.pipeline`, links `source` to it and starts it.
     /// Runs on webrtcbin's streaming thread (pad-added), so the pad is linked before data flows.
-    init(kind: Kind, feedID: Int64, display: String, mid: String, file: URL, source: Pad, pipeline: Pipeline,
+    /// `branch`: its name in the pipeline (default `feed-<feedID>-<mid>`), unique there.
+    init(kind: Kind, feedID: Int64, display: String, mid: String, branch: String? = nil, file: URL, source: Pad, pipeline: Pipeline,
          library: PipelineLibrary, protection: FrameProtection, tap: FrameTap?, mix: CallMix? = nil,
          pause: PauseFlag = PauseFlag(), onKeyMissing: (@Sendable (Int64) -> Void)? = nil, keyHold: KeyHoldBounds = .none,
-         askKeyFrame: @escaping @Sendable () -> Void = {}, logger: Logger) throws {
+         askKeyFrame: @escaping @Sendable () -> Void = {}, onMixLoss: @escaping @Sendable (RecordingManifest.OutputError) -> Void = { _ in },
+         logger: Logger) throws {
         self.kind = kind
+        self.mix = mix
+        self.onMixLoss = onMixLoss
         self.logger = logger
         self.feedID = feedID
         self.display = display
@@ -80,7 +87,7 @@ final class FeedRecording: Sendable {
         // Private from the start, and a name or folder that cannot be written fails here, for
         // this feed only, before anything is linked (video: VideoFile creates its file).
         if kind.isAudio { try PrivateFiles.create(file, option: "the folder") }
-        branchName = "feed-\(feedID)-\(mid)"
+        branchName = branch ?? "feed-\(feedID)-\(mid)"
         let bin: Bin
         do { bin = try pipeline.addBin(description: description, name: branchName) } catch {
             try? FileManager.default.removeItem(at: file)
@@ -220,9 +227,7 @@ final class FeedRecording: Sendable {
                 group.cancelAll()
                 return first
             }
-            if let mixInput, !(await mixInput.drained(timeout: timeout)) {
-                logger.warning("\(file.lastPathComponent): the call mix did not take in its end within \(timeout): the mix may lack its last seconds")
-            }
+            if let mixInput, let mix { await mixDrained(mixInput, of: mix, timeout: timeout) }
             await OffPool.run { [self] in
                 mixInput?.remove(from: pipeline)
                 pipeline.remove(bin)
@@ -231,6 +236,17 @@ final class FeedRecording: Sendable {
             return ended
         }
         if !ended { unfinished.withLock { $0 = "its end-of-stream did not reach the file within \(timeout): the muxer may not have written its last frames" } }
+    }
+
+    /// Waits for the mix to take in the track's end: what its pad still holds is lost with it.
+    /// Not in time is a loss, counted and said once; not for a mix that failed (said already).
+    private func mixDrained(_ input: CallMix.Input, of mix: CallMix, timeout: Duration) async {
+        guard !mix.hasFailed, !(await input.drained(timeout: timeout)), !mix.hasFailed else { return }
+        let text = "the call's mix \(mix.file.shown.lastPathComponent) did not take in the end of feed \(feedID)'s audio "
+            + "(\(file.lastPathComponent)) within \(timeout): it may lack up to the last \(CallMix.delay) of that audio"
+        logger.error("\(text)", metadata: ["janus.feed": "\(feedID)"])
+        BotMetrics.recordingLoss()
+        onMixLoss(.init(time: Date(), feedID: feedID, display: display, mid: mid, kind: kind.media, file: mix.file.shown.path, error: text))
     }
 
     /// Whether the pipeline child `name` belongs to this track (its branch or one of its files).
@@ -251,49 +267,4 @@ final class FeedRecording: Sendable {
             openedByKeyIndex: keyIndexes?.snapshot, written: videoFile?.written.value ?? written.value,
             pausedFrames: pausedFrames.value > 0 ? pausedFrames.value : nil, arrived: arrived.value)
     }
-}
-
-/// Keyframe requests for one video track, at most one a second, made by `ask` (the recorder
-/// asks Janus by signalling, `Subscription.requestKeyFrame`; RTCP PLIs from a recvonly peer do
-/// not reliably reach the publisher through Janus). Any thread; `ask` must not block.
-final class KeyFrameRequests: Sendable {
-    private let ask: @Sendable () -> Void
-    private let last = Atomic<Int64>(0)
-    private let count = Atomic<Int>(0)
-    static let minimumInterval: Int64 = 1000  // ms
-
-    init(ask: @escaping @Sendable () -> Void) { self.ask = ask }
-
-    var sent: Int { count.load(ordering: .relaxed) }
-
-    func request() {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let previous = last.load(ordering: .relaxed)
-        guard now - previous >= Self.minimumInterval,
-              last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
-        count.add(1, ordering: .relaxed)
-        ask()
-    }
-}
-
-/// A count bumped from streaming threads.
-final class Counter: Sendable {
-    private let count = Atomic<Int>(0)
-    func increment(by n: Int = 1) { count.add(n, ordering: .relaxed) }
-    var value: Int { count.load(ordering: .relaxed) }
-}
-
-/// A video file's resolution, set from a streaming thread.
-final class Resolution: Sendable {
-    private let state = Locked<(width: Int, height: Int)?>(nil)
-    func set(width: Int, height: Int) { state.withLock { $0 = (width, height) } }
-    var value: (width: Int, height: Int)? { state.withLock { $0 } }
-}
-
-/// First and last presentation time seen on a track (pipeline running time, seconds).
-final class MediaTimes: Sendable {
-    private let state = Locked<(first: Double?, last: Double?)>((nil, nil))
-    func mark(_ t: Double) { state.withLock { $0 = ($0.first ?? t, t) } }
-    var first: Double? { state.withLock { $0.first } }
-    var last: Double? { state.withLock { $0.last } }
 }

@@ -36,6 +36,8 @@ extension RoomRecording {
         guard !new.isEmpty else { return }
         // Built before the first await: a second caller finds it and only adds feeds.
         let peer = try self.peer ?? startPeer()
+        // A publisher that left and is back (same feed id) gets branches again.
+        branches.admit(new.map(\.id))
         do {
             try await peer.subscription.add(new.map(\.id))
             peer.shortcut.install(on: peer.webrtc, log: log)
