@@ -34,10 +34,14 @@ static guint64 advance(SfbReorder *self, guint32 rtp, GstClockTime now) {
         // Video: a keyframe asked for now, not when the held packets go out and the branch
         // appears (up to 2 s later): a file starts at a keyframe, and what comes before the
         // first one is not written. As a depayloader asks (rtpssrcdemux adds the SSRC,
-        // rtpsession sends the request).
-        if (self->clock_rate == 90000)
+        // rtpsession sends a PLI), and on the bus: through Janus a recvonly peer's PLI does
+        // not reliably reach the publisher, and the recorder asks Janus by signalling.
+        if (self->clock_rate == 90000) {
             gst_pad_push_event(self->sinkpad, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
                 gst_structure_new("GstForceKeyUnit", "all-headers", G_TYPE_BOOLEAN, TRUE, NULL)));
+            gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self),
+                gst_structure_new_empty(SFB_REORDER_FIRST_VIDEO_PACKET)));
+        }
     }
     self->last_rtp += (gint32)(rtp - (guint32)self->last_rtp);
     return self->last_rtp;

@@ -56,6 +56,20 @@ final class FeedBranches: Sendable {
         state.withLock { m in for s in streams { m.streams[s.mid] = s } }
     }
 
+    /// A video stream's first packet came: the direct path's sfbreorder says so before it holds
+    /// the packets for lip sync (up to 2 s). Its sender is asked for a keyframe now, not when the
+    /// held packets go out and the branch appears: a sender that sends keyframes only when asked
+    /// (libwebrtc) would otherwise lose those 2 s to the wait for one. The message does not name
+    /// the mid: every live video mid without a branch yet is asked (one, but for a burst of joins).
+    func askKeyFramesForVideoWithoutBranch() {
+        let mids = state.withLock { m in
+            m.streams.filter { mid, s in
+                s.type == "video" && s.active && m.recordings[mid] == nil && s.feedID.map { !m.left.contains($0) } == true
+            }.keys
+        }
+        for mid in mids { keyFrames.ask(mid: mid) }
+    }
+
     /// After a negotiation: mids Janus reused for a new feed already have a pad; give them a
     /// branch. Janus may send the new feed there with a new SSRC, on a new pad: then `attach`
     /// moves the branch to it.

@@ -217,7 +217,11 @@ actor RoomRecording {
                 // Not fatal: one feed's branch must not end everyone's recording.
                 for await bus in mediaStarted {
                     for await m in bus {
-                        if case .error(let source, let text, let debug) = m { await self?.mediaError(source: source, text: text, debug: debug) }
+                        switch m {
+                        case .error(let source, let text, let debug): await self?.mediaError(source: source, text: text, debug: debug)
+                        case .element(_, SfbReorder.firstVideoPacket): self?.branches.askKeyFramesForVideoWithoutBranch()
+                        default: break
+                        }
                     }
                 }
                 try await Task.sleep(for: .seconds(1 << 30))
@@ -283,18 +287,5 @@ actor RoomRecording {
         self.media = media
         mediaStarted.continuation.yield(bus)
         return media
-    }
-}
-
-extension RoomRecording.State {
-    /// As a service shows it.
-    var phase: LiveStatus.Phase {
-        switch self {
-        case .idle, .starting: .starting
-        case .recording: .running
-        case .rejoining: .reconnecting
-        case .finishing: .stopping
-        case .finished: .done
-        }
     }
 }

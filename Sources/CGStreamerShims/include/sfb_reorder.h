@@ -5,6 +5,11 @@
 // It could go if rtpjitterbuffer ever got a mode without its output thread.
 #ifndef SFB_REORDER_H
 #define SFB_REORDER_H
+
+/// The element message an sfbreorder posts at a video stream's first packet, before it holds
+/// the packets for lip sync: the recorder asks the sender for a keyframe then.
+#define SFB_REORDER_FIRST_VIDEO_PACKET "sfb-first-video-packet"
+
 #include <gst/gst.h>
 
 // The reordering itself, with no GStreamer in it (reorder_ring.c), so it can be tested with

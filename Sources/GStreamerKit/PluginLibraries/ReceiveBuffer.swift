@@ -60,3 +60,9 @@ extension WebRTCBin {
         return await OffPool.run { Int(sfb_reorders_release_held(element.pointer)) }
     }
 }
+
+/// What the direct receive path's reorder element (sfbreorder) says on the bus.
+public enum SfbReorder {
+    /// The name of its element message at a video stream's first packet, before the lip-sync hold.
+    public static let firstVideoPacket = SFB_REORDER_FIRST_VIDEO_PACKET
+}
