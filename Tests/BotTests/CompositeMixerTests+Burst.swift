@@ -39,6 +39,7 @@ extension CompositeMixerTests {
         #expect(duration([0x69, 0]) == 40_000_000, "hybrid 20 ms, two frames")
         #expect(duration([0x83, 0x03]) == 7_500_000, "CELT 2.5 ms, three frames (code 3)")
         #expect(duration([0x83]) == nil && duration([]) == nil, "too short to say")
+        #expect(duration([0x83, 0x00]) == nil, "code 3 with no frame is not a packet")
     }
 
     /// Pushes `frames` at their rate, each with the clock's time as its capture time.

@@ -126,7 +126,7 @@ extension CompositeSlot {
         case 0: frames = 1
         case 1, 2: frames = 2
         default:
-            guard packet.count > 1 else { return nil }
+            guard packet.count > 1, packet[1] & 0x3F > 0 else { return nil }
             frames = Int(packet[1] & 0x3F)
         }
         return Int64(units * frames) * 2_500_000
