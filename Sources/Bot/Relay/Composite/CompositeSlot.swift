@@ -84,19 +84,23 @@ final class CompositeSlot: RelayFrameSink {
     /// stall does not move it, nor its other track; without one, its arrival. A participant's
     /// frames keep their spacing, so the mixer sees no discontinuity that was not in the call.
     /// An audio frame (`audio`: its duration) that would overlap their audio before it by the
-    /// mixer's alignment threshold or more goes right after it: a burst after a stall of the
-    /// receiving side comes with one and the same capture time (the jitter buffer's output never
-    /// goes back), and the mixer dropped all but two of those frames as late. The delay stays:
-    /// the frames after the burst, with their own capture times, follow on where it ended.
+    /// mixer's alignment threshold or more goes right after it, and the delay grows by as much,
+    /// so their video follows: the receiving jitter buffer's output time never goes back, and
+    /// where its estimate of the sender's clock steps back (seen after stalls of the receiving
+    /// side) the frames come with one and the same capture time until it has caught up, and the
+    /// mixer dropped all but two of them as late. A little later, but whole and in sync.
     private func timestamp(_ clockTime: UInt64?, audio duration: Int64? = nil) -> UInt64? {
         guard let now = runningTime() else { return nil }
         let base = Int64(baseTime()), arrival = Int64(now) + base, captured = Int64(clockTime ?? UInt64(arrival))
         let pts: Int64 = timeline.withLock { t in
-            let late = max(t.delay ?? .min, arrival - captured)
+            var late = max(t.delay ?? .min, arrival - captured)
             var pts = captured + late - base
             if let duration {
+                if let end = t.audioEnd, pts <= end - Self.alignment {
+                    late += end - pts
+                    pts = end
+                }
                 // The mixer lays a frame within its threshold of where the last ended right after it.
-                if let end = t.audioEnd, pts <= end - Self.alignment { pts = end }
                 t.audioEnd = t.audioEnd.map { abs(pts - $0) < Self.alignment ? $0 + duration : pts + duration } ?? pts + duration
             }
             t.delay = late
