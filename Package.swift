@@ -336,7 +336,7 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: ["Locking", 
-                "Bot", "GStreamerKit", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Mjr", "TextWebSocket", "TestSupport", "Comeback",
+                "Bot", "GStreamerKit", "CGStreamer", "FrameCrypto", "Janus", "JanusTesting", "Telemetry", "Mjr", "TextWebSocket", "TestSupport", "Comeback",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

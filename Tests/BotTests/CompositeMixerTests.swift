@@ -71,12 +71,13 @@ import TestSupport
         var all: [T] { items.withLock { $0 } }
     }
 
-    static func mixer(_ name: String) async throws -> (CompositeMixer, URL) {
+    static func mixer(_ name: String, play: @escaping @Sendable (Pipeline) throws(GStreamerError) -> Void = { p throws(GStreamerError) in try p.setState(.playing) })
+        async throws -> (CompositeMixer, URL) {
         let dir = try Scene.tempDirectory("composite-mixer-\(name)")
         let output = RelayOutput(destination: try RelayDestination("hls:\(dir.path)"), tracks: RelayTracks(audio: true, video: true, pcmAudio: true),
                                  library: try PipelineLibrary(), status: RelayStatus(), logger: Scene.logger)
         let mixer = try await CompositeMixer.start(format: CompositeFormat(width: 320, height: 180), layout: .grid, output: output,
-                                                   library: try PipelineLibrary(), logger: Scene.logger)
+                                                   library: try PipelineLibrary(), logger: Scene.logger, play: play)
         return (mixer, dir)
     }
 

@@ -55,14 +55,16 @@ final class CompositeMixer: Sendable {
     }
 
     /// Builds the pipeline and starts it, off Swift's pool (a state change joins threads).
-    static func start(format: CompositeFormat, layout: CompositeLayout, output: RelayOutput, library: PipelineLibrary,
-                      logger: Logger) async throws(BotError) -> CompositeMixer {
+    /// `play` takes it to PLAYING (tests: as slowly as a loaded machine may).
+    static func start(format: CompositeFormat, layout: CompositeLayout, output: RelayOutput, library: PipelineLibrary, logger: Logger,
+                      play: @escaping @Sendable (Pipeline) throws(GStreamerError) -> Void = { pipeline throws(GStreamerError) in try pipeline.setState(.playing) })
+        async throws(BotError) -> CompositeMixer {
         let description = try library.description("relay-composite", format.pipelineValues)
         return try await OffPool.run { () throws(BotError) -> CompositeMixer in
             let pipeline: Pipeline
             do throws(GStreamerError) { pipeline = try Pipeline(description: description) } catch { throw .media(error) }
             let mixer = try CompositeMixer(pipeline: pipeline, format: format, layout: layout, output: output, library: library, logger: logger)
-            do throws(GStreamerError) { try pipeline.setState(.playing) } catch {
+            do throws(GStreamerError) { try play(pipeline) } catch {
                 pipeline.setStateQuietly(.null)
                 throw .media(error)
             }

@@ -27,7 +27,13 @@ final class CompositeSlot: RelayFrameSink {
     /// sent. It only grows: a frame later than that moves the participant on (a small jump: a
     /// held picture, a little silence; nothing dropped), an earlier one waits in its queue.
     /// Signed: rtpbin's lip sync may stamp a frame ahead of when it leaves (its `ts-offset`).
-    private let delay = Locked<Int64?>(nil)
+    /// With it, where their audio ends on that timeline as the mixer lays it (ns).
+    private let timeline = Locked(Timeline())
+
+    private struct Timeline {
+        var delay: Int64?
+        var audioEnd: Int64?
+    }
 
     /// A decoding branch and the mixer pad it feeds; `probes` live as long as the slot.
     struct Branch: Sendable {
@@ -56,7 +62,7 @@ final class CompositeSlot: RelayFrameSink {
 
     func pushAudio(_ frame: UnsafeRawBufferPointer, clockTime: UInt64?) {
         opened()
-        guard let pts = timestamp(clockTime) else { return }
+        guard let pts = timestamp(clockTime, audio: Self.opusDuration(frame)) else { return }
         // A full queue drops its oldest (the mixer is live).
         audio.source.push(frame, pts: pts)
     }
@@ -77,20 +83,56 @@ final class CompositeSlot: RelayFrameSink {
     /// put it (lip-synced by RTCP) plus the participant's `delay`, so jitter or a burst after a
     /// stall does not move it, nor its other track; without one, its arrival. A participant's
     /// frames keep their spacing, so the mixer sees no discontinuity that was not in the call.
-    private func timestamp(_ clockTime: UInt64?) -> UInt64? {
+    /// An audio frame (`audio`: its duration) that would overlap their audio before it by the
+    /// mixer's alignment threshold or more goes right after it, and the delay grows by as much,
+    /// so their video follows: the receiving jitter buffer's output time never goes back, and
+    /// where its estimate of the sender's clock steps back (seen after stalls of the receiving
+    /// side) the frames come with one and the same capture time until it has caught up, and the
+    /// mixer dropped all but two of them as late. A little later, but whole and in sync.
+    private func timestamp(_ clockTime: UInt64?, audio duration: Int64? = nil) -> UInt64? {
         guard let now = runningTime() else { return nil }
-        guard let clockTime else { return now }
-        let base = Int64(baseTime()), arrival = Int64(now) + base, captured = Int64(clockTime)
-        let late = delay.withLock { d in
-            let longest = max(d ?? .min, arrival - captured)
-            d = longest
-            return longest
+        let base = Int64(baseTime()), arrival = Int64(now) + base, captured = Int64(clockTime ?? UInt64(arrival))
+        let pts: Int64 = timeline.withLock { t in
+            var late = max(t.delay ?? .min, arrival - captured)
+            var pts = captured + late - base
+            if let duration {
+                if let end = t.audioEnd, pts <= end - Self.alignment {
+                    late += end - pts
+                    pts = end
+                }
+                // The mixer lays a frame within its threshold of where the last ended right after it.
+                t.audioEnd = t.audioEnd.map { abs(pts - $0) < Self.alignment ? $0 + duration : pts + duration } ?? pts + duration
+            }
+            t.delay = late
+            return pts
         }
-        let pts = captured + late - base
         return pts >= 0 ? UInt64(pts) : now
     }
+
+    /// audiomixer's `alignment-threshold` (its default, relay-composite.pipeline), ns.
+    static let alignment: Int64 = 40_000_000
 
     /// Their media comes on a new PeerConnection (a new feed): its video is decoded from its
     /// first keyframe on. The picture shown meanwhile is their last.
     func restartVideo() { videoStarted.store(false, ordering: .releasing) }
+}
+
+extension CompositeSlot {
+    /// How long an Opus packet plays (ns), from its TOC byte and frame count (RFC 6716 §3.1);
+    /// nil if it is too short to say.
+    static func opusDuration(_ packet: UnsafeRawBufferPointer) -> Int64? {
+        guard let toc = packet.first else { return nil }
+        let config = Int(toc >> 3)
+        // SILK 10/20/40/60 ms, hybrid 10/20 ms, CELT 2.5/5/10/20 ms, in units of 2.5 ms.
+        let units = config < 12 ? [4, 8, 16, 24][config & 3] : config < 16 ? [4, 8][config & 1] : [1, 2, 4, 8][config & 3]
+        let frames: Int
+        switch toc & 3 {
+        case 0: frames = 1
+        case 1, 2: frames = 2
+        default:
+            guard packet.count > 1, packet[1] & 0x3F > 0 else { return nil }
+            frames = Int(packet[1] & 0x3F)
+        }
+        return Int64(units * frames) * 2_500_000
+    }
 }
