@@ -27,7 +27,9 @@ extension CompositeMixerTests {
         await mixer.finish()
         probe.remove()
         try? FileManager.default.removeItem(at: dir)
-        #expect(late == 0, "\(late) ms of the participant's audio dropped as late")
+        // A frame or two can come late on a machine busy with other tests (40 ms once, with 8
+        // test processes at once); what this guards against dropped 440 ms.
+        #expect(late <= 100, "\(late) ms of the participant's audio dropped as late")
         #expect(mixed, "\(tone) of the 100 tone frames' 20 ms reached the mix")
     }
 

@@ -53,28 +53,38 @@ extension MediaScene {
     @Test func playAndRecordWithAKeyMap() async throws {
         let room = try await Scene.createRoom()
         let dir = try Scene.tempDirectory("keymap-cli")
-        // 5 s: the player publishes before the recorder has subscribed to it (1-3 s under load,
-        // lost to it), and 2 s of frames are asked for.
-        let tone = try await Audio.tone(440, seconds: 5, in: dir)
+        let tone = try await Audio.tone(440, seconds: 30, in: dir)
         let older = CallKey.random(), newer = CallKey.random()
         let mapFile = dir.appendingPathComponent("map.json")
         try KeyMap(senders: ["5": [1: older, 2: newer], "6": [1: CallKey.random()]]).json.write(to: mapFile)
         chmod(mapFile.path, 0o600)
         let logFile = dir.appendingPathComponent("keys.jsonl").path
         let out = dir.appendingPathComponent("rec")
+        let port = try SilentListener().port
         let recorder = try CLITests.start(["record", "--janus", Scene.janusURL!, "--room", "\(room)", "--key-map", mapFile.path,
-                                           "--key-log", logFile, "--out", out.path])
+                                           "--key-log", logFile, "--out", out.path, "--metrics-port", "\(port)"])
         try await Task.sleep(for: .seconds(1))
         let stranger = try await CLITests.run(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-map", mapFile.path,
                                                "--display", "7:Stranger"])
         #expect(stranger.status == 65 && stranger.err.contains("no key for participant \"7\""), "\(stranger.err)")
-        let played = try await CLITests.run(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-map", mapFile.path,
-                                             "--display", "5:Ann"])
-        #expect(played.status == 0, "\(played.err)")
-        try await Task.sleep(for: .seconds(1))
+        let player = try CLITests.start(["play", tone.path, "--janus", Scene.janusURL!, "--room", "\(room)", "--key-map", mapFile.path,
+                                         "--display", "5:Ann"])
+        defer { if player.isRunning { player.signal(SIGKILL) } }
+        // Until 100 frames were opened, however long the subscription takes on a loaded machine
+        // (a fixed 3 s tone lost its first second to it once in the lanes: 95 frames of 150).
+        var metrics = ""
+        let opened = await eventually(within: 60) {
+            metrics = await MetricsCLITests.scrape(port) ?? ""
+            let lines = metrics.split(separator: "\n").filter { $0.hasPrefix("sfubot_frames_opened_total{") }
+            return lines.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +) >= 100
+        }
+        #expect(opened, "100 frames not opened in 60 s: \(metrics)")
+        #expect(player.isRunning, "the player stopped early")
         recorder.signal(SIGTERM)
         let stopped = await recorder.finished()
         #expect(stopped.status == 0, "\(stopped.errText)")
+        player.signal(SIGTERM)
+        _ = await player.finished()
 
         let manifest = try RecordingManifest.read(from: out)
         let feed = try #require(manifest.feeds.first)
