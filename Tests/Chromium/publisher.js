@@ -23,7 +23,7 @@ const iceConfig = turn ? { iceServers: [{ urls: turn, username: params.get('turn
   iceTransportPolicy: 'relay' } : {};
 
 const result = { phase: 'start', errors: [], feed: null, codec: null,
-  format, video: { frames: 0, sealed: 0, failed: 0, keyframes: 0 }, audio: { frames: 0, sealed: 0, failed: 0 }, stats: {} };
+  format, video: { frames: 0, sealed: 0, failed: 0, keyframes: 0, times: [] }, audio: { frames: 0, sealed: 0, failed: 0, times: [] }, stats: {} };
 function note(msg) { console.log('[ecall-page] ' + msg); }
 function fail(msg) { result.errors.push(String(msg)); note('error: ' + msg); }
 
@@ -67,6 +67,7 @@ function sealTransform(seal, kind) {
         frame.data = (await seal(kind, new Uint8Array(frame.data), frame)).buffer;
         if (kind === 'video' && frame.type === 'key') c.keyframes++;
         c.sealed++;
+        c.times.push(Date.now());  // when each left: the runner counts what was sent after the recorder's first arrival
         controller.enqueue(frame);
       } catch (e) { c.failed++; c.lastError = String(e); }  // never send a frame in the clear
     },
