@@ -4,7 +4,7 @@ import Testing
 @testable import Bot
 import TestSupport
 
-extension CompositeMixerTests {
+extension MediaScene.CompositeMixerTests {
     /// A participant's frames held up by a stall of the receiving side come all at once, with
     /// one and the same capture time (the jitter buffer's output never goes back): all of them
     /// are mixed, none dropped as late. Seen in a relay on a loaded machine: 20 frames in a row

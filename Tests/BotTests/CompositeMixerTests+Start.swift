@@ -5,7 +5,7 @@ import Testing
 @testable import Bot
 import TestSupport
 
-extension CompositeMixerTests {
+extension MediaScene.CompositeMixerTests {
     /// A participant whose first audio comes in the composite's first seconds, on a machine that
     /// was slow to start it: all of it is mixed, none dropped as late. A bin goes to PLAYING
     /// from its sinks up, giving every element the clock first and each its base time only at

@@ -9,6 +9,10 @@ import TestSupport
 /// The composite's mixer alone, without Janus: one participant's Opus pushed into a slot as
 /// their opened frames would be, the output an HLS folder. What a viewer of the stream would
 /// notice: the mix stops while one participant is silent, or their audio goes missing uncounted.
+/// In the media scene (one test at a time per lane) though no Janus is needed: they measure
+/// audio dropped as late, in real time, and among the ~550 tests run 8 at once one took 88 s
+/// and dropped 180 ms (CI).
+extension MediaScene {
 @Suite(.serialized) struct CompositeMixerTests {
     /// A participant's gap (no frames for 2 s, as when their path is cut; no video at all
     /// here) must not hold the composite back: the mixer and the compositor time out on their
@@ -109,4 +113,5 @@ import TestSupport
             try await Task.sleep(until: start + .milliseconds(20 * (i + 1)), clock: .continuous)
         }
     }
+}
 }
