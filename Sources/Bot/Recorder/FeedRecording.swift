@@ -181,9 +181,9 @@ final class FeedRecording: Sendable {
             // more would only make the sender send keyframes every second.
             let keyFramesArrived = Counter()
             probes.append(try bin.element(named: "open").staticPad("sink").addBufferObserver { au in
-                if keyFramesArrived.value == 0, h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au) {
-                    keyFramesArrived.increment()
-                }
+                guard h264Format == "avc" ? VideoFrame.containsIDR(au) : AnnexB.containsIDR(au) else { return }
+                if keyFramesArrived.value == 0 { keyFramesArrived.increment() }
+                keyFrames?.keyFrameArrived()
             })
             probes.append(try bin.staticPad("sink").addBufferObserver { _ in
                 if counter.value == 0, keyFramesArrived.value == 0 { keyFrames?.request() }

@@ -149,7 +149,9 @@ final class RelayInput: Sendable {
                                                                             stats: video, times: times, display: display, feedID: feed, openedBy: nil,
                                                                             onKeyMissing: nil, onDrop: { _ in requests.request() }))
             let push: @Sendable (UnsafeRawBufferPointer, UInt64?) -> Void = { au, at in
-                if output.pushVideo(au, isKey: AnnexB.containsIDR(au), clockTime: at) == .waitingForKeyFrame { requests.request() }
+                let key = AnnexB.containsIDR(au)
+                if key { requests.keyFrameArrived() }
+                if output.pushVideo(au, isKey: key, clockTime: at) == .waitingForKeyFrame { requests.request() }
             }
             probes.append(Self.observe(out, clockTime: output.wantsClockTime, of: pipeline, push))
         } else {

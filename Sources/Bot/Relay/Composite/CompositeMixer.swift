@@ -88,7 +88,9 @@ final class CompositeMixer: Sendable {
                     losses.madePicture()
                     guard sending.isSet, !ended.isSet else { return }
                     // A new try at the destination waits for a keyframe: the encoder makes one now.
-                    if output.pushVideo(au, isKey: AnnexB.containsIDR(au)) == .waitingForKeyFrame { keyFrames.request() }
+                    let key = AnnexB.containsIDR(au)
+                    if key { keyFrames.keyFrameArrived() }
+                    if output.pushVideo(au, isKey: key) == .waitingForKeyFrame { keyFrames.request() }
                 },
                 try pipeline.element(named: "audio_out").staticPad("sink").addBufferObserver { pcm in
                     guard sending.isSet, !ended.isSet else { return }
