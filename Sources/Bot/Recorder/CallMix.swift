@@ -36,13 +36,13 @@ final class CallMix: Sendable {
         let queue = try bin.element(named: "delay")
         guard let delay = UInt64(try queue.get("min-threshold-time")), delay > 0,
               let samples = UInt64(try bin.element(named: "silence").get("samplesperbuffer")), samples > 0 else {
-            throw BotError.output("record-mix.pipeline: the queue `delay` needs a min-threshold-time (ns) and `silence` a samplesperbuffer")
+            throw BotError.output("record-mix.pipeline: give the queue `delay` a min-threshold-time (ns) and `silence` a samplesperbuffer")
         }
         self.delay = .nanoseconds(delay)
         // The same delay in the silence's buffers: the queue counts its time from running time 0,
         // not from the silence's first buffer, so a silence that began late (the branch slow to
         // start on a loaded machine) passed that much sooner and left the mix less behind for
-        // the whole call (begun 1 s late: 1.5 s, and 0.2-0.4 s of a publisher held 2 s dropped).
+        // the whole call (begun 1 s late: 1.5 s, and 0.2-0.5 s of a publisher held 2 s dropped).
         let buffer = samples * 1_000_000_000 / Self.rate
         try queue.set("min-threshold-buffers", Int((delay + buffer - 1) / buffer))
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
