@@ -7,7 +7,8 @@ import Synchronization
 /// every audio recording feeds its decrypted frames while it lasts.
 final class CallMix: Sendable {
     let file: RecordingFile
-    private let bin: Bin
+    /// The mix's branch (tests watch its mixer).
+    let bin: Bin
     private let library: PipelineLibrary
     private let finished: AsyncStream<Void>
     private let endProbe: PadProbe
@@ -16,22 +17,41 @@ final class CallMix: Sendable {
     private let failed = Atomic<Bool>(false)
     /// The name of the mix's branch in the pipeline (its inputs are `<feed branch>-mix<n>`).
     static let branchName = "mix"
-    /// How far the mix runs behind the clock (`record-mix.pipeline`'s silence queue): what an
-    /// input's pad may hold when it is taken out.
-    static let delay = Duration.milliseconds(2500)
+    /// How far the mix runs behind the clock, as `record-mix.pipeline` says (its `delay` queue's
+    /// min-threshold-time): what an input's pad may hold when it is taken out.
+    let delay: Duration
+    /// The mix's sample rate (`record-mix.pipeline`'s caps).
+    static let rate: UInt64 = 48_000
 
-    /// Adds the mixer to the (running) subscriber pipeline and starts it.
-    init(file: RecordingFile, pipeline: Pipeline, library: PipelineLibrary) throws {
+    /// Adds the mixer to the (running) subscriber pipeline and starts it (`start`: tests start it
+    /// as slowly as a loaded machine may). Running already: a bin sets each child's base time
+    /// before its state change, so the live mixer never waits on the clock without it. In a
+    /// pipeline about to play it would: the pipeline gives every element the clock first, and a
+    /// mixer woken before its base time ran seconds ahead (the relay composite's start race; here,
+    /// measured, 2020 ms of 2020 of a publisher dropped as late).
+    init(file: RecordingFile, pipeline: Pipeline, library: PipelineLibrary, start: (Bin) -> Bool = { $0.syncStateWithParent() }) throws {
         self.file = file
         self.library = library
         bin = try pipeline.addBin(description: try library.description("record-mix", ["file": file.access.path]), name: Self.branchName)
+        let queue = try bin.element(named: "delay")
+        guard let delay = UInt64(try queue.get("min-threshold-time")), delay > 0,
+              let samples = UInt64(try bin.element(named: "silence").get("samplesperbuffer")), samples > 0 else {
+            throw BotError.output("record-mix.pipeline: give the queue `delay` a min-threshold-time (ns) and `silence` a samplesperbuffer")
+        }
+        self.delay = .nanoseconds(delay)
+        // The same delay in the silence's buffers: the queue counts its time from running time 0,
+        // not from the silence's first buffer, so a silence that began late (the branch slow to
+        // start on a loaded machine) passed that much sooner and left the mix less behind for
+        // the whole call (begun 1 s late: 1.5 s, and 0.2-0.5 s of a publisher held 2 s dropped).
+        let buffer = samples * 1_000_000_000 / Self.rate
+        try queue.set("min-threshold-buffers", Int((delay + buffer - 1) / buffer))
         let (finished, done) = AsyncStream.makeStream(of: Void.self)
         self.finished = finished
         let sink = try bin.element(named: "file").staticPad("sink")
         endProbe = sink.onEndOfStream { done.yield(); done.finish() }
         let bytesOut = BotMetrics.bytesWritten()
         bytesProbe = sink.addBufferObserver { bytesOut.add($0.count) }
-        guard bin.syncStateWithParent() else { throw BotError.output("the mix \(file.shown.path) could not be started") }
+        guard start(bin) else { throw BotError.output("the mix \(file.shown.path) could not be started") }
     }
 
     /// Whether writing the mix failed: recordings stop feeding it and go on without it.

@@ -243,7 +243,7 @@ final class FeedRecording: Sendable {
     private func mixDrained(_ input: CallMix.Input, of mix: CallMix, timeout: Duration) async {
         guard !mix.hasFailed, !(await input.drained(timeout: timeout)), !mix.hasFailed else { return }
         let text = "the call's mix \(mix.file.shown.lastPathComponent) did not take in the end of feed \(feedID)'s audio "
-            + "(\(file.lastPathComponent)) within \(timeout): it may lack up to the last \(CallMix.delay) of that audio"
+            + "(\(file.lastPathComponent)) within \(timeout): it may lack up to the last \(mix.delay) of that audio"
         logger.error("\(text)", metadata: ["janus.feed": "\(feedID)"])
         BotMetrics.recordingLoss()
         onMixLoss(.init(time: Date(), feedID: feedID, display: display, mid: mid, kind: kind.media, file: mix.file.shown.path, error: text))
