@@ -20,6 +20,12 @@ extension Bin {
         return pad
     }
 
+    /// The request pad behind a ghost pad made by `exposeRequestPad` (an aggregator's sink pad,
+    /// whose properties are its own).
+    public func exposedTarget(_ ghost: Pad) -> Pad? {
+        gst_ghost_pad_get_target(UnsafeMutableRawPointer(ghost.pointer).assumingMemoryBound(to: GstGhostPad.self)).map { Pad(takingOwnership: $0) }
+    }
+
     /// Removes a ghost pad made by `exposeRequestPad` and releases the request pad behind it.
     public func releaseExposedPad(_ ghost: Pad) {
         let ghostPointer = UnsafeMutableRawPointer(ghost.pointer).assumingMemoryBound(to: GstGhostPad.self)

@@ -34,6 +34,25 @@ extension MediaScene {
         #expect(lead <= -2400, "the mix ran only \(-lead) ms behind the clock (its delay: \(s.mix.delay))")
     }
 
+    /// A publisher's audio that comes later than the mix's delay (here held 4 s, the mix 2.5 s
+    /// behind): what the mixer drops of it is counted for that input (the recorder then says it
+    /// in `errors`, the losses metric and exit 74), not dropped silently as before. The mixer
+    /// clips the first frame and lays the rest after it (measured: 10 ms dropped, the tone mixed
+    /// 1.5 s late); nothing asked it to post what it dropped.
+    @Test func audioLaterThanTheDelayIsCountedAsLost() async throws {
+        let s = try Stage("late", start: { $0.syncStateWithParent() })
+        let frames = try await MediaScene.CompositeMixerTests.toneFrames(count: 100)
+        _ = await eventually(within: 5) { s.leadMilliseconds != .max }
+        try await s.push(frames[...], into: try s.join(), heldFor: 4_000_000_000)
+        let counted = await eventually(within: 5) { s.lateMilliseconds > 0 }
+        let mixed = await eventually(within: 5) { s.toneMilliseconds >= 1900 }
+        let (late, tone) = (s.lateMilliseconds, s.toneMilliseconds)
+        await s.stop()
+        print("call mix, a publisher's audio 1.5 s later than the delay: \(late) ms counted as dropped late, \(tone) ms of the tone mixed")
+        #expect(counted && late <= 2000, "\(late) ms of the publisher's audio counted as dropped late")
+        #expect(mixed, "\(tone) ms of the 2000 ms tone reached the mix")
+    }
+
     /// The mix's branch started as a starved machine may get it there: the sinks playing while
     /// the mixer and its live silence, given the clock and their base time (a bin sets a child's
     /// base time before its state change, locked or not), start up and only 1 s later play.
@@ -51,10 +70,10 @@ extension MediaScene {
     }
 
     /// What the streaming threads saw: tone samples and the mixer's greatest lead over the clock
-    /// (ms); the participant's pad and its samples dropped as late.
+    /// (ms); the participant's way into the mix.
     final class Tally: Sendable {
         let heard = Locked<(toneSamples: Int, lead: Int64?)>((0, nil))
-        let late = Locked<(pad: String?, samples: UInt64)>((nil, 0))
+        let input = Locked<CallMix.Input?>(nil)
     }
 
     /// The subscriber pipeline (webrtcbin) playing with the mix in it, and what leaves the mixer.
@@ -73,10 +92,11 @@ extension MediaScene {
             try pipeline.setState(.playing)
             mix = try CallMix(file: RecordingFile(dir.appendingPathComponent("mix.opus")), pipeline: pipeline, library: library, start: start)
             let (pipeline, tally) = (pipeline, tally)
-            watch = Task {
+            // As the recorder's bus loop does: the mixer's QoS messages go to the mix's count.
+            watch = Task { [mix] in
                 for await m in messages {
                     guard case .qos(let source, _, _, let dropped) = m else { continue }
-                    tally.late.withLock { if source == $0.pad { $0.samples = max($0.samples, dropped) } }
+                    mix.qos(source: source, dropped: dropped)
                 }
             }
             probe = try mix.bin.element(named: "mix").staticPad("src").addRunningTimeObserver { pcm, running, _ in
@@ -95,11 +115,8 @@ extension MediaScene {
                                            + "! tee name=split ! fakesink sync=false async=false", name: "feed-1-0")
             let source = try AppSource(named: "src", in: feed)
             _ = feed.syncStateWithParent()
-            _ = try mix.add(from: feed, in: pipeline)
-            // The silence is sink_0, the participant sink_1: what the mixer drops of theirs as late is posted.
-            let pad = try mix.bin.element(named: "mix").staticPad("sink_1")
-            try pad.set("qos-messages", "true")
-            tally.late.withLock { $0.pad = pad.name }
+            let input = try mix.add(from: feed, in: pipeline)
+            tally.input.withLock { $0 = input }
             return source
         }
 
@@ -116,7 +133,7 @@ extension MediaScene {
         /// Tone (not silence) the mixer put out so far.
         var toneMilliseconds: Int { tally.heard.withLock { $0.toneSamples / 48 } }
         /// The participant's audio the mixer dropped as late.
-        var lateMilliseconds: Int { Int(tally.late.withLock { $0.samples } / 48) }
+        var lateMilliseconds: Int { tally.input.withLock { $0 }.map { mix.lateMilliseconds(of: $0) } ?? 0 }
         /// How far the mixer's output ran ahead of the clock at most (negative: behind).
         var leadMilliseconds: Int64 { tally.heard.withLock { $0.lead ?? .max } }
 

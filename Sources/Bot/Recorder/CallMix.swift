@@ -15,6 +15,9 @@ final class CallMix: Sendable {
     private let bytesProbe: PadProbe
     private let inputs = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
+    /// Samples (48 kHz) the mixer dropped as late, by its sink pad: each QoS message carries its
+    /// pad's running total. Only the inputs' pads are listed, not the silence's.
+    private let lateSamples = Locked<[String: UInt64]>([:])
     /// The name of the mix's branch in the pipeline (its inputs are `<feed branch>-mix<n>`).
     static let branchName = "mix"
     /// How far the mix runs behind the clock, as `record-mix.pipeline` says (its `delay` queue's
@@ -71,15 +74,34 @@ final class CallMix: Sendable {
         let tap = try feed.exposeRequestPad(of: "split", template: "src_%u")
         let decode = try pipeline.addBin(description: try library.description("record-mix-input"), name: "\(feed.name)-mix\(n)")
         let sink = try bin.exposeRequestPad(of: "mix", template: "sink_%u")
+        // What the mixer drops of this input as late (later than the mix's delay) is posted, and
+        // counted: a loss like any other (`lateMilliseconds`).
+        let mixerPad = bin.exposedTarget(sink)
+        try mixerPad?.set("qos-messages", "true")
+        let padName = mixerPad?.name ?? ""
+        lateSamples.withLock { $0[padName] = 0 }
         try decode.staticPad("src").link(to: sink)
         decode.syncStateWithParent()
         try tap.link(to: try decode.staticPad("sink"))
-        return Input(mix: bin, feed: feed, tap: tap, decode: decode, sink: sink)
+        return Input(mix: bin, feed: feed, tap: tap, decode: decode, sink: sink, mixerPad: padName)
     }
+
+    /// A QoS message from the recorder's bus: counted if it is an input's pad of the mixer.
+    func qos(source: String, dropped: UInt64) {
+        lateSamples.withLock { totals in
+            guard let before = totals[source], dropped > before else { return }
+            totals[source] = dropped
+        }
+    }
+
+    /// An input's audio the mixer dropped as late so far, in milliseconds.
+    func lateMilliseconds(of input: Input) -> Int { Int(lateSamples.withLock { $0[input.mixerPad] ?? 0 } * 1000 / Self.rate) }
 
     /// One recording's way into the mix.
     struct Input: Sendable {
         fileprivate let mix: Bin, feed: Bin, tap: Pad, decode: Bin, sink: Pad
+        /// The mixer's own sink pad's name (its QoS messages').
+        fileprivate let mixerPad: String
 
         /// After the recording's end-of-stream went into the branch: waits until the mixer took
         /// it in, at most `timeout`. The mix runs `record-mix.pipeline`'s delay behind the clock,

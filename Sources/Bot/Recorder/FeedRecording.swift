@@ -241,7 +241,18 @@ final class FeedRecording: Sendable {
     /// Waits for the mix to take in the track's end: what its pad still holds is lost with it.
     /// Not in time is a loss, counted and said once; not for a mix that failed (said already).
     private func mixDrained(_ input: CallMix.Input, of mix: CallMix, timeout: Duration) async {
-        guard !mix.hasFailed, !(await input.drained(timeout: timeout)), !mix.hasFailed else { return }
+        let failedBefore = mix.hasFailed
+        let drained = failedBefore ? true : await input.drained(timeout: timeout)
+        // What the mixer dropped as late (its QoS messages, counted by the bus loop).
+        let late = mix.lateMilliseconds(of: input)
+        if late > 0, !mix.hasFailed {
+            let text = "the call's mix \(mix.file.shown.lastPathComponent) dropped \(late) ms of feed \(feedID)'s audio (\(file.lastPathComponent)) "
+                + "that came later than its delay (\(mix.delay)): the machine may be short of CPU"
+            logger.error("\(text)", metadata: ["janus.feed": "\(feedID)"])
+            BotMetrics.recordingLoss()
+            onMixLoss(.init(time: Date(), feedID: feedID, display: display, mid: mid, kind: kind.media, file: mix.file.shown.path, error: text))
+        }
+        guard !drained, !mix.hasFailed else { return }
         let text = "the call's mix \(mix.file.shown.lastPathComponent) did not take in the end of feed \(feedID)'s audio "
             + "(\(file.lastPathComponent)) within \(timeout): it may lack up to the last \(mix.delay) of that audio"
         logger.error("\(text)", metadata: ["janus.feed": "\(feedID)"])

@@ -220,6 +220,7 @@ actor RoomRecording {
                         switch m {
                         case .error(let source, let text, let debug): await self?.mediaError(source: source, text: text, debug: debug)
                         case .element(_, SfbReorder.firstVideoPacket): self?.branches.askKeyFramesForVideoWithoutBranch()
+                        case .qos(let source, _, _, let dropped): await self?.media?.mix?.qos(source: source, dropped: dropped)
                         default: break
                         }
                     }
