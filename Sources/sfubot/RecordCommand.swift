@@ -18,7 +18,8 @@ struct Record: AsyncParsableCommand {
             their last second. A stop still busy 30 s after the signal (a server that never answers) ends anyway, but never \
             while files are being finished; a second signal changes nothing, a third ends it at once. Exit 0 only if nothing \
             was lost; 74 if a file holds less than was written to it, a track or the mix stopped being written, the mix \
-            did not take in the end of a publisher's audio within 5 s (it may lack that audio's last seconds), a file \
+            did not take in the end of a publisher's audio within 5 s (it may lack that audio's last seconds) or dropped \
+            some of it as late, a file \
             cannot be read back, or a publisher in the room was not recorded for some of their time (a gap: the call went \
             on without the recorder) or at all (each is in the manifest's errors). Publishers present and no media from \
             any of them for --join-timeout (TURN, ICE, DTLS) ends the recording with 74 at once.
