@@ -1,6 +1,6 @@
 // See CDirectRTP.h: the frame path. Per frame and publisher this is the whole send: the RTP
-// header written in place, the payload cut (packetize.c), SRTP in place, sendto (or libnice on
-// a relayed pair), under one take of the sender's lock. The payloader's per-buffer work, its
+// header written in place, the payload cut (packetize.c), SRTP in place, a video frame's packets
+// in one sendmmsg (or libnice on a relayed pair), under one take of the sender's lock. The payloader's per-buffer work, its
 // pads and the probes around them (docs/performance.md, "Why sending misses 2× the limit") are
 // not run.
 #include "direct_rtp.h"
@@ -17,6 +17,7 @@ struct SfbDirectTrack {
     guint16 seq;   // the next packet's
     guint clock_rate;
     SfbH264Params h264;   // its mtu is audio's too
+    guint8 (*queue)[SFB_MAX_RTP + SRTP_MAX_TRAILER_LEN];   // a video frame's protected packets (`flush`)
 };
 
 // Reads the avc stream's parameter sets and NAL length size from the payloader's sink caps.
@@ -91,7 +92,34 @@ typedef struct {
     guint8 *packet;   // the RTP header's place; the payload is written right after it
     guint32 ts;
     guint sent;
+    // A video frame's protected packets, sent together (sfb_direct_transmit_many_locked).
+    guint queued;
+    gsize lens[SFB_FRAME_BATCH], payloads[SFB_FRAME_BATCH];
+    gboolean idr[SFB_FRAME_BATCH];
 } Frame;
+
+typedef guint8 QueuedPacket[SFB_MAX_RTP + SRTP_MAX_TRAILER_LEN];
+
+// Counts one packet's fate, as sendto's was.
+static void counted(Frame *f, gboolean sent, gsize payload, gboolean idr) {
+    SfbDirectRTP *d = f->t->d;
+    if (!sent) { __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED); return; }
+    __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&d->payload_bytes, payload, __ATOMIC_RELAXED);
+    f->sent++;
+    if (idr) sfb_direct_keyframe_sent(d);
+}
+
+// Sends what is queued: one sendmmsg for up to SFB_FRAME_BATCH packets (called with the lock held).
+static void flush(Frame *f) {
+    if (f->queued == 0) return;
+    guint8 *packets[SFB_FRAME_BATCH];
+    gboolean went[SFB_FRAME_BATCH];
+    for (guint i = 0; i < f->queued; i++) packets[i] = f->t->queue[i];
+    sfb_direct_transmit_many_locked(f->t->d, packets, f->lens, f->queued, went);
+    for (guint i = 0; i < f->queued; i++) counted(f, went[i], f->payloads[i], f->idr[i]);
+    f->queued = 0;
+}
 
 // One payload, at packet + 12 already: header, SRTP, send (called with the lock held).
 static void send_payload(void *ctx, const guint8 *payload, gsize len, gboolean marker) {
@@ -110,29 +138,35 @@ static void send_payload(void *ctx, const guint8 *payload, gsize len, gboolean m
     int n = (int)(12 + len);
     // Never sent (nor kept) unprotected: a packet SRTP refused is dropped.
     if (!sfb_direct_protect_locked(d, p, &n)) { __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED); return; }
-    gboolean sent = sfb_direct_transmit_locked(d, p, (gsize)n);
-    // Kept even if the send failed: a NACK for it may still come.
+    // Kept even if the send fails: a NACK for it may still come.
     if (t->video && (d->history || (d->history = sfb_sent_history_new(SFB_HISTORY_BYTES, SFB_HISTORY_SLOTS))))
         sfb_sent_history_keep(d->history, seq, p, (gsize)n);
-    if (!sent) { __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED); return; }
-    __atomic_fetch_add(&d->packets, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&d->payload_bytes, len, __ATOMIC_RELAXED);
-    f->sent++;
-    if (idr) sfb_direct_keyframe_sent(d);
+    // Audio is one packet a frame: sent at once. A video frame's packets go out together.
+    if (!t->video) { counted(f, sfb_direct_transmit_locked(d, p, (gsize)n), len, idr); return; }
+    // The track's own queue (13 KiB, video only, made at its first frame; used under the lock).
+    if (!t->queue) t->queue = g_malloc(sizeof(QueuedPacket) * SFB_FRAME_BATCH);
+    memcpy(t->queue[f->queued], p, (gsize)n);
+    f->lens[f->queued] = (gsize)n;
+    f->payloads[f->queued] = len;
+    f->idr[f->queued] = idr;
+    if (++f->queued == SFB_FRAME_BATCH) flush(f);
 }
 
 guint sfb_direct_track_send(SfbDirectTrack *t, const guint8 *frame, gsize size, guint64 running_time) {
     // rtpbasepayload's RTP time: the base plus the running time in clock-rate units.
     if (running_time != GST_CLOCK_TIME_NONE) t->last_ts = t->ts_base + (guint32)gst_util_uint64_scale_int(running_time, (gint)t->clock_rate, GST_SECOND);
     guint8 packet[SFB_MAX_RTP + SRTP_MAX_TRAILER_LEN];
-    Frame f = { .t = t, .packet = packet, .ts = t->last_ts, .sent = 0 };
+    Frame f = { .t = t, .packet = packet, .ts = t->last_ts, .sent = 0, .queued = 0 };
     SfbDirectRTP *d = t->d;
     if (!t->video && (size == 0 || 12 + size > SFB_MAX_RTP)) {
         __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
         return 0;
     }
     pthread_mutex_lock(&d->lock);
-    if (t->video) sfb_h264_packetize(&t->h264, frame, size, packet + 12, send_payload, &f);
+    if (t->video) {
+        sfb_h264_packetize(&t->h264, frame, size, packet + 12, send_payload, &f);
+        flush(&f);
+    }
     else {
         // rtpopuspay: the frame is the payload; its marker went on the first packet, which
         // the gate dropped before this track took over.
@@ -145,6 +179,7 @@ guint sfb_direct_track_send(SfbDirectTrack *t, const guint8 *frame, gsize size, 
 
 void sfb_direct_track_free(SfbDirectTrack *t) {
     if (!t) return;
+    g_free(t->queue);
     sfb_direct_rtp_unref(t->d);
     g_free(t);
 }

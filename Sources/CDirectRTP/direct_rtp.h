@@ -55,6 +55,8 @@ struct SfbDirectRTP {
 
 // The largest RTP packet sent; larger ones are dropped and counted (an MTU-sized packet fits).
 #define SFB_MAX_RTP 1500
+// Packets of one frame sent with one sendmmsg (a larger frame takes more calls).
+#define SFB_FRAME_BATCH 8
 
 // Is `ssrc` ours to protect? Claims it on its first packet: one srtpenc was given is not ours,
 // nor one past the SSRCs a sender keeps. Called with the lock held.
@@ -72,6 +74,10 @@ gboolean sfb_direct_send_one(SfbDirectRTP *d, GstBuffer *buffer, gboolean keep);
 
 // Sends a protected packet on the current route; called with the lock held.
 gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize len);
+// Sends `n` protected packets (a frame's): one sendmmsg on a plain UDP route, else one by one
+// through libnice. Returns how many went out (`went[i]`: whether packet i did); called with the
+// lock held.
+guint sfb_direct_transmit_many_locked(SfbDirectRTP *d, guint8 *const *packets, const gsize *lens, guint n, gboolean *went);
 
 // Answers the NACKs in a compound RTCP packet about the SSRCs sent (direct_nack.c).
 void sfb_direct_answer_nacks(SfbDirectRTP *d, const guint8 *rtcp, gsize size);
