@@ -3,6 +3,8 @@
 // in one sendmmsg (or libnice on a relayed pair), under one take of the sender's lock. The payloader's per-buffer work, its
 // pads and the probes around them (docs/performance.md, "Why sending misses 2× the limit") are
 // not run.
+// sendmmsg and struct mmsghdr are GNU extensions.
+#define _GNU_SOURCE
 #include "direct_rtp.h"
 #include <string.h>
 
@@ -97,6 +99,33 @@ typedef struct {
     gsize lens[SFB_FRAME_BATCH], payloads[SFB_FRAME_BATCH];
     gboolean idr[SFB_FRAME_BATCH];
 } Frame;
+
+guint sfb_direct_transmit_many_locked(SfbDirectRTP *d, guint8 *const *packets, const gsize *lens, guint n, gboolean *went) {
+    if (n == 0) return 0;
+    // The first one as any other packet: it reads the route again if it changed.
+    guint ok = (went[0] = sfb_direct_transmit_locked(d, packets[0], lens[0])) ? 1 : 0, next = 1;
+    if (d->fd < 0) {
+        for (; next < n; next++) ok += (went[next] = sfb_direct_transmit_locked(d, packets[next], lens[next])) ? 1 : 0;
+        return ok;
+    }
+    struct mmsghdr msgs[SFB_FRAME_BATCH];
+    struct iovec iov[SFB_FRAME_BATCH];
+    while (next < n) {
+        guint m = MIN(n - next, SFB_FRAME_BATCH);
+        for (guint i = 0; i < m; i++) {
+            iov[i] = (struct iovec){ .iov_base = packets[next + i], .iov_len = lens[next + i] };
+            msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &d->to, .msg_namelen = d->to_len, .msg_iov = &iov[i], .msg_iovlen = 1 } };
+        }
+        int r = sendmmsg(d->fd, msgs, m, MSG_DONTWAIT);
+        // The first datagram refused (a full socket buffer): it is dropped, as sendto's was, and
+        // the rest of the frame still tried.
+        if (r <= 0) { went[next++] = FALSE; continue; }
+        for (int i = 0; i < r; i++) went[next + (guint)i] = TRUE;
+        ok += (guint)r;
+        next += (guint)r;
+    }
+    return ok;
+}
 
 typedef guint8 QueuedPacket[SFB_MAX_RTP + SRTP_MAX_TRAILER_LEN];
 

@@ -2,8 +2,6 @@
 // plugins loaded (found by soname, RTLD_NOLOAD): sfubot links neither, so the libsrtp the
 // process uses (the OpenSSL build `sfubot load` preloads, SRTPLibrary) is the one used here
 // too, already initialised by srtpenc.
-// sendmmsg and struct mmsghdr are GNU extensions.
-#define _GNU_SOURCE
 #include "direct_rtp.h"
 #include "elements.h"
 #include <dlfcn.h>
@@ -220,32 +218,6 @@ gboolean sfb_direct_transmit_locked(SfbDirectRTP *d, const guint8 *packet, gsize
     gboolean sent = lib.nice_send(d->agent, d->stream, d->component, (guint)len, (const gchar *)packet) >= 0;
     if (sent) __atomic_fetch_add(&d->through_agent, 1, __ATOMIC_RELAXED);
     return sent;
-}
-
-guint sfb_direct_transmit_many_locked(SfbDirectRTP *d, guint8 *const *packets, const gsize *lens, guint n, gboolean *went) {
-    if (g_atomic_int_compare_and_exchange(&d->route_stale, 1, 0)) read_route(d);
-    guint ok = 0, next = 0;
-    if (d->fd < 0) {
-        for (; next < n; next++) ok += (went[next] = sfb_direct_transmit_locked(d, packets[next], lens[next])) ? 1 : 0;
-        return ok;
-    }
-    struct mmsghdr msgs[SFB_FRAME_BATCH];
-    struct iovec iov[SFB_FRAME_BATCH];
-    while (next < n) {
-        guint m = MIN(n - next, SFB_FRAME_BATCH);
-        for (guint i = 0; i < m; i++) {
-            iov[i] = (struct iovec){ .iov_base = packets[next + i], .iov_len = lens[next + i] };
-            msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &d->to, .msg_namelen = d->to_len, .msg_iov = &iov[i], .msg_iovlen = 1 } };
-        }
-        int r = sendmmsg(d->fd, msgs, m, MSG_DONTWAIT);
-        // The first datagram refused (a full socket buffer): it is dropped, as sendto's was, and
-        // the rest of the frame still tried.
-        if (r <= 0) { went[next++] = FALSE; continue; }
-        for (int i = 0; i < r; i++) went[next + (guint)i] = TRUE;
-        ok += (guint)r;
-        next += (guint)r;
-    }
-    return ok;
 }
 
 gboolean sfb_direct_protect_locked(SfbDirectRTP *d, guint8 *packet, int *len) {
